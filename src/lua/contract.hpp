@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: lua/contract.hpp
+//
+// The switch.lua contract as data: the hooks, the argument tables each hook
+// receives, the return codes, and one strict parser per hook of what the
+// hook returned.  The source of every rule here is the contract script
+// (switch.lua(5); the seed `shared/seeds/switch.lua`).
+//
+// Return conventions (switch.lua contract):
+//   block_job_complete, setup_special_steps -> boolean
+//   job_start   -> rc, jobinfo|nil      (rc must be an integer number)
+//   job_complete, step_preinit, step_postfini -> rc
+//   step_init   -> rc, env|nil
+// A return that breaks the convention (no value, the string "0", NaN, 0.5,
+// a function) is a `BadReturn` failure with a precise message, never a
+// success.  A missing hook function behaves as documented per hook in
+// `missing_hook_return()`.
+#pragma once
+
+#include "common/expected.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct lua_State;
+
+namespace switchlua {
+
+/// msgpack-encoded bytes of one Lua value (see lua/codec.hpp).
+using MsgpackBytes = std::string;
+
+/// The hooks of the contract, in the order of a job's life.
+enum class Hook : std::uint8_t {
+  BlockJobComplete,  ///< slurmctld, asked once per daemon: hold nodes during job_complete?
+  SetupSpecialSteps, ///< asked once per daemon: also run init for batch/interactive steps?
+  JobStart,          ///< slurmctld: set the fabric up for a job (supervised child)
+  JobComplete,       ///< slurmctld: tear the fabric down (supervised child)
+  StepPreinit,       ///< slurmstepd, per step and node, before the container exists
+  StepInit,          ///< slurmstepd, inside the container; may set step environment
+  StepPostfini,      ///< slurmstepd, after every task is dead
+};
+
+/// All hooks, for iteration.
+inline constexpr Hook kAllHooks[] = {Hook::BlockJobComplete, Hook::SetupSpecialSteps,
+                                     Hook::JobStart,         Hook::JobComplete,
+                                     Hook::StepPreinit,      Hook::StepInit,
+                                     Hook::StepPostfini};
+
+/// Short name used in logs, frames and the CLI: "job_start", "step_init", ...
+std::string_view hook_name(Hook h);
+/// The global Lua function implementing the hook: "slurm_switch_job_start", ...
+std::string_view hook_function(Hook h);
+/// Inverse of hook_name(); nullopt for an unknown name.
+std::optional<Hook> hook_from_name(std::string_view name);
+
+/// Return codes exposed as slurm.SUCCESS / slurm.ERROR / slurm.EAGAIN.
+/// EAGAIN is Linux's errno value; positive, so "other positive values" of
+/// job_complete (only logged) must differ from it.
+inline constexpr std::int64_t kSuccess = 0;
+inline constexpr std::int64_t kError = -1;
+inline constexpr std::int64_t kEagain = 11;
+
+/// The `job` table of job_start / job_complete.  Strings are Slurm's own
+/// text; an empty optional is nil in Lua.
+struct JobArgs {
+  std::uint32_t job_id = 0;
+  std::uint32_t user_id = 0;
+  std::uint32_t group_id = 0;
+  std::optional<std::string> user_name;
+  std::optional<std::string> name;      ///< job name (-J)
+  std::optional<std::string> nodes;     ///< hostlist expression, e.g. "node[1-3]"
+  std::vector<std::string> node_names;  ///< the same nodes, expanded, in order
+  std::uint32_t num_nodes = 0;
+  std::optional<std::string> partition;
+  std::optional<std::string> network;   ///< the job's --network string
+  std::optional<std::string> account;
+  std::optional<std::string> sluid;     ///< Slurm's SLUID text where the Slurm has one
+  std::uint32_t restart_count = 0;      ///< times the job was requeued
+  bool batch = false;                   ///< a batch job (sbatch), not an allocation
+
+  /// Encodes the table as a msgpack map (keys as above).
+  MsgpackBytes to_msgpack() const;
+  /// Decodes what to_msgpack() wrote.  Error on anything else.
+  static Expected<JobArgs> from_msgpack(std::string_view bytes);
+  /// Pushes the table onto L (one slot).  Never raises except on OOM.
+  void push(lua_State *L) const;
+};
+
+/// The `step` table of the slurmstepd hooks.
+struct StepArgs {
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::optional<std::string> sluid;
+  std::optional<std::string> partition; ///< nil on a batch step (contract)
+  std::optional<std::string> node_name; ///< this node
+  std::uint32_t node_id = 0;            ///< this node's index in the step
+  std::uint32_t num_nodes = 0;
+  std::uint32_t num_tasks = 0;
+  std::uint32_t user_id = 0;
+  std::optional<std::string> user_name;
+  std::optional<std::string> nodes;     ///< the step's hostlist expression
+  std::optional<std::string> network;
+  bool batch = false;
+
+  void push(lua_State *L) const;
+};
+
+/// One change to a step's environment, from step_init's env table.
+struct EnvOp {
+  enum class Kind { Set, Unset };
+  Kind kind = Kind::Set;
+  std::string name;
+  std::string value; ///< empty for Unset
+  bool operator==(const EnvOp &) const = default;
+};
+
+/// What a hook returned, parsed per the contract.
+struct HookReturn {
+  Hook hook = Hook::JobStart;
+  /// rc of job_start, job_complete and the step hooks (kSuccess, kEagain, ...).
+  std::int64_t rc = kSuccess;
+  /// The boolean of block_job_complete / setup_special_steps.
+  bool flag = false;
+  /// job_start: the jobinfo table, msgpack-encoded; nullopt when nil (the
+  /// job is declined) or when it could not be encoded (see jobinfo_error).
+  std::optional<MsgpackBytes> jobinfo;
+  /// job_start: non-empty when a table was returned but cannot be saved,
+  /// e.g. "jobinfo.fabric.handler: a function cannot be saved".
+  std::string jobinfo_error;
+  /// step_init: whether an env table was returned, and its operations.
+  bool has_env = false;
+  std::vector<EnvOp> env;
+  /// Entries skipped while parsing (bad env names, nested tables, SLURM_*),
+  /// one log line each.
+  std::vector<std::string> warnings;
+};
+
+/// What a hook "returns" when the script does not define it: false for the
+/// boolean hooks; kSuccess with nil jobinfo / no env otherwise (a script
+/// without job_start declines every job).
+HookReturn missing_hook_return(Hook h);
+
+/// Parses the `nret` values on top of L's stack, returned by hook `h`.
+/// Does not pop them.  `root` names the value in messages ("jobinfo").
+/// Errors (BadReturn): wrong type or count of the first value, a non-integer
+/// or NaN rc, a non-table second value, ... with a message like
+/// `returned "0" (a string) as rc, expected an integer number`.
+Expected<HookReturn> parse_hook_return(lua_State *L, Hook h, int nret);
+
+/// The env rules of step_init (contract): string -> set; integer or float
+/// -> decimal text; true -> "1"; false -> unset.  Skipped, each with a
+/// warning: a non-string or empty name, a name with '=' or NUL, a nested
+/// table or other value type, and any SLURM_* name (Slurm owns those).
+/// Operations are sorted by name so the result is deterministic.
+std::vector<EnvOp> env_ops_from_table(lua_State *L, int idx, std::vector<std::string> &warnings);
+
+} // namespace switchlua

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: supervisor/client.hpp
+//
+// The client side of the supervisor: what slurmctld (through the plugin) and
+// `switch-lua simulate` use to run job_start / job_complete in supervised
+// child processes.
+//
+//   SupervisorClient c({.supervisor = "/usr/libexec/switch-lua/switch-lua-supervisor"}, on_log);
+//   c.submit({.script = "/etc/slurm/switch.lua", .hook = Hook::JobStart, .job = job,
+//             .timeout = std::chrono::seconds(10)},
+//            [](CallId id, const Outcome &o) { ... });   // runs on the client thread
+//
+// The client starts the supervisor once (fork+exec through Boost.Process v2,
+// with a launcher that does not copy the caller's page tables), talks to it
+// with msgpack frames on a socketpair, and runs one I/O thread of its own.
+// submit() never blocks: it enqueues into a bounded queue and returns.
+// If the supervisor dies, every call in flight completes with
+// OutcomeKind::Abandoned and the next submit() restarts the supervisor.  If
+// the client (slurmctld) dies, the supervisor kills every child process
+// group and exits.
+#pragma once
+
+#include "common/expected.hpp"
+#include "lua/contract.hpp"
+#include "lua/runtime.hpp"
+#include "supervisor/outcome.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace switchlua {
+
+/// Identifies one call for its lifetime in a client; never reused.
+using CallId = std::uint64_t;
+
+/// One job_start / job_complete call.
+struct CallRequest {
+  std::string script;                 ///< path of switch.lua
+  Hook hook = Hook::JobStart;         ///< JobStart, JobComplete, BlockJobComplete or SetupSpecialSteps
+  JobArgs job;                        ///< the job table
+  std::optional<MsgpackBytes> jobinfo; ///< job_complete's jobinfo; nullopt = nil
+  std::chrono::seconds timeout{10};   ///< switch_timeout the call started with (>= 1 s)
+};
+
+/// Options of the client.
+struct ClientOptions {
+  std::string supervisor;      ///< path of the switch-lua-supervisor executable
+  std::string runner;          ///< path of the switch-lua-runner executable (passed on)
+  std::uint32_t max_concurrent = 16; ///< children at once; more wait FIFO in the supervisor
+  std::uint32_t max_queued = 4096;   ///< submitted but not finished; beyond: submit() fails
+  /// Environment of every child besides the fixed clean set (PATH, LANG=C);
+  /// e.g. {"SLURM_CONF=/etc/slurm/slurm.conf"}.
+  std::vector<std::string> child_env;
+};
+
+/// Completion callback: runs on the client's I/O thread; must not block long.
+using CallDone = std::function<void(CallId, const Outcome &)>;
+/// Log callback for the script's lines, as they happen; same thread.
+using CallLog = std::function<void(CallId, LogLevel, std::string_view)>;
+
+class SupervisorClient {
+public:
+  SupervisorClient(ClientOptions opts, CallLog on_log);
+  ~SupervisorClient(); ///< stops: the supervisor kills its children and exits
+  SupervisorClient(const SupervisorClient &) = delete;
+  SupervisorClient &operator=(const SupervisorClient &) = delete;
+
+  /// Queues a call; never blocks.  Errors: the queue is full (max_queued),
+  /// or the client is stopped.  `done` is called exactly once otherwise.
+  Expected<CallId> submit(CallRequest req, CallDone done);
+
+  /// Kills every call in flight (their `done` gets Abandoned) and stops the
+  /// supervisor; used before slurmctld re-execs on reconfigure.  Blocks
+  /// until the supervisor has exited (bounded: 5 s, then SIGKILL).
+  void shutdown();
+
+  /// Pid of the current supervisor process, or -1 (for tests).
+  pid_t supervisor_pid() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace switchlua
