@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "ctld/config.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+#include <optional>
+
+namespace switchlua {
+namespace {
+
+/// One key=value token of ours, or nullopt.
+struct Token {
+  std::string_view key;
+  std::string_view value;
+  bool has_value;
+};
+
+std::optional<Token> split_token(std::string_view tok) {
+  auto eq = tok.find('=');
+  std::string_view key = tok.substr(0, eq);
+  if (key != "switch_timeout" && key != "switch_retries" && key != "switch_drain_on_failure")
+    return std::nullopt;
+  if (eq == std::string_view::npos)
+    return Token{key, {}, false};
+  return Token{key, tok.substr(eq + 1), true};
+}
+
+Expected<std::uint64_t> parse_count(const Token &t, std::uint64_t lo, std::uint64_t hi,
+                                    std::string_view what) {
+  std::uint64_t v = 0;
+  const char *b = t.value.data();
+  const char *e = b + t.value.size();
+  auto [p, ec] = std::from_chars(b, e, v);
+  if (!t.has_value || t.value.empty() || ec != std::errc() || p != e || v < lo || v > hi)
+    return fail(fmt::format("SlurmctldParameters: {}={}: must be an integer {} from {} to {}", t.key,
+                            t.has_value ? t.value : "", what, lo, hi));
+  return v;
+}
+
+} // namespace
+
+Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
+  CtldConfig c;
+  bool seen_timeout = false, seen_retries = false, seen_drain = false;
+  while (!params.empty()) {
+    auto comma = params.find(',');
+    std::string_view tok = params.substr(0, comma);
+    params = comma == std::string_view::npos ? std::string_view{} : params.substr(comma + 1);
+    auto t = split_token(tok);
+    if (!t)
+      continue; // not ours: Slurm ignores unknown tokens, so do we
+    if (t->key == "switch_timeout") {
+      auto v = parse_count(*t, 1, kMaxSwitchTimeout.count(), "number of seconds");
+      if (!v)
+        return fail(v.error().message);
+      std::chrono::seconds s(*v);
+      if (seen_timeout && s != c.switch_timeout)
+        return fail(fmt::format("SlurmctldParameters: switch_timeout given twice ({} and {})",
+                                c.switch_timeout.count(), *v));
+      c.switch_timeout = s;
+      seen_timeout = true;
+    } else if (t->key == "switch_retries") {
+      auto v = parse_count(*t, 0, kMaxSwitchRetries, "count");
+      if (!v)
+        return fail(v.error().message);
+      if (seen_retries && *v != c.switch_retries)
+        return fail(fmt::format("SlurmctldParameters: switch_retries given twice ({} and {})",
+                                c.switch_retries, *v));
+      c.switch_retries = static_cast<std::uint32_t>(*v);
+      seen_retries = true;
+    } else {
+      bool v;
+      if (t->has_value && t->value == "yes")
+        v = true;
+      else if (t->has_value && t->value == "no")
+        v = false;
+      else
+        return fail(fmt::format("SlurmctldParameters: switch_drain_on_failure={}: must be yes or no",
+                                t->has_value ? t->value : ""));
+      if (seen_drain && v != c.drain_on_failure)
+        return fail("SlurmctldParameters: switch_drain_on_failure given twice (yes and no)");
+      c.drain_on_failure = v;
+      seen_drain = true;
+    }
+  }
+  return c;
+}
+
+std::string describe(const CtldConfig &c) {
+  return fmt::format("switch_timeout={} switch_retries={} switch_drain_on_failure={}",
+                     c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no");
+}
+
+} // namespace switchlua

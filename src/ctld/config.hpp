@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: ctld/config.hpp
+//
+// The controller settings of switch/lua, read from slurm.conf's
+// SlurmctldParameters (a comma-separated list of key or key=value tokens):
+//
+//   switch_timeout=<seconds>        job_start / job_complete kill deadline;
+//                                   integer 1..86400, default 10
+//   switch_retries=<count>          job_complete EAGAIN retries before the
+//                                   nodes are drained; integer 0..1000, default 3
+//   switch_drain_on_failure=yes|no  drain the job's nodes when job_complete
+//                                   fails; default yes
+//
+// Keys are matched as Slurm matches its own (case-sensitive, lower case);
+// tokens that are not ours are ignored, as Slurm ignores unknown tokens.
+// A bad value of ours is an error naming the key and the value, at load and
+// at reconfigure (the caller then keeps the previous configuration).
+#pragma once
+
+#include "common/expected.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace switchlua {
+
+/// Defaults (documented in switch_lua.conf(5) / SlurmctldParameters).
+inline constexpr std::chrono::seconds kDefaultSwitchTimeout{10};
+inline constexpr std::uint32_t kDefaultSwitchRetries = 3;
+inline constexpr std::chrono::seconds kMaxSwitchTimeout{86400};
+inline constexpr std::uint32_t kMaxSwitchRetries = 1000;
+
+/// The parsed settings.  A hook call keeps the timeout it started with
+/// across a reconfigure (the supervisor gets it with the request).
+struct CtldConfig {
+  std::chrono::seconds switch_timeout = kDefaultSwitchTimeout;
+  std::uint32_t switch_retries = kDefaultSwitchRetries;
+  bool drain_on_failure = true;
+  bool operator==(const CtldConfig &) const = default;
+};
+
+/// Parses a SlurmctldParameters string ("enable_configless,switch_timeout=5").
+/// Errors, e.g. `SlurmctldParameters: switch_timeout=0: must be an integer
+/// number of seconds from 1 to 86400`: a value of 0, negative, not a
+/// number, overflowing, out of range, or empty; a repeated key of ours with a
+/// different value; switch_drain_on_failure other than yes/no.
+Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params);
+
+/// "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes".
+std::string describe(const CtldConfig &c);
+
+} // namespace switchlua

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: ctld/core.hpp
+//
+// The controller engine: owns each managed job's JobSwitchState, feeds the
+// state machine (job_fsm.hpp) with slurmctld's events and the supervisor's
+// outcomes, and carries out its actions through a SlurmPort.  The Slurm
+// plugin (plugin/core_abi.cpp) and `switch-lua simulate` both drive this one
+// implementation, so what the harness shows is what the cluster does.
+//
+// Threads:
+//   - job_start() / job_complete() / recover_job() / adopt() are called by
+//     slurmctld with its locks held (from switch_p_* hooks);
+//   - outcomes arrive on the supervisor client's thread and are queued;
+//   - the core's worker thread takes slurmctld's locks (SlurmPort::lock),
+//     applies queued outcomes and retry ticks, and unlocks.
+// Actions may re-enter the core on the same thread (a requeue makes
+// slurmctld call job_complete at once); the core allows that.
+#pragma once
+
+#include "ctld/config.hpp"
+#include "ctld/job_fsm.hpp"
+#include "supervisor/client.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace switchlua {
+
+/// What the core needs from slurmctld.  Every method except lock()/unlock()
+/// is called with slurmctld's locks held (the core's worker took them, or
+/// slurmctld holds them around a hook); none may take them again.
+class SlurmPort {
+public:
+  virtual ~SlurmPort() = default;
+  virtual void lock() = 0;   ///< conf R, job W, node W, fed R
+  virtual void unlock() = 0;
+  virtual void end_configuring(std::uint32_t job_id) = 0;
+  virtual void requeue(std::uint32_t job_id, const std::string &reason) = 0;
+  virtual void cancel(std::uint32_t job_id, const std::string &reason) = 0;
+  virtual void hold(std::uint32_t job_id, const std::string &nodes, bool hold_nodes) = 0;
+  virtual void release(std::uint32_t job_id, const std::string &nodes, bool release_nodes) = 0;
+  virtual void drain(const std::string &nodes, const std::string &reason) = 0;
+  /// The job's switch state ended: the job record must forget its handle.
+  virtual void forget(std::uint32_t job_id) = 0;
+  virtual void save_state() = 0;
+  /// One log line (already prefixed "switch/lua: ").  Thread-safe.
+  virtual void log(LogLevel level, const std::string &line) = 0;
+};
+
+struct CoreOptions {
+  std::string script;           ///< path of switch.lua
+  CtldConfig config;            ///< from SlurmctldParameters
+  bool block_job_complete = false; ///< the script's answer, asked once
+  ClientOptions client;         ///< supervisor and runner paths, caps
+  /// The periodic check that retries EAGAIN teardowns.
+  std::chrono::milliseconds retry_interval{5000};
+};
+
+/// Asks the script a boolean hook (block_job_complete / setup_special_steps)
+/// through a supervised child, blocking up to `timeout`.  Errors name the
+/// script, the hook and the outcome; the caller then uses false.
+Expected<bool> ask_boolean_hook(SupervisorClient &client, const std::string &script, Hook h,
+                                std::chrono::seconds timeout);
+
+class CtldCore {
+public:
+  CtldCore(CoreOptions opts, SlurmPort &port);
+  ~CtldCore(); ///< stops the worker and the supervisor (children killed)
+  CtldCore(const CtldCore &) = delete;
+  CtldCore &operator=(const CtldCore &) = delete;
+
+  /// switch_p_job_start.  Returns whether the job is ours (network set):
+  /// then its setup is started and the caller must keep it CONFIGURING.
+  bool job_start(const JobArgs &job, bool requeue_allowed);
+  /// switch_p_job_complete.  Nothing for jobs without switch state.
+  void job_complete(std::uint32_t job_id);
+  /// After a restart (restore thread, locks held): Recover for the job.
+  /// Returns true when job_start runs again (caller: prolog_running++).
+  bool recover_job(std::uint32_t job_id, bool configuring);
+  /// A state unpacked from Slurm's job state file (marked recovered).
+  void adopt(JobSwitchState s);
+  /// The current state of a job, if any (copy).
+  std::optional<JobSwitchState> state_of(std::uint32_t job_id) const;
+  /// New SlurmctldParameters values; calls in flight keep their timeout.
+  void set_config(const CtldConfig &c);
+  CtldConfig config() const;
+  /// Kills every supervised child (their outcomes: Abandoned).
+  void stop_children();
+  /// Runs queued events now (tests and simulate; the worker does it too).
+  /// Returns the number of events applied.
+  std::size_t drain_events();
+  /// Fires RetryTick for jobs waiting now instead of at the next check.
+  void retry_now();
+  /// Number of hook calls in flight.
+  std::size_t calls_in_flight() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace switchlua

@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The controller state machine as a table of contract rules.  `step()`
+// reduces the event's Outcome to a Verdict, finds the row for (state, event,
+// verdict) and builds its actions.  One row per rule; the id is what tests,
+// logs and switch.lua(5) call it.
+#include "ctld/job_fsm.hpp"
+
+#include <array>
+#include <fmt/format.h>
+#include <initializer_list>
+
+namespace switchlua {
+namespace {
+
+/// What an event means for the table: outcomes reduced per hook.
+enum class Verdict : std::uint8_t {
+  None,            // events without an outcome
+  Accepted,        // job_start: SUCCESS with a jobinfo table
+  Declined,        // job_start: SUCCESS with nil
+  Failed,          // job_start: rc != SUCCESS, Lua error, bad return, load/spawn failure
+  Unsaveable,      // job_start: SUCCESS with a table that cannot be saved
+  Exited,          // job_start: exited without returning
+  TimedOut,        // job_start: timed out, died on a signal, or abandoned
+  Success,         // job_complete: SUCCESS
+  EagainRetry,     // job_complete: EAGAIN, nodes held, retries left
+  EagainExhausted, // job_complete: EAGAIN, nodes held, switch_retries used up
+  EagainUnheld,    // job_complete: EAGAIN but nodes not held: a failure
+  OtherPositive,   // job_complete: positive rc other than EAGAIN: logged
+  Failure,         // job_complete: negative rc, error, timeout, death
+  Blocking,        // JobEnded with block_job_complete true
+  NonBlocking,     // JobEnded with block_job_complete false
+  Recovered,       // JobEnded / Recover of a state loaded after a restart
+};
+
+/// Actions of a row, before parameters are filled in.
+enum class Do : std::uint8_t {
+  RunJobStart,
+  RunJobCompleteWithJobinfo, // the stored jobinfo
+  RunJobCompleteNil,         // nil: the controller cannot say what the setup left
+  RunLateJobComplete,        // only if the timed-out setup reported late
+  EndConfiguring,
+  FailSetup,                 // Requeue if allowed, else Cancel; reason per verdict
+  HoldJob,                   // keep the job COMPLETING; nodes stay in service
+  HoldJobAndNodes,           // keep the job and its nodes COMPLETING
+  Release,                   // undo HoldJob / HoldJobAndNodes
+  DrainIfConfigured,         // drain unless switch_drain_on_failure=no
+  ScheduleRetry,
+  CountRetry,
+  StoreJobinfo,
+  ForgetJobinfo,
+  LogInfo,
+  LogError,
+};
+
+struct Row {
+  std::string_view rule;
+  JobState state;
+  EventKind event;
+  Verdict verdict;
+  JobState next;
+  std::initializer_list<Do> actions;
+};
+
+using S = JobState;
+using E = EventKind;
+using V = Verdict;
+
+// clang-format off
+const Row kRules[] = {
+  // A job with --network was allocated: run job_start; it waits in CONFIGURING.
+  {"R-SETUP",                 S::None,              E::SetupRequested, V::None,       S::SetupRunning,
+     {Do::RunJobStart}},
+  // switch.lua contract: job_start rc == SUCCESS with a table: store it, launch.
+  {"R-START-OK",              S::SetupRunning,      E::SetupResult, V::Accepted,      S::Running,
+     {Do::StoreJobinfo, Do::LogInfo, Do::EndConfiguring}},
+  // jobinfo == nil: not managed; no stepinfo, no job_complete, no step hooks.
+  {"R-START-DECLINE",         S::SetupRunning,      E::SetupResult, V::Declined,      S::Declined,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring}},
+  // rc ~= SUCCESS, an error, or a non-number rc: requeue, else cancel with
+  // "switch setup failed"; no drain; no job_complete (job_start undid its work).
+  {"R-START-FAIL",            S::SetupRunning,      E::SetupResult, V::Failed,        S::SetupFailed,
+     {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring}},
+  // SUCCESS with a table that cannot be saved: the fabric is set up but the
+  // controller cannot keep what describes it: fail, then job_complete(nil).
+  {"R-START-UNSAVEABLE",      S::SetupRunning,      E::SetupResult, V::Unsaveable,    S::SetupAbandoned,
+     {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring}},
+  // Exited without returning: failed as a returned failure, but job_complete(nil) runs.
+  {"R-START-EXIT",            S::SetupRunning,      E::SetupResult, V::Exited,        S::SetupAbandoned,
+     {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring}},
+  // Timed out (or died on a signal): "switch setup timed out", job_complete(nil)
+  // at the job's end; a late SUCCESS+table or exit gets one more job_complete.
+  {"R-START-TIMEOUT",         S::SetupRunning,      E::SetupResult, V::TimedOut,      S::SetupAbandoned,
+     {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::RunLateJobComplete}},
+
+  // The job ended (cancel, time limit) while job_start ran: not a failure, no
+  // requeue, no drain; hold the job and its nodes until the setup reports.
+  {"R-CANCEL-DURING-SETUP",   S::SetupRunning,      E::JobEnded,    V::Blocking,      S::SetupRunningEnded,
+     {Do::HoldJobAndNodes, Do::LogInfo}},
+  {"R-CANCEL-DURING-SETUP",   S::SetupRunning,      E::JobEnded,    V::NonBlocking,   S::SetupRunningEnded,
+     {Do::HoldJobAndNodes, Do::LogInfo}},
+  // ... then the teardown runs once, with what the setup returned ...
+  {"R-CANCELLED-SETUP-OK",    S::SetupRunningEnded, E::SetupResult, V::Accepted,      S::TeardownRunning,
+     {Do::StoreJobinfo, Do::EndConfiguring, Do::RunJobCompleteWithJobinfo}},
+  // ... or not at all when there is nothing to tear down ...
+  {"R-CANCELLED-SETUP-NONE",  S::SetupRunningEnded, E::SetupResult, V::Declined,      S::Done,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+  {"R-CANCELLED-SETUP-NONE",  S::SetupRunningEnded, E::SetupResult, V::Failed,        S::Done,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+  // ... or with nil when the setup's result is unknown.
+  {"R-CANCELLED-SETUP-UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::Unsaveable,  S::TeardownRunning,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::RunJobCompleteNil}},
+  {"R-CANCELLED-SETUP-UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::Exited,      S::TeardownRunning,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::RunJobCompleteNil}},
+  {"R-CANCELLED-SETUP-UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::TimedOut,    S::TeardownRunning,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::RunJobCompleteNil,
+      Do::RunLateJobComplete}},
+
+  // The job ended after a successful setup: job_complete(job, jobinfo).
+  // block_job_complete true keeps the nodes COMPLETING until it reports.
+  {"R-END-HOLD",              S::Running,           E::JobEnded,    V::Blocking,      S::TeardownRunning,
+     {Do::HoldJobAndNodes, Do::RunJobCompleteWithJobinfo}},
+  {"R-END",                   S::Running,           E::JobEnded,    V::NonBlocking,   S::TeardownRunning,
+     {Do::HoldJob, Do::RunJobCompleteWithJobinfo}},
+  // A failed setup is not torn down.
+  {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::Blocking,      S::Done, {}},
+  {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::NonBlocking,   S::Done, {}},
+  // An abandoned setup (timeout, exit, death) is torn down with nil jobinfo,
+  // nodes held whatever block_job_complete says.
+  {"R-END-AFTER-ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::Blocking,      S::TeardownRunning,
+     {Do::HoldJobAndNodes, Do::RunJobCompleteNil}},
+  {"R-END-AFTER-ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::NonBlocking,   S::TeardownRunning,
+     {Do::HoldJobAndNodes, Do::RunJobCompleteNil}},
+
+  // switch.lua contract: job_complete rc == SUCCESS: the nodes go back to service.
+  {"R-COMPLETE-OK",           S::TeardownRunning,   E::TeardownResult, V::Success,    S::Done,
+     {Do::LogInfo, Do::Release, Do::ForgetJobinfo}},
+  // Any other positive value is only logged.
+  {"R-COMPLETE-POSITIVE",     S::TeardownRunning,   E::TeardownResult, V::OtherPositive, S::Done,
+     {Do::LogError, Do::Release, Do::ForgetJobinfo}},
+  // EAGAIN with the nodes held: called again at the next periodic check ...
+  {"R-COMPLETE-EAGAIN",       S::TeardownRunning,   E::TeardownResult, V::EagainRetry, S::TeardownRetryWait,
+     {Do::CountRetry, Do::LogInfo, Do::ScheduleRetry}},
+  // ... up to switch_retries times, then drained like any failure.
+  {"R-COMPLETE-EAGAIN-EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::EagainExhausted, S::Done,
+     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+  // EAGAIN without held nodes is a failure.
+  {"R-COMPLETE-EAGAIN-UNHELD", S::TeardownRunning,  E::TeardownResult, V::EagainUnheld, S::Done,
+     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+  // rc < 0 or an error: drain the job's nodes unless switch_drain_on_failure=no.
+  {"R-COMPLETE-FAIL",         S::TeardownRunning,   E::TeardownResult, V::Failure,    S::Done,
+     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+  {"R-RETRY",                 S::TeardownRetryWait, E::RetryTick,   V::None,          S::TeardownRunning,
+     {Do::RunJobCompleteWithJobinfo}},
+
+  // Restart: an outstanding setup runs job_start again (the job is still CONFIGURING).
+  {"R-RESTART-SETUP",         S::SetupRunning,      E::Recover,     V::Recovered,     S::SetupRunning,
+     {Do::LogInfo, Do::RunJobStart}},
+  // Restart: a teardown that was running or waiting runs job_complete again
+  // with the same jobinfo, the nodes held whatever block_job_complete says.
+  {"R-RESTART-TEARDOWN",      S::TeardownRunning,   E::JobEnded,    V::Recovered,     S::TeardownRunning,
+     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
+  {"R-RESTART-TEARDOWN",      S::TeardownRunning,   E::Recover,     V::Recovered,     S::TeardownRunning,
+     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
+  {"R-RESTART-TEARDOWN",      S::TeardownRetryWait, E::JobEnded,    V::Recovered,     S::TeardownRunning,
+     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
+  {"R-RESTART-TEARDOWN",      S::TeardownRetryWait, E::Recover,     V::Recovered,     S::TeardownRunning,
+     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
+  // Restart: a setup whose job had ended, or that was abandoned, is torn down with nil.
+  {"R-RESTART-UNKNOWN",       S::SetupRunningEnded, E::JobEnded,    V::Recovered,     S::TeardownRunning,
+     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
+  {"R-RESTART-UNKNOWN",       S::SetupRunningEnded, E::Recover,     V::Recovered,     S::TeardownRunning,
+     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
+  {"R-RESTART-UNKNOWN",       S::SetupAbandoned,    E::Recover,     V::Recovered,     S::TeardownRunning,
+     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
+  // Restart: a running job or a failed setup needs nothing now.
+  {"R-RESTART-NOTHING",       S::Running,           E::Recover,     V::Recovered,     S::Running, {}},
+  {"R-RESTART-NOTHING",       S::SetupFailed,       E::Recover,     V::Recovered,     S::SetupFailed, {}},
+};
+// clang-format on
+
+/// The rc of a job_start / job_complete return, in words.
+std::string rc_text(std::int64_t rc) {
+  if (rc == kSuccess)
+    return "rc=0 (slurm.SUCCESS)";
+  if (rc == kEagain)
+    return "rc=11 (slurm.EAGAIN)";
+  return fmt::format("rc={}", rc);
+}
+
+/// What a call ended with, for reasons and logs ("returned rc=-1",
+/// "raised: switch.lua:12: boom", "timed out after 10 s").
+std::string what_happened(const Outcome &o) {
+  switch (o.kind) {
+  case OutcomeKind::Returned:
+    if (!o.ret.jobinfo_error.empty())
+      return fmt::format("returned a jobinfo that cannot be saved: {}", o.ret.jobinfo_error);
+    return "returned " + rc_text(o.ret.rc);
+  case OutcomeKind::LuaError:
+    return "raised an error: " + o.message;
+  case OutcomeKind::BadReturn:
+    return "broke the return convention: " + o.message;
+  case OutcomeKind::LoadFailed:
+    return "could not load the script: " + o.message;
+  case OutcomeKind::SpawnFailed:
+    return "could not be started: " + o.message;
+  case OutcomeKind::ExitedWithoutReturn:
+    return fmt::format("exited with status {} without returning", o.exit_status);
+  case OutcomeKind::Signaled:
+    return fmt::format("died on signal {}", o.signal);
+  case OutcomeKind::TimedOut:
+    return fmt::format("timed out after {} ms and was killed with its process group",
+                       o.elapsed.count());
+  case OutcomeKind::Abandoned:
+    return "was abandoned: " + o.message;
+  }
+  return "ended";
+}
+
+Verdict setup_verdict(const Outcome &o) {
+  switch (o.kind) {
+  case OutcomeKind::Returned:
+    if (o.ret.rc != kSuccess)
+      return V::Failed;
+    if (!o.ret.jobinfo_error.empty())
+      return V::Unsaveable;
+    return o.ret.jobinfo ? V::Accepted : V::Declined;
+  case OutcomeKind::LuaError:
+  case OutcomeKind::BadReturn:
+  case OutcomeKind::LoadFailed:
+  case OutcomeKind::SpawnFailed:
+    return V::Failed;
+  case OutcomeKind::ExitedWithoutReturn:
+    return V::Exited;
+  case OutcomeKind::Signaled: // switch.lua contract: "dies on a signal is treated as timed out"
+  case OutcomeKind::TimedOut:
+  case OutcomeKind::Abandoned: // the supervisor died: as unknown as a timeout
+    return V::TimedOut;
+  }
+  return V::Failed;
+}
+
+Verdict teardown_verdict(const Outcome &o, const JobSwitchState &s, const CtldConfig &cfg) {
+  if (o.kind != OutcomeKind::Returned)
+    return V::Failure;
+  if (o.ret.rc == kSuccess)
+    return V::Success;
+  if (o.ret.rc == kEagain) {
+    if (!s.nodes_held)
+      return V::EagainUnheld;
+    return s.retries < cfg.switch_retries ? V::EagainRetry : V::EagainExhausted;
+  }
+  return o.ret.rc > 0 ? V::OtherPositive : V::Failure;
+}
+
+Verdict verdict_of(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
+  switch (e.kind) {
+  case E::SetupResult:
+    return e.outcome ? setup_verdict(*e.outcome) : V::TimedOut;
+  case E::TeardownResult:
+    return e.outcome ? teardown_verdict(*e.outcome, s, cfg) : V::Failure;
+  case E::JobEnded:
+    if (s.recovered)
+      return V::Recovered;
+    return s.block_job_complete ? V::Blocking : V::NonBlocking;
+  case E::Recover:
+    return V::Recovered;
+  default:
+    return V::None;
+  }
+}
+
+const Row *find_row(JobState s, EventKind e, Verdict v) {
+  for (const Row &r : kRules)
+    if (r.state == s && r.event == e && r.verdict == v)
+      return &r;
+  return nullptr;
+}
+
+/// The job as logs name it.
+std::string job_tag(const JobSwitchState &s) { return fmt::format("JobId={}", s.job.job_id); }
+
+/// The log line of a row's LogInfo / LogError.
+std::string log_text(const Row &r, const JobSwitchState &s, const Event &e,
+                     const CtldConfig &cfg) {
+  std::string hook = e.kind == E::SetupResult ? "job_start" : "job_complete";
+  std::string what = e.outcome ? what_happened(*e.outcome) : "";
+  std::string_view rule = r.rule;
+  if (rule == "R-START-OK")
+    return fmt::format("{} job_start accepted the job: jobinfo stored, job may launch", job_tag(s));
+  if (rule == "R-START-DECLINE")
+    return fmt::format("{} job_start declined the job (nil jobinfo): not managed by switch/lua",
+                       job_tag(s));
+  if (rule == "R-CANCEL-DURING-SETUP")
+    return fmt::format("{} ended while job_start runs: holding its nodes until the setup reports; "
+                       "not a setup failure",
+                       job_tag(s));
+  if (rule == "R-COMPLETE-EAGAIN")
+    return fmt::format("{} job_complete returned slurm.EAGAIN: nodes stay held, retry {} of {} at "
+                       "the next periodic check",
+                       job_tag(s), s.retries + 1, cfg.switch_retries);
+  if (rule.starts_with("R-RESTART"))
+    return fmt::format("{} recovered after a slurmctld restart in state {}: {}", job_tag(s),
+                       job_state_name(s.state),
+                       r.next == S::SetupRunning ? "running job_start again"
+                                                 : "running job_complete again");
+  if (rule.starts_with("R-CANCELLED-SETUP"))
+    return fmt::format("{} job_start {} after the job had ended: {}", job_tag(s), what,
+                       r.next == S::Done ? "nothing to tear down" : "tearing down with nil jobinfo");
+  return fmt::format("{} {} {}", job_tag(s), hook, what);
+}
+
+std::string setup_reason(const Event &e, Verdict v) {
+  std::string_view head = v == V::TimedOut ? kReasonSetupTimedOut : kReasonSetupFailed;
+  std::string what = e.outcome ? what_happened(*e.outcome) : "no result";
+  if (what.size() > 160)
+    what = what.substr(0, 157) + "...";
+  return fmt::format("{}: switch/lua job_start {}", head, what);
+}
+
+std::string drain_reason(const JobSwitchState &s, const Event &e, Verdict v,
+                         const CtldConfig &cfg) {
+  std::string what;
+  if (v == V::EagainExhausted)
+    what = fmt::format("still returned slurm.EAGAIN after switch_retries={}", cfg.switch_retries);
+  else if (v == V::EagainUnheld)
+    what = "returned slurm.EAGAIN but block_job_complete is false";
+  else
+    what = e.outcome ? what_happened(*e.outcome) : "failed";
+  if (what.size() > 160)
+    what = what.substr(0, 157) + "...";
+  return fmt::format("switch/lua job_complete {} (JobId={})", what, s.job.job_id);
+}
+
+/// The late job_complete of a timed-out setup (switch.lua contract: job_start
+/// timeout, "job_complete is called once more"), if one is due.
+std::optional<Action> late_job_complete(const Event &e) {
+  if (!e.outcome || e.outcome->kind != OutcomeKind::TimedOut)
+    return std::nullopt;
+  const Outcome &o = *e.outcome;
+  Action a{.kind = ActionKind::RunLateJobComplete, .rule = "R-START-LATE"};
+  if (o.late_return && o.late_return->rc == kSuccess && o.late_return->jobinfo) {
+    a.jobinfo = o.late_return->jobinfo; // with that table
+    return a;
+  }
+  if (o.late_return && o.late_return->rc == kSuccess && !o.late_return->jobinfo_error.empty())
+    return a; // nil: the table could not be saved
+  if (o.late_exit)
+    return a; // nil: exited without returning
+  return std::nullopt;
+}
+
+} // namespace
+
+std::string_view job_state_name(JobState s) {
+  static constexpr std::array<std::string_view, 10> names = {
+      "None",           "SetupRunning",    "SetupRunningEnded", "Running",           "Declined",
+      "SetupFailed",    "SetupAbandoned",  "TeardownRunning",   "TeardownRetryWait", "Done"};
+  return names.at(static_cast<std::size_t>(s));
+}
+
+bool is_terminal(JobState s) { return s == S::None || s == S::Declined || s == S::Done; }
+
+std::string_view event_kind_name(EventKind e) {
+  static constexpr std::array<std::string_view, 7> names = {
+      "SetupRequested", "SetupResult", "JobEnded",          "TeardownResult",
+      "RetryTick",      "Recover",     "LateTeardownResult"};
+  return names.at(static_cast<std::size_t>(e));
+}
+
+std::string_view action_kind_name(ActionKind a) {
+  static constexpr std::array<std::string_view, 11> names = {
+      "RunJobStart", "RunJobComplete", "RunLateJobComplete", "EndConfiguring",
+      "Requeue",     "Cancel",         "HoldNodes",          "ReleaseNodes",
+      "DrainNodes",  "ScheduleRetry",  "Log"};
+  return names.at(static_cast<std::size_t>(a));
+}
+
+StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
+  StepResult out{.next = s, .actions = {}, .rule = "R-IGNORED"};
+  if (e.kind == E::LateTeardownResult) {
+    std::string what = e.outcome ? what_happened(*e.outcome) : "ended";
+    out.rule = "R-LATE-RESULT";
+    out.actions.push_back({.kind = ActionKind::Log,
+                           .reason = fmt::format("{} job_complete for the late setup result {} "
+                                                 "(only logged)",
+                                                 job_tag(s), what),
+                           .rule = out.rule});
+    return out;
+  }
+  // A new run of the job (first start, or after a requeue) starts afresh.
+  JobState from = (e.kind == E::SetupRequested && is_terminal(s.state)) ? S::None : s.state;
+  Verdict v = verdict_of(s, e, cfg);
+  const Row *r = find_row(from, e.kind, v);
+  if (!r) {
+    out.actions.push_back(
+        {.kind = ActionKind::Log,
+         .reason = fmt::format("{} {} ignored in state {}", job_tag(s), event_kind_name(e.kind),
+                               job_state_name(s.state)),
+         .rule = out.rule});
+    return out;
+  }
+  out.rule = r->rule;
+  JobSwitchState &n = out.next;
+  n.state = r->next;
+  if (e.kind == E::SetupRequested) {
+    n.retries = 0;
+    n.nodes_held = false;
+    n.jobinfo.reset();
+  }
+  n.recovered = false;
+  auto add = [&](Action a) {
+    a.rule = r->rule;
+    out.actions.push_back(std::move(a));
+  };
+  for (Do d : r->actions) {
+    switch (d) {
+    case Do::RunJobStart:
+      n.generation++;
+      add({.kind = ActionKind::RunJobStart});
+      break;
+    case Do::RunJobCompleteWithJobinfo:
+      n.generation++;
+      add({.kind = ActionKind::RunJobComplete, .jobinfo = n.jobinfo});
+      break;
+    case Do::RunJobCompleteNil:
+      n.generation++;
+      add({.kind = ActionKind::RunJobComplete});
+      break;
+    case Do::RunLateJobComplete:
+      if (auto a = late_job_complete(e)) {
+        Action late = *a;
+        late.rule = "R-START-LATE";
+        out.actions.push_back(std::move(late));
+      }
+      break;
+    case Do::EndConfiguring:
+      add({.kind = ActionKind::EndConfiguring});
+      break;
+    case Do::FailSetup:
+      add({.kind = s.requeue_allowed ? ActionKind::Requeue : ActionKind::Cancel,
+           .reason = setup_reason(e, v)});
+      break;
+    case Do::HoldJob:
+      add({.kind = ActionKind::HoldNodes, .reason = "job"});
+      break;
+    case Do::HoldJobAndNodes:
+      n.nodes_held = true;
+      add({.kind = ActionKind::HoldNodes, .reason = "job+nodes"});
+      break;
+    case Do::Release:
+      add({.kind = ActionKind::ReleaseNodes, .reason = n.nodes_held ? "job+nodes" : "job"});
+      n.nodes_held = false;
+      break;
+    case Do::DrainIfConfigured:
+      if (cfg.drain_on_failure)
+        add({.kind = ActionKind::DrainNodes, .reason = drain_reason(s, e, v, cfg)});
+      else
+        add({.kind = ActionKind::Log,
+             .reason = fmt::format("{} not draining the nodes ({}): switch_drain_on_failure=no",
+                                   job_tag(s), drain_reason(s, e, v, cfg)),
+             .error = true});
+      break;
+    case Do::ScheduleRetry:
+      add({.kind = ActionKind::ScheduleRetry});
+      break;
+    case Do::CountRetry:
+      n.retries++;
+      break;
+    case Do::StoreJobinfo:
+      n.jobinfo = e.outcome ? e.outcome->ret.jobinfo : std::nullopt;
+      break;
+    case Do::ForgetJobinfo:
+      if (r->next != S::TeardownRunning)
+        n.jobinfo.reset();
+      break;
+    case Do::LogInfo:
+    case Do::LogError:
+      add({.kind = ActionKind::Log, .reason = log_text(*r, s, e, cfg), .error = d == Do::LogError});
+      break;
+    }
+  }
+  return out;
+}
+
+} // namespace switchlua

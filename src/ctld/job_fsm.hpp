@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: ctld/job_fsm.hpp
+//
+// The per-job state machine of the controller: what happens to a job and its
+// nodes after each outcome of job_start and job_complete, after a timeout, a
+// late result, a cancel, and a slurmctld restart.  Pure: `step()` takes the
+// job's switch state, one event and the configuration, and returns the next
+// state and the actions to take, as values.  The Slurm glue and the
+// `switch-lua simulate` harness both execute those actions; nothing here
+// calls Slurm, spawns or sleeps.
+//
+// The rules are rows of one table in job_fsm.cpp, each with a stable id
+// (R-START-FAIL, ...) used in the row, in `Action::rule` (so logs say which
+// rule fired) and in the test named after it.  Rule source: the comments above
+// slurm_switch_job_start and slurm_switch_job_complete in the contract script
+// (switch.lua(5)).
+//
+//   States (JobState)                      Events (EventKind)
+//   None -> SetupRunning                   SetupRequested  (job allocated, --network set)
+//   SetupRunning -> Running | Declined |   SetupResult     (job_start's Outcome)
+//     SetupFailed | SetupAbandoned |       JobEnded        (slurmctld's job_complete)
+//     SetupRunningEnded (job ended)        TeardownResult  (job_complete's Outcome)
+//   Running -> TeardownRunning             RetryTick       (periodic check)
+//   TeardownRunning -> Done |              Recover         (after a slurmctld restart)
+//     TeardownRetryWait                    LateTeardownResult (only logged)
+//   SetupFailed / SetupAbandoned -> Done | TeardownRunning on JobEnded
+#pragma once
+
+#include "ctld/config.hpp"
+#include "lua/contract.hpp"
+#include "supervisor/outcome.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace switchlua {
+
+/// Where a job is in its switch life.  Terminal: None, Declined, Done.
+enum class JobState : std::uint8_t {
+  None,              ///< no switch state (never set up, or fully finished)
+  SetupRunning,      ///< job_start in flight; the job waits in CONFIGURING
+  SetupRunningEnded, ///< the job ended (cancel) while job_start ran; nodes held
+  Running,           ///< set up; jobinfo stored; the job may launch
+  Declined,          ///< job_start returned nil jobinfo: not managed
+  SetupFailed,       ///< setup returned a failure; job requeued/cancelled; no teardown
+  SetupAbandoned,    ///< setup timed out / died / exited; job failed; teardown(nil) at end
+  TeardownRunning,   ///< job_complete in flight
+  TeardownRetryWait, ///< job_complete said EAGAIN; nodes held; waiting for a tick
+  Done,              ///< torn down (or failed and drained); nodes released
+};
+std::string_view job_state_name(JobState s);
+/// Whether nothing more can happen to this run of the job.
+bool is_terminal(JobState s);
+
+/// The inputs of the state machine.
+enum class EventKind : std::uint8_t {
+  SetupRequested,     ///< switch_p_job_start for a job with --network
+  SetupResult,        ///< job_start finished: `outcome`
+  JobEnded,           ///< switch_p_job_complete: the job ended / was cancelled / requeued
+  TeardownResult,     ///< job_complete finished: `outcome`
+  RetryTick,          ///< the periodic check (retries EAGAIN teardowns)
+  Recover,            ///< first look at the job after a slurmctld restart
+  LateTeardownResult, ///< the extra job_complete of a late setup finished: only logged
+};
+std::string_view event_kind_name(EventKind e);
+
+struct Event {
+  EventKind kind = EventKind::SetupRequested;
+  const Outcome *outcome = nullptr; ///< SetupResult, TeardownResult, LateTeardownResult
+};
+
+/// The switch state of one job; what persist.hpp saves in Slurm's job state.
+struct JobSwitchState {
+  JobState state = JobState::None;
+  JobArgs job;                          ///< the job as it was when its setup started
+  std::optional<MsgpackBytes> jobinfo;  ///< what job_start returned (Running and after)
+  bool requeue_allowed = false;         ///< the job may be requeued (batch, --requeue)
+  bool block_job_complete = false;      ///< the script's answer, asked once per daemon
+  bool nodes_held = false;              ///< we hold the job's nodes in COMPLETING
+  std::uint32_t retries = 0;            ///< EAGAIN retries used so far (<= switch_retries)
+  std::uint64_t generation = 0;         ///< bumped per hook call; stale results are ignored
+  bool recovered = false;               ///< loaded after a restart: no call is in flight
+  bool operator==(const JobSwitchState &) const = default;
+};
+
+/// What the glue must do.  Executed in order.
+enum class ActionKind : std::uint8_t {
+  RunJobStart,        ///< start job_start(job) in the supervisor
+  RunJobComplete,     ///< start job_complete(job, jobinfo) (jobinfo field; nullopt = nil)
+  RunLateJobComplete, ///< the extra job_complete of a late setup; its result only logged
+  EndConfiguring,     ///< setup over: decrement prolog_running (launches if still runnable)
+  Requeue,            ///< requeue the job with `reason` (fall back to Cancel if refused)
+  Cancel,             ///< cancel the job with `reason`
+  HoldNodes,          ///< keep the job's nodes COMPLETING
+  ReleaseNodes,       ///< undo HoldNodes
+  DrainNodes,         ///< drain the job's nodes with `reason`
+  ScheduleRetry,      ///< run RetryTick at the next periodic check
+  Log,                ///< log `reason` at `level`
+};
+std::string_view action_kind_name(ActionKind a);
+
+struct Action {
+  ActionKind kind = ActionKind::Log;
+  std::string reason;                  ///< Requeue/Cancel/Drain reason, or the Log text
+  bool error = false;                  ///< Log: at error level (else info)
+  std::optional<MsgpackBytes> jobinfo; ///< RunJobComplete / RunLateJobComplete
+  std::string_view rule;               ///< id of the rule that produced it
+  bool operator==(const Action &) const = default;
+};
+
+struct StepResult {
+  JobSwitchState next;
+  std::vector<Action> actions;
+  std::string_view rule; ///< the row that matched ("R-IGNORED" when none)
+};
+
+/// Applies one event.  Pure and total: an event that no rule expects in a
+/// state (e.g. a stray RetryTick) yields the same state, no action but a
+/// Log, and rule "R-IGNORED".
+StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg);
+
+/// Reasons, fixed by the contract ("switch setup failed", "switch setup
+/// timed out"), followed by what happened, e.g.
+/// "switch setup failed: switch/lua job_start returned rc=-1".
+inline constexpr std::string_view kReasonSetupFailed = "switch setup failed";
+inline constexpr std::string_view kReasonSetupTimedOut = "switch setup timed out";
+
+} // namespace switchlua

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * File: plugin/switch_lua_core.h
+ *
+ * The one interface between the Slurm glue (C files that include Slurm's
+ * internal headers: switch_lua.c, slurm_ctld.c, slurm_stepd.c) and the C++
+ * core (no Slurm headers).  Plain C types only; no function here throws or
+ * longjmps; strings are NUL-terminated UTF-8 owned by the caller unless said.
+ *
+ * slurmctld side
+ *   slc_ctld_init()         from init() in slurmctld: parse SlurmctldParameters,
+ *                           start the supervisor, load and check the script,
+ *                           ask block_job_complete / setup_special_steps once.
+ *   slc_ctld_job_start()    from switch_p_job_start (sched locks held): returns
+ *                           1 when the job is ours (--network set): the glue
+ *                           then sets CONFIGURING and prolog_running++ and stores
+ *                           the returned handle in job_ptr->switch_jobinfo.
+ *   slc_ctld_job_complete() from switch_p_job_complete (job W + node W held).
+ *   ops->...                the actions, called by the core either re-entrantly
+ *                           from inside the two calls above (locks already
+ *                           held) or from the core's worker thread between
+ *                           ops->lock() and ops->unlock().
+ * slurmstepd side
+ *   slc_stepd_*()           preinit / init / postfini, in-process Lua.
+ */
+#ifndef SWITCH_LUA_CORE_H
+#define SWITCH_LUA_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Log levels of ops->log / slc_log_fn: map to error(), info(), verbose(), debug()..debug5(). */
+enum slc_log_level {
+	SLC_LOG_ERROR = 0,
+	SLC_LOG_INFO,
+	SLC_LOG_VERBOSE,
+	SLC_LOG_DEBUG,
+	SLC_LOG_DEBUG2,
+	SLC_LOG_DEBUG3,
+	SLC_LOG_DEBUG4,
+	SLC_LOG_DEBUG5,
+};
+
+/* Receives one complete log line, already prefixed "switch/lua: ". */
+typedef void (*slc_log_fn)(int level, const char *line);
+
+/* The job as the glue reads it from job_record_t (NULL = nil in Lua). */
+typedef struct slc_job {
+	uint32_t job_id;
+	uint32_t user_id;
+	uint32_t group_id;
+	uint32_t num_nodes;
+	uint32_t restart_count;   /* job_ptr->restart_cnt */
+	const char *user_name;    /* user_from_job() */
+	const char *name;
+	const char *nodes;        /* hostlist expression */
+	const char *const *node_names; /* expanded, node_names_count entries */
+	uint32_t node_names_count;
+	const char *partition;
+	const char *network;      /* job_ptr->network; the job is ours iff non-empty */
+	const char *account;
+	const char *sluid;        /* sluid2str(job_ptr->db_index), or NULL */
+	bool batch;               /* job_ptr->batch_flag */
+	bool requeue_allowed;     /* batch and details->requeue */
+} slc_job_t;
+
+/* The step as slurmstepd knows it (stepd_step_rec_t). */
+typedef struct slc_step {
+	uint32_t job_id;
+	uint32_t step_id;
+	uint32_t node_id;
+	uint32_t num_nodes;
+	uint32_t num_tasks;
+	uint32_t user_id;
+	const char *node_name;
+	const char *user_name;
+	const char *nodes;
+	const char *partition;    /* the launch request's partition; NULL on a batch step */
+	const char *network;      /* the step's --network, if known */
+	bool batch;
+} slc_step_t;
+
+/* Actions the core asks of slurmctld.  Every function is called with
+ * slurmctld's conf R, job W, node W, fed R locks held, and must not take
+ * them.  `nodes` is the job's hostlist as saved at job_start. */
+typedef struct slc_ctld_ops {
+	void (*lock)(void);   /* lock_slurmctld(conf R, job W, node W, fed R) */
+	void (*unlock)(void);
+	/* Setup over: prolog_running_decr() if the job still exists. */
+	void (*end_configuring)(uint32_t job_id);
+	/* Requeue with reason (state_reason FAIL_LAUNCH + state_desc); falls back to
+	 * cancel when Slurm refuses the requeue. */
+	void (*requeue)(uint32_t job_id, const char *reason);
+	/* Cancel with reason (state_desc), like a failed PrologSlurmctld. */
+	void (*cancel)(uint32_t job_id, const char *reason);
+	/* Keep the job COMPLETING (epilog hold); with hold_nodes, its nodes too. */
+	void (*hold)(uint32_t job_id, const char *nodes, bool hold_nodes);
+	/* Undo hold() (release_nodes as it was held). */
+	void (*release)(uint32_t job_id, const char *nodes, bool release_nodes);
+	/* drain_nodes(nodes, reason, SlurmUser). */
+	void (*drain)(const char *nodes, const char *reason);
+	/* The job's switch state ended: set job_ptr->switch_jobinfo = NULL. */
+	void (*forget)(uint32_t job_id);
+	/* schedule_job_save() (lock-free in Slurm). */
+	void (*save_state)(void);
+	slc_log_fn log;
+} slc_ctld_ops_t;
+
+/* RET 0, or -1 after logging why (bad SlurmctldParameters, script refused,
+ * supervisor not startable).  `libexec_dir` holds switch-lua-supervisor and
+ * switch-lua-runner. */
+int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char *slurmctld_params,
+                  const char *libexec_dir);
+/* Re-read SlurmctldParameters; on error keep the old values.  RET 0 / -1. */
+int slc_ctld_reconfigure(const char *slurmctld_params);
+/* Kill every supervised child and stop the supervisor (switch_p_save before
+ * a reconfigure re-exec, and fini). */
+void slc_ctld_stop_children(void);
+void slc_ctld_fini(void);
+/* block_job_complete as the script answered at init. */
+bool slc_ctld_block_job_complete(void);
+
+/* switch_p_job_start.  RET the handle for job_ptr->switch_jobinfo when the job
+ * is ours (the glue then sets CONFIGURING, prolog_running++), else NULL. */
+void *slc_ctld_job_start(const slc_job_t *job);
+/* switch_p_job_complete, with job_ptr->switch_jobinfo (may be NULL: then
+ * nothing happens). */
+void slc_ctld_job_complete(uint32_t job_id, void *handle);
+/* From the glue's restore thread after a restart (started in
+ * switch_p_restore; it waits for the locks, then walks job_list with them
+ * held), once per job whose switch_jobinfo is non-NULL.  `configuring`: the
+ * job is RUNNING+CONFIGURING.  RET 1 when the core re-runs job_start for it:
+ * the glue then does prolog_running++ (restore zeroed it) so the job waits.
+ * Held teardowns are re-run from slc_ctld_job_complete, which Slurm calls
+ * again for COMPLETING jobs on restart; jobs it did not reach are re-run
+ * here. */
+int slc_ctld_recover_job(uint32_t job_id, void *handle, bool configuring);
+
+/* Pack the handle's state (handle may be NULL: the "absent" record).
+ * RET malloc'd bytes in *buf (free with slc_free), length in *len. */
+void slc_ctld_pack(void *handle, char **buf, size_t *len);
+/* Unpack a record.  RET 0 with *handle set (NULL for "absent"), or -1 after
+ * logging why the record is unreadable: the job then keeps no switch state
+ * (nothing is invented), and the glue must STILL return SLURM_SUCCESS to
+ * Slurm once it consumed the bytes, so the job record itself loads.  In a
+ * process other than slurmctld (no slc_ctld_init) the record is only kept
+ * for a later pack, never interpreted. */
+int slc_ctld_unpack(const char *buf, size_t len, void **handle);
+
+/* switch_p_build_stepinfo: the stepinfo record for a step of the job (the
+ * jobinfo + sluid), malloc'd into *buf/*len.  RET 1 when the job has
+ * jobinfo (a managed, set-up job), 0 when not (no stepinfo: *buf NULL). */
+int slc_ctld_stepinfo(void *handle, char **buf, size_t *len);
+
+void slc_free(void *p);
+
+/* slurmstepd side.  Loads the script once per process; RET 0 / -1 (script
+ * refused: logged; the hooks then do nothing). */
+int slc_stepd_init(const char *script_path, slc_log_fn log);
+/* stepinfo = the record built by slc_ctld_stepinfo (NULL/0: none; the
+ * hooks do not run for a job without stepinfo: contract).
+ * RET 0 proceed, -1 fail the step (ESLURM_INTERCONNECT_FAILURE). */
+int slc_stepd_preinit(const slc_step_t *step, const char *stepinfo, size_t len);
+/* RET as preinit; environment changes through the callbacks (Slurm's own
+ * SLURM_* names are never passed). */
+int slc_stepd_init_step(const slc_step_t *step, const char *stepinfo, size_t len,
+                        void (*set_env)(void *ctx, const char *name, const char *value),
+                        void (*unset_env)(void *ctx, const char *name), void *ctx);
+/* RET 0, or -1: drain the node (stepd_drain_node with the returned reason in
+ * *reason, malloc'd, free with slc_free). */
+int slc_stepd_postfini(const slc_step_t *step, const char *stepinfo, size_t len, char **reason);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

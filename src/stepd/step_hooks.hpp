@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: stepd/step_hooks.hpp
+//
+// The slurmstepd side: preinit, init and postfini run in-process on a script
+// loaded once per slurmstepd, with the contract's mapping of their results
+// (switch.lua contract, "slurmstepd: per step"):
+//
+//   rc == 0          proceed
+//   rc <  0          preinit/init: the step fails (ESLURM_INTERCONNECT_FAILURE,
+//                    srun: "Error configuring interconnect");
+//                    postfini: the node is drained
+//   rc >  0          logged; the step proceeds
+//   Lua error        logged; the step proceeds (fail-open, deliberately weaker
+//                    than an explicit negative return)
+//   bad return       (e.g. the string "0") logged as a script bug; fail-open
+//                    like a Lua error
+//
+// init's env table becomes EnvOps (see contract.hpp for the rules); the
+// operations are applied only when init did not fail.
+//
+//   auto hooks = StepHooks::load("/etc/slurm/switch.lua", sink);
+//   StepVerdict v = hooks->init(step, &stepinfo);
+//   if (v.kind == StepVerdict::Kind::FailStep) return ESLURM_INTERCONNECT_FAILURE;
+#pragma once
+
+#include "common/expected.hpp"
+#include "lua/contract.hpp"
+#include "lua/runtime.hpp"
+
+#include <string>
+#include <vector>
+
+namespace switchlua {
+
+/// The consequence of one step hook for the step and the node.
+struct StepVerdict {
+  enum class Kind {
+    Proceed,   ///< the step goes on
+    FailStep,  ///< preinit/init returned < 0: fail the step
+    DrainNode, ///< postfini returned < 0: drain this node
+  };
+  Kind kind = Kind::Proceed;
+  std::int64_t rc = 0;      ///< what the hook returned (0 after an error)
+  bool lua_error = false;   ///< the hook raised or broke the convention (fail-open)
+  std::vector<EnvOp> env;   ///< init: environment operations to apply
+  std::string reason;       ///< DrainNode: "switch/lua step_postfini returned -1 (JobId=.. StepId=..)"
+  std::string summary;      ///< one line for logs and timelines
+};
+
+/// The step hooks on one loaded script.  Not thread-safe.
+class StepHooks {
+public:
+  /// Loads the script (fresh Lua state) with `sink` for its log lines.
+  /// Errors as Script::load.
+  static Expected<StepHooks> load(const std::string &path, LogSink sink);
+
+  /// preinit(step, stepinfo): stepinfo is the job's jobinfo (msgpack) or
+  /// nullptr for nil.
+  StepVerdict preinit(const StepArgs &step, const MsgpackBytes *stepinfo);
+  StepVerdict init(const StepArgs &step, const MsgpackBytes *stepinfo);
+  StepVerdict postfini(const StepArgs &step, const MsgpackBytes *stepinfo);
+
+  Script &script() { return script_; }
+
+private:
+  explicit StepHooks(Script s, LogSink sink) : script_(std::move(s)), sink_(std::move(sink)) {}
+  StepVerdict run(Hook h, const StepArgs &step, const MsgpackBytes *stepinfo);
+  Script script_;
+  LogSink sink_;
+};
+
+/// "JobId=42 StepId=0 node1" for log lines.
+std::string step_tag(const StepArgs &s);
+
+} // namespace switchlua
