@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The C ABI of switch_lua_core.h over the C++ core.  Nothing here throws
+// across the ABI: every entry point catches and logs.
+#include "plugin/switch_lua_core.h"
+
+#include "ctld/core.hpp"
+#include "ctld/persist.hpp"
+#include "stepd/step_hooks.hpp"
+#include "stepd/stepinfo.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace switchlua {
+namespace {
+
+constexpr std::uint64_t kHandleMagic = 0x73776c7561686e64ULL; // "swluahnd"
+
+/// What job_ptr->switch_jobinfo points at.  In slurmctld: the job id (the
+/// state lives in the core); elsewhere: the raw record, kept for a re-pack.
+struct Handle {
+  std::uint64_t magic = kHandleMagic;
+  std::uint32_t job_id = 0;
+  bool raw_only = false;
+  std::string raw;
+};
+
+/// SlurmPort over the glue's C callbacks.
+class CPort final : public SlurmPort {
+public:
+  explicit CPort(const slc_ctld_ops_t &ops) : ops_(ops) {}
+  void lock() override { ops_.lock(); }
+  void unlock() override { ops_.unlock(); }
+  void end_configuring(std::uint32_t id) override { ops_.end_configuring(id); }
+  void requeue(std::uint32_t id, const std::string &r) override { ops_.requeue(id, r.c_str()); }
+  void cancel(std::uint32_t id, const std::string &r) override { ops_.cancel(id, r.c_str()); }
+  void hold(std::uint32_t id, const std::string &n, bool nodes) override {
+    ops_.hold(id, n.c_str(), nodes);
+  }
+  void release(std::uint32_t id, const std::string &n, bool nodes) override {
+    ops_.release(id, n.c_str(), nodes);
+  }
+  void drain(const std::string &n, const std::string &r) override {
+    ops_.drain(n.c_str(), r.c_str());
+  }
+  void forget(std::uint32_t id) override;
+  void save_state() override { ops_.save_state(); }
+  void log(LogLevel l, const std::string &line) override {
+    ops_.log(static_cast<int>(l), line.c_str());
+  }
+
+private:
+  slc_ctld_ops_t ops_;
+};
+
+struct Ctld {
+  slc_ctld_ops_t ops{};
+  std::unique_ptr<CPort> port;
+  std::unique_ptr<CtldCore> core;
+  std::mutex handles_mu;
+  std::map<std::uint32_t, Handle *> handles; // job id -> the handle slurmctld holds
+  bool block_job_complete = false;
+};
+Ctld *g_ctld = nullptr;
+
+void CPort::forget(std::uint32_t id) {
+  ops_.forget(id);
+  std::lock_guard g(g_ctld->handles_mu);
+  auto it = g_ctld->handles.find(id);
+  if (it != g_ctld->handles.end()) {
+    delete it->second;
+    g_ctld->handles.erase(it);
+  }
+}
+
+Handle *handle_of(void *p) {
+  auto *h = static_cast<Handle *>(p);
+  return (h && h->magic == kHandleMagic) ? h : nullptr;
+}
+
+Handle *new_handle(std::uint32_t job_id) {
+  auto *h = new Handle{.job_id = job_id};
+  std::lock_guard g(g_ctld->handles_mu);
+  auto [it, fresh] = g_ctld->handles.emplace(job_id, h);
+  if (!fresh) { // a new run of the same job: the old handle is replaced
+    delete it->second;
+    it->second = h;
+  }
+  return h;
+}
+
+std::optional<std::string> opt(const char *s) {
+  if (!s)
+    return std::nullopt;
+  return std::string(s);
+}
+
+JobArgs job_args(const slc_job_t &j) {
+  JobArgs a;
+  a.job_id = j.job_id;
+  a.user_id = j.user_id;
+  a.group_id = j.group_id;
+  a.num_nodes = j.num_nodes;
+  a.restart_count = j.restart_count;
+  a.user_name = opt(j.user_name);
+  a.name = opt(j.name);
+  a.nodes = opt(j.nodes);
+  for (std::uint32_t i = 0; i < j.node_names_count; ++i)
+    a.node_names.emplace_back(j.node_names[i]);
+  a.partition = opt(j.partition);
+  a.network = opt(j.network);
+  a.account = opt(j.account);
+  a.sluid = opt(j.sluid);
+  a.batch = j.batch;
+  return a;
+}
+
+void copy_out(const std::string &bytes, char **buf, size_t *len) {
+  *buf = static_cast<char *>(std::malloc(bytes.size() ? bytes.size() : 1));
+  if (*buf)
+    std::memcpy(*buf, bytes.data(), bytes.size());
+  *len = *buf ? bytes.size() : 0;
+}
+
+// ---- slurmstepd ----
+struct Stepd {
+  slc_log_fn log = nullptr;
+  std::optional<StepHooks> hooks;
+};
+Stepd g_stepd;
+
+void stepd_log(LogLevel l, std::string_view text) {
+  if (g_stepd.log)
+    g_stepd.log(static_cast<int>(l), fmt::format("switch/lua: {}", text).c_str());
+}
+
+/// Runs one step hook; nullopt when it must not run (no script, no stepinfo).
+template <typename F>
+std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *info, size_t len,
+                                         F call) {
+  if (!g_stepd.hooks || !step || !info || len == 0)
+    return std::nullopt; // contract: no stepinfo, no step hooks
+  auto si = decode_stepinfo(std::string_view(info, len));
+  if (!si) {
+    stepd_log(LogLevel::Error, fmt::format("JobId={} StepId={}: {}; step hooks skipped",
+                                           step->job_id, step->step_id, si.error().message));
+    return std::nullopt;
+  }
+  StepArgs a;
+  a.job_id = step->job_id;
+  a.step_id = step->step_id;
+  a.node_id = step->node_id;
+  a.num_nodes = step->num_nodes;
+  a.num_tasks = step->num_tasks;
+  a.user_id = step->user_id;
+  a.node_name = opt(step->node_name);
+  a.user_name = opt(step->user_name);
+  a.nodes = opt(step->nodes);
+  a.partition = opt(step->partition);
+  a.network = opt(step->network);
+  a.batch = step->batch;
+  a.sluid = si->sluid;
+  return call(a, &si->jobinfo);
+}
+
+} // namespace
+} // namespace switchlua
+
+using namespace switchlua;
+
+extern "C" {
+
+int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char *params,
+                  const char *libexec_dir) {
+  try {
+    auto cfg = parse_slurmctld_parameters(params ? params : "");
+    if (!cfg) {
+      ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}", cfg.error().message).c_str());
+      return -1;
+    }
+    auto *c = new Ctld;
+    c->ops = *ops;
+    c->port = std::make_unique<CPort>(*ops);
+    g_ctld = c;
+    CoreOptions o;
+    o.script = script_path;
+    o.config = *cfg;
+    o.client.supervisor = fmt::format("{}/switch-lua-supervisor", libexec_dir);
+    o.client.runner = fmt::format("{}/switch-lua-runner", libexec_dir);
+    if (const char *conf = std::getenv("SLURM_CONF"))
+      o.client.child_env.push_back(fmt::format("SLURM_CONF={}", conf));
+    {
+      // Ask the script once, in a supervised child (no Lua in slurmctld).
+      SupervisorClient probe(o.client, [&](CallId, LogLevel l, std::string_view t) {
+        c->port->log(l, fmt::format("switch/lua: {}", t));
+      });
+      auto bjc = ask_boolean_hook(probe, script_path, Hook::BlockJobComplete, o.config.switch_timeout);
+      if (!bjc)
+        ops->log(SLC_LOG_ERROR,
+                 fmt::format("switch/lua: {}; block_job_complete taken as false; every "
+                             "job_start will fail until the script loads",
+                             bjc.error().message)
+                     .c_str());
+      o.block_job_complete = bjc && *bjc;
+      c->block_job_complete = o.block_job_complete;
+      auto sss =
+          ask_boolean_hook(probe, script_path, Hook::SetupSpecialSteps, o.config.switch_timeout);
+      if (sss && *sss)
+        ops->log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true, but Slurm 24.11 "
+                               "never calls the step init for batch or interactive steps: ignored");
+      probe.shutdown();
+    }
+    ops->log(SLC_LOG_INFO, fmt::format("switch/lua: script {} ({}, block_job_complete={})",
+                                       script_path, describe(o.config),
+                                       o.block_job_complete ? "true" : "false")
+                               .c_str());
+    c->core = std::make_unique<CtldCore>(std::move(o), *c->port);
+    return 0;
+  } catch (const std::exception &e) {
+    ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: init failed: {}", e.what()).c_str());
+    return -1;
+  }
+}
+
+int slc_ctld_reconfigure(const char *params) {
+  if (!g_ctld || !g_ctld->core)
+    return -1;
+  auto cfg = parse_slurmctld_parameters(params ? params : "");
+  if (!cfg) {
+    g_ctld->port->log(LogLevel::Error,
+                      fmt::format("switch/lua: {}; keeping {}", cfg.error().message,
+                                  describe(g_ctld->core->config())));
+    return -1;
+  }
+  g_ctld->core->set_config(*cfg);
+  return 0;
+}
+
+void slc_ctld_stop_children(void) {
+  if (g_ctld && g_ctld->core)
+    g_ctld->core->stop_children();
+}
+
+void slc_ctld_fini(void) {
+  if (!g_ctld)
+    return;
+  g_ctld->core.reset();
+}
+
+bool slc_ctld_block_job_complete(void) { return g_ctld && g_ctld->block_job_complete; }
+
+void *slc_ctld_job_start(const slc_job_t *job) {
+  if (!g_ctld || !g_ctld->core || !job)
+    return nullptr;
+  try {
+    if (!g_ctld->core->job_start(job_args(*job), job->requeue_allowed))
+      return nullptr;
+    return new_handle(job->job_id);
+  } catch (const std::exception &e) {
+    g_ctld->port->log(LogLevel::Error,
+                      fmt::format("switch/lua: JobId={} job_start: {}", job->job_id, e.what()));
+    return nullptr;
+  }
+}
+
+void slc_ctld_job_complete(uint32_t job_id, void *handle) {
+  if (!g_ctld || !g_ctld->core || !handle_of(handle))
+    return;
+  try {
+    g_ctld->core->job_complete(job_id);
+  } catch (const std::exception &e) {
+    g_ctld->port->log(LogLevel::Error,
+                      fmt::format("switch/lua: JobId={} job_complete: {}", job_id, e.what()));
+  }
+}
+
+int slc_ctld_recover_job(uint32_t job_id, void *handle, bool configuring) {
+  if (!g_ctld || !g_ctld->core || !handle_of(handle))
+    return 0;
+  return g_ctld->core->recover_job(job_id, configuring) ? 1 : 0;
+}
+
+void slc_ctld_pack(void *handle, char **buf, size_t *len) {
+  Handle *h = handle_of(handle);
+  if (h && h->raw_only) {
+    copy_out(h->raw, buf, len);
+    return;
+  }
+  std::optional<JobSwitchState> s;
+  if (h && g_ctld && g_ctld->core)
+    s = g_ctld->core->state_of(h->job_id);
+  copy_out(encode_job_state(s ? &*s : nullptr), buf, len);
+}
+
+int slc_ctld_unpack(const char *buf, size_t len, void **handle) {
+  *handle = nullptr;
+  std::string_view bytes(buf ? buf : "", buf ? len : 0);
+  if (!g_ctld || !g_ctld->core) { // slurmd / slurmstepd (stepmgr): keep, never interpret
+    if (!bytes.empty())
+      *handle = new Handle{.raw_only = true, .raw = std::string(bytes)};
+    return 0;
+  }
+  auto s = decode_job_state(bytes);
+  if (!s) {
+    g_ctld->port->log(LogLevel::Error,
+                      fmt::format("switch/lua: {}; the job keeps no switch state", s.error().message));
+    return -1;
+  }
+  if (!*s)
+    return 0;
+  std::uint32_t id = (*s)->job.job_id;
+  g_ctld->port->log(LogLevel::Info,
+                    fmt::format("switch/lua: JobId={} switch state {} recovered from the job state",
+                                id, job_state_name((*s)->state)));
+  g_ctld->core->adopt(std::move(**s));
+  *handle = new_handle(id);
+  return 0;
+}
+
+int slc_ctld_stepinfo(void *handle, char **buf, size_t *len) {
+  *buf = nullptr;
+  *len = 0;
+  Handle *h = handle_of(handle);
+  if (!h || !g_ctld || !g_ctld->core)
+    return 0;
+  auto s = g_ctld->core->state_of(h->job_id);
+  if (!s || !s->jobinfo)
+    return 0;
+  copy_out(encode_stepinfo({.jobinfo = *s->jobinfo, .sluid = s->job.sluid}), buf, len);
+  return 1;
+}
+
+void slc_free(void *p) { std::free(p); }
+
+int slc_stepd_init(const char *script_path, slc_log_fn log) {
+  g_stepd.log = log;
+  try {
+    auto h = StepHooks::load(script_path, [](LogLevel l, std::string_view t) { stepd_log(l, t); });
+    if (!h) {
+      stepd_log(LogLevel::Error, fmt::format("{}; the step hooks will not run", h.error().message));
+      return -1;
+    }
+    g_stepd.hooks.emplace(std::move(*h));
+    return 0;
+  } catch (const std::exception &e) {
+    stepd_log(LogLevel::Error, fmt::format("loading {}: {}", script_path, e.what()));
+    return -1;
+  }
+}
+
+int slc_stepd_preinit(const slc_step_t *step, const char *info, size_t len) {
+  try {
+    auto v = run_step_hook(step, info, len, [](const StepArgs &a, const MsgpackBytes *si) {
+      return g_stepd.hooks->preinit(a, si);
+    });
+    return (v && v->kind == StepVerdict::Kind::FailStep) ? -1 : 0;
+  } catch (const std::exception &e) {
+    stepd_log(LogLevel::Error, fmt::format("step_preinit: {}; fail-open", e.what()));
+    return 0;
+  }
+}
+
+int slc_stepd_init_step(const slc_step_t *step, const char *info, size_t len,
+                        void (*set_env)(void *, const char *, const char *),
+                        void (*unset_env)(void *, const char *), void *ctx) {
+  try {
+    auto v = run_step_hook(step, info, len, [](const StepArgs &a, const MsgpackBytes *si) {
+      return g_stepd.hooks->init(a, si);
+    });
+    if (!v)
+      return 0;
+    if (v->kind == StepVerdict::Kind::FailStep)
+      return -1;
+    for (const EnvOp &op : v->env) {
+      if (op.kind == EnvOp::Kind::Set)
+        set_env(ctx, op.name.c_str(), op.value.c_str());
+      else
+        unset_env(ctx, op.name.c_str());
+    }
+    return 0;
+  } catch (const std::exception &e) {
+    stepd_log(LogLevel::Error, fmt::format("step_init: {}; fail-open", e.what()));
+    return 0;
+  }
+}
+
+int slc_stepd_postfini(const slc_step_t *step, const char *info, size_t len, char **reason) {
+  *reason = nullptr;
+  try {
+    auto v = run_step_hook(step, info, len, [](const StepArgs &a, const MsgpackBytes *si) {
+      return g_stepd.hooks->postfini(a, si);
+    });
+    if (!v || v->kind != StepVerdict::Kind::DrainNode)
+      return 0;
+    *reason = strdup(v->reason.c_str());
+    return -1;
+  } catch (const std::exception &e) {
+    stepd_log(LogLevel::Error, fmt::format("step_postfini: {}; fail-open", e.what()));
+    return 0;
+  }
+}
+
+} // extern "C"
