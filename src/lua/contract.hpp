@@ -16,6 +16,17 @@
 // a function) is a `BadReturn` failure with a precise message, never a
 // success.  A missing hook function behaves as documented per hook in
 // `missing_hook_return()`.
+//
+// Decisions where the contract script is silent (tested in
+// test/unit/lua/contract_test.cpp):
+//   - rc is an integer number.  A float with an integral value (0.0, -1.0)
+//     is that integer, as Lua 5.4 itself converts it; 0.5, NaN, +-inf, a
+//     float beyond int64 and every non-number (the string "0") are refused.
+//   - Strings are never coerced to numbers or booleans.
+//   - A boolean hook must return true or false; nil is refused.  (A hook
+//     that is not defined at all answers false.)
+//   - Trailing nils past the convention are ignored (`return rc, nil` from
+//     job_complete is fine); any other extra value is refused.
 #pragma once
 
 #include "common/expected.hpp"
@@ -45,10 +56,9 @@ enum class Hook : std::uint8_t {
 };
 
 /// All hooks, for iteration.
-inline constexpr Hook kAllHooks[] = {Hook::BlockJobComplete, Hook::SetupSpecialSteps,
-                                     Hook::JobStart,         Hook::JobComplete,
-                                     Hook::StepPreinit,      Hook::StepInit,
-                                     Hook::StepPostfini};
+inline constexpr Hook kAllHooks[] = {
+    Hook::BlockJobComplete, Hook::SetupSpecialSteps, Hook::JobStart,    Hook::JobComplete,
+    Hook::StepPreinit,      Hook::StepInit,          Hook::StepPostfini};
 
 /// Short name used in logs, frames and the CLI: "job_start", "step_init", ...
 std::string_view hook_name(Hook h);
@@ -71,21 +81,25 @@ struct JobArgs {
   std::uint32_t user_id = 0;
   std::uint32_t group_id = 0;
   std::optional<std::string> user_name;
-  std::optional<std::string> name;      ///< job name (-J)
-  std::optional<std::string> nodes;     ///< hostlist expression, e.g. "node[1-3]"
-  std::vector<std::string> node_names;  ///< the same nodes, expanded, in order
+  std::optional<std::string> name;     ///< job name (-J)
+  std::optional<std::string> nodes;    ///< hostlist expression, e.g. "node[1-3]"
+  std::vector<std::string> node_names; ///< the same nodes, expanded, in order
   std::uint32_t num_nodes = 0;
   std::optional<std::string> partition;
-  std::optional<std::string> network;   ///< the job's --network string
+  std::optional<std::string> network; ///< the job's --network string
   std::optional<std::string> account;
-  std::optional<std::string> sluid;     ///< Slurm's SLUID text where the Slurm has one
-  std::uint32_t restart_count = 0;      ///< times the job was requeued
-  bool batch = false;                   ///< a batch job (sbatch), not an allocation
+  std::optional<std::string> sluid; ///< Slurm's SLUID text where the Slurm has one
+  std::uint32_t restart_count = 0;  ///< times the job was requeued
+  bool batch = false;               ///< a batch job (sbatch), not an allocation
 
   /// Encodes the table as a msgpack map (keys as above).
   MsgpackBytes to_msgpack() const;
-  /// Decodes what to_msgpack() wrote.  Error on anything else.
+  /// Decodes what to_msgpack() wrote.  Error on anything else, with a
+  /// message starting "JobArgs msgpack: ": not a map, an unknown, missing or
+  /// repeated field, a field of the wrong type ("field user_id: expected an
+  /// unsigned 32-bit integer, got a string"), trailing or truncated bytes.
   static Expected<JobArgs> from_msgpack(std::string_view bytes);
+  bool operator==(const JobArgs &) const = default;
   /// Pushes the table onto L (one slot).  Never raises except on OOM.
   void push(lua_State *L) const;
 };
@@ -102,10 +116,12 @@ struct StepArgs {
   std::uint32_t num_tasks = 0;
   std::uint32_t user_id = 0;
   std::optional<std::string> user_name;
-  std::optional<std::string> nodes;     ///< the step's hostlist expression
+  std::optional<std::string> nodes; ///< the step's hostlist expression
   std::optional<std::string> network;
   bool batch = false;
 
+  /// Pushes the table onto L (one slot; empty optionals are absent, i.e.
+  /// nil).  Never raises except on OOM.
   void push(lua_State *L) const;
 };
 
@@ -145,17 +161,35 @@ struct HookReturn {
 HookReturn missing_hook_return(Hook h);
 
 /// Parses the `nret` values on top of L's stack, returned by hook `h`.
-/// Does not pop them.  `root` names the value in messages ("jobinfo").
-/// Errors (BadReturn): wrong type or count of the first value, a non-integer
-/// or NaN rc, a non-table second value, ... with a message like
-/// `returned "0" (a string) as rc, expected an integer number`.
+/// Does not pop them; the stack is unchanged on return.  Errors (the caller
+/// reports them as BadReturn), each starting with the hook name:
+///   `job_start returned no value, expected rc, jobinfo|nil`
+///   `job_start returned "0" (a string) as rc, expected an integer number`
+///   `job_start returned "x" (a string) as jobinfo, expected a table or nil`
+///   `step_init returned 7 as env, expected a table or nil`
+///   `job_complete returned 2 values, expected rc`
+///   `block_job_complete returned nil, expected a boolean`
+/// A jobinfo table that cannot be encoded is not an error: it sets
+/// `jobinfo_error` (path rooted at "jobinfo", see lua/codec.hpp).
 Expected<HookReturn> parse_hook_return(lua_State *L, Hook h, int nret);
 
-/// The env rules of step_init (contract): string -> set; integer or float
-/// -> decimal text; true -> "1"; false -> unset.  Skipped, each with a
-/// warning: a non-string or empty name, a name with '=' or NUL, a nested
-/// table or other value type, and any SLURM_* name (Slurm owns those).
-/// Operations are sorted by name so the result is deterministic.
+/// A short description of the Lua value at `idx` for messages, without
+/// calling metamethods or converting in place: `nil`, `no value`,
+/// `true (a boolean)`, `-1` (integers bare), `0.5 (a float)`,
+/// `nan (a float)`, `"0" (a string)` (quoted, escaped, cut at 40 bytes),
+/// `a table`, `a function`, `a userdata`, `a thread (coroutine)`.
+std::string describe_value(lua_State *L, int idx);
+
+/// The env rules of step_init (contract): string -> set; integer ->
+/// decimal text ("42"); float -> "%.14g" text ("0.5", 7.0 -> "7"); true ->
+/// "1"; false -> unset.  Skipped, each with one warning naming the entry and
+/// the reason, e.g. `env.SLURM_JOB_ID skipped: SLURM_* names belong to
+/// Slurm` (the caller adds hook and step): a non-string or empty name, a
+/// name with '=' or NUL, a string value with NUL, a NaN or infinite float, a
+/// table, function or other value type, and any SLURM_* name (setup_env()
+/// overwrites those).  Reads raw (no metamethods); the stack is unchanged.
+/// Operations are sorted by name and the new warnings sorted, so results
+/// are deterministic.
 std::vector<EnvOp> env_ops_from_table(lua_State *L, int idx, std::vector<std::string> &warnings);
 
 } // namespace switchlua

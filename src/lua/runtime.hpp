@@ -21,10 +21,17 @@
 // Assigning to a field of `slurm` raises "slurm: attempt to set read-only
 // field 'x'".
 //
+// `rawset(slurm, k, v)` can still add a field to the proxy (the script is
+// the site's own code; the proxy guards against accidents, not attacks).
+//
 // Error handling decision (once, here): the C build of liblua5.4 raises by
 // longjmp.  Every Lua C function in this library that may raise holds no
 // object with a destructor at the point it raises; C++ exceptions never
-// leave a C function called from Lua (sinks are noexcept).
+// leave a C function called from Lua (sinks are noexcept, and are called
+// inside try/catch anyway).  Script code, the library setup and decoding of
+// msgpack into Lua run under lua_pcall.  The remaining C++-side Lua calls
+// (pushing the job / step tables, reading returned values) raise only on a
+// memory error, which ends in Lua's panic handler (abort).
 #pragma once
 
 #include "common/expected.hpp"
@@ -44,14 +51,20 @@ enum class LogLevel : std::uint8_t { Error, Info, Verbose, Debug, Debug2, Debug3
 /// "error", "info", "verbose", "debug", "debug2", ... "debug5".
 std::string_view log_level_name(LogLevel l);
 
-/// Receives each log line of the script.  Must not throw.
+/// Receives each log line of the script: the level and the formatted text
+/// (no trailing newline; may contain any bytes).  Must not throw.
 using LogSink = std::function<void(LogLevel, std::string_view)>;
 
 /// Why a hook call failed.
 struct CallError {
   enum class Kind {
-    LuaError,  ///< the hook raised: message is "file:line: message" + traceback
-    BadReturn, ///< the hook returned values that break the contract
+    LuaError,    ///< the hook raised: message is "file:line: message", then
+                 ///< "\nstack traceback:\n..." (Lua's traceback); also a
+                 ///< hook global that is set but is not a function
+    BadReturn,   ///< the hook returned values that break the contract:
+                 ///< "<path>: job_start returned ..." (see parse_hook_return)
+    BadArgument, ///< `info` could not be decoded: "jobinfo: cannot decode:
+                 ///< msgpack: truncated input"; the hook was not called
   };
   Kind kind = Kind::LuaError;
   std::string message;
@@ -62,11 +75,19 @@ struct CallError {
 class Script {
 public:
   /// Loads `path` into a fresh lua_State: opens the libraries, installs the
-  /// slurm table, compiles and runs the chunk, and checks its return value
-  /// (switch.lua contract: nothing or slurm.SUCCESS loads; any other number
-  /// refuses the script; other types are refused too).
-  /// Errors: unreadable file, syntax error, run-time error ("file:line:
-  /// message"), or "returned N from the chunk; the script is refused".
+  /// slurm table, compiles and runs the chunk (text only, no precompiled
+  /// chunks), and checks its return value (switch.lua contract: nothing or
+  /// slurm.SUCCESS loads; any other number refuses the script; other types,
+  /// nil included, are refused too; 0.0 counts as slurm.SUCCESS).
+  /// Errors, as complete messages:
+  ///   "cannot open /etc/slurm/switch.lua: No such file or directory"
+  ///   "/etc/slurm/switch.lua:3: unexpected symbol near '='"   (syntax)
+  ///   "/etc/slurm/switch.lua:7: boom\nstack traceback:\n..."  (run time)
+  ///   "/etc/slurm/switch.lua: the chunk returned -1, not slurm.SUCCESS:
+  ///    script refused" (also `"x" (a string)`, `nil`, `0.5 (a float)`)
+  /// Lua cuts file names in "file:line:" to 60 bytes ("...<tail>").
+  /// The sink is kept for the life of the Script and receives every log
+  /// line, during load too.
   static Expected<Script> load(const std::string &path, LogSink sink);
 
   Script(Script &&) noexcept;
@@ -75,13 +96,21 @@ public:
 
   /// Whether the script defines the hook's global function.
   bool has_hook(Hook h) const;
-  /// Calls hook `h` with the arguments it takes (job for job_*, step for
-  /// step_*, `info` = jobinfo / stepinfo msgpack or nullptr for nil) and
-  /// parses what it returned.  A missing hook gives missing_hook_return(h).
+  /// Calls hook `h` with the arguments it takes and parses what it
+  /// returned:
+  ///   block_job_complete(), setup_special_steps()   (job, step, info unused)
+  ///   job_start(job)                                (job required)
+  ///   job_complete(job, jobinfo|nil)                (job required)
+  ///   step_preinit / step_init / step_postfini(step, stepinfo|nil)
+  /// `info` is the jobinfo / stepinfo msgpack (lua/codec.hpp), nullptr for
+  /// nil.  A hook the script does not define gives missing_hook_return(h).
+  /// Errors: CallError (see its kinds).  The Lua stack is as it was.
   Expected<HookReturn, CallError> call(Hook h, const JobArgs *job, const StepArgs *step,
                                        const MsgpackBytes *info);
 
+  /// The path given to load().
   const std::string &path() const;
+  /// The script's state, for tests and tools; owned by the Script.
   lua_State *state();
 
 private:
@@ -91,6 +120,9 @@ private:
 };
 
 /// Installs the `slurm` table and `print` into L (used by Script::load).
+/// Call after luaL_openlibs (it captures string.format) and under lua_pcall
+/// (it raises on a memory error).  `sink` may be null (lines are dropped);
+/// otherwise it must outlive L.
 void install_slurm_table(lua_State *L, LogSink *sink);
 
 } // namespace switchlua

@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: lua/contract.cpp
+//
+// Hook names, the job / step argument tables, and the parsers of what each
+// hook returns.  Rule source: the contract script shared/seeds/switch.lua;
+// see lua/contract.hpp for the rules themselves.
+#include "lua/contract.hpp"
+#include "lua/codec.hpp"
+#include "lua/detail.hpp"
+
+#include <lua.hpp>
+#include <msgpack.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <variant>
+
+namespace switchlua {
+
+namespace {
+
+struct HookNames {
+  Hook hook;
+  std::string_view name;
+  std::string_view function;
+};
+
+constexpr HookNames kHookNames[] = {
+    {Hook::BlockJobComplete, "block_job_complete", "slurm_switch_block_job_complete"},
+    {Hook::SetupSpecialSteps, "setup_special_steps", "slurm_switch_setup_special_steps"},
+    {Hook::JobStart, "job_start", "slurm_switch_job_start"},
+    {Hook::JobComplete, "job_complete", "slurm_switch_job_complete"},
+    {Hook::StepPreinit, "step_preinit", "slurm_switch_step_preinit"},
+    {Hook::StepInit, "step_init", "slurm_switch_step_init"},
+    {Hook::StepPostfini, "step_postfini", "slurm_switch_step_postfini"},
+};
+
+const HookNames &names_of(Hook h) {
+  for (const auto &n : kHookNames)
+    if (n.hook == h)
+      return n;
+  assert(false && "unknown Hook");
+  return kHookNames[0];
+}
+
+/// One field of an argument table: its Lua / msgpack key and its member.
+template <class T>
+using Member = std::variant<std::uint32_t T::*, std::optional<std::string> T::*, bool T::*,
+                            std::vector<std::string> T::*>;
+template <class T> struct Field {
+  const char *name;
+  Member<T> member;
+};
+
+/// The `job` table (contract: slurm_switch_job_start(job)).
+const Field<JobArgs> kJobFields[] = {
+    {"job_id", &JobArgs::job_id},
+    {"user_id", &JobArgs::user_id},
+    {"group_id", &JobArgs::group_id},
+    {"user_name", &JobArgs::user_name},
+    {"name", &JobArgs::name},
+    {"nodes", &JobArgs::nodes},
+    {"node_names", &JobArgs::node_names},
+    {"num_nodes", &JobArgs::num_nodes},
+    {"partition", &JobArgs::partition},
+    {"network", &JobArgs::network},
+    {"account", &JobArgs::account},
+    {"sluid", &JobArgs::sluid},
+    {"restart_count", &JobArgs::restart_count},
+    {"batch", &JobArgs::batch},
+};
+
+/// The `step` table (contract: slurm_switch_step_*(step, stepinfo)).
+const Field<StepArgs> kStepFields[] = {
+    {"job_id", &StepArgs::job_id},       {"step_id", &StepArgs::step_id},
+    {"sluid", &StepArgs::sluid},         {"partition", &StepArgs::partition},
+    {"node_name", &StepArgs::node_name}, {"node_id", &StepArgs::node_id},
+    {"num_nodes", &StepArgs::num_nodes}, {"num_tasks", &StepArgs::num_tasks},
+    {"user_id", &StepArgs::user_id},     {"user_name", &StepArgs::user_name},
+    {"nodes", &StepArgs::nodes},         {"network", &StepArgs::network},
+    {"batch", &StepArgs::batch},
+};
+
+// Push one member; false (nothing pushed) for an empty optional, i.e. nil.
+bool push_member(lua_State *L, std::uint32_t v) {
+  lua_pushinteger(L, static_cast<lua_Integer>(v));
+  return true;
+}
+bool push_member(lua_State *L, bool v) {
+  lua_pushboolean(L, v ? 1 : 0);
+  return true;
+}
+bool push_member(lua_State *L, const std::optional<std::string> &v) {
+  if (!v)
+    return false;
+  lua_pushlstring(L, v->data(), v->size());
+  return true;
+}
+bool push_member(lua_State *L, const std::vector<std::string> &v) {
+  lua_createtable(L, static_cast<int>(v.size()), 0);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    lua_pushlstring(L, v[i].data(), v[i].size());
+    lua_rawseti(L, -2, static_cast<lua_Integer>(i) + 1);
+  }
+  return true;
+}
+
+template <class T, std::size_t N>
+void push_fields(lua_State *L, const T &obj, const Field<T> (&fields)[N]) {
+  luaL_checkstack(L, 4, "argument table");
+  lua_createtable(L, 0, static_cast<int>(N));
+  for (const auto &f : fields)
+    std::visit(
+        [&](auto m) {
+          if (push_member(L, obj.*m))
+            lua_setfield(L, -2, f.name);
+        },
+        f.member);
+}
+
+// Pack one member; an empty optional is msgpack nil.
+using Packer = msgpack::packer<msgpack::sbuffer>;
+void pack_member(Packer &pk, std::uint32_t v) {
+  pk.pack_uint32(v);
+}
+void pack_member(Packer &pk, bool v) {
+  v ? pk.pack_true() : pk.pack_false();
+}
+void pack_member(Packer &pk, const std::string &s) {
+  pk.pack_str(static_cast<std::uint32_t>(s.size()));
+  pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+}
+void pack_member(Packer &pk, const std::optional<std::string> &v) {
+  if (v)
+    pack_member(pk, *v);
+  else
+    pk.pack_nil();
+}
+void pack_member(Packer &pk, const std::vector<std::string> &v) {
+  pk.pack_array(static_cast<std::uint32_t>(v.size()));
+  for (const auto &s : v)
+    pack_member(pk, s);
+}
+
+using msgpack::type::object_type;
+
+const char *msgpack_type_name(const msgpack::object &o) {
+  switch (o.type) {
+  case object_type::NIL:
+    return "nil";
+  case object_type::BOOLEAN:
+    return "a boolean";
+  case object_type::POSITIVE_INTEGER:
+  case object_type::NEGATIVE_INTEGER:
+    return "an integer";
+  case object_type::FLOAT32:
+  case object_type::FLOAT64:
+    return "a float";
+  case object_type::STR:
+    return "a string";
+  case object_type::BIN:
+    return "binary data";
+  case object_type::ARRAY:
+    return "an array";
+  case object_type::MAP:
+    return "a map";
+  default:
+    return "an extension value";
+  }
+}
+
+// Read one member; the error says what was expected.
+Expected<void> read_member(const msgpack::object &o, std::uint32_t &out) {
+  if (o.type != object_type::POSITIVE_INTEGER || o.via.u64 > UINT32_MAX)
+    return fail(fmt::format("expected an unsigned 32-bit integer, got {}", msgpack_type_name(o)));
+  out = static_cast<std::uint32_t>(o.via.u64);
+  return {};
+}
+Expected<void> read_member(const msgpack::object &o, bool &out) {
+  if (o.type != object_type::BOOLEAN)
+    return fail(fmt::format("expected a boolean, got {}", msgpack_type_name(o)));
+  out = o.via.boolean;
+  return {};
+}
+Expected<void> read_member(const msgpack::object &o, std::optional<std::string> &out) {
+  if (o.type == object_type::NIL)
+    out.reset();
+  else if (o.type == object_type::STR)
+    out.emplace(o.via.str.ptr, o.via.str.size);
+  else
+    return fail(fmt::format("expected a string or nil, got {}", msgpack_type_name(o)));
+  return {};
+}
+Expected<void> read_member(const msgpack::object &o, std::vector<std::string> &out) {
+  if (o.type != object_type::ARRAY)
+    return fail(fmt::format("expected an array of strings, got {}", msgpack_type_name(o)));
+  out.clear();
+  for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
+    const auto &e = o.via.array.ptr[i];
+    if (e.type != object_type::STR)
+      return fail(
+          fmt::format("element {}: expected a string, got {}", i + 1, msgpack_type_name(e)));
+    out.emplace_back(e.via.str.ptr, e.via.str.size);
+  }
+  return {};
+}
+
+/// Unpacks exactly one value filling `bytes`, with limits no larger than
+/// the input can describe.
+Expected<msgpack::object_handle> unpack_record(std::string_view bytes) {
+  const std::size_t n = bytes.size();
+  try {
+    std::size_t off = 0;
+    auto oh = msgpack::unpack(bytes.data(), n, off, nullptr, nullptr,
+                              msgpack::unpack_limit(n, n / 2, n, n, n, 4));
+    if (off != n)
+      return fail(fmt::format("{} trailing bytes after the map", n - off));
+    return oh;
+  } catch (const msgpack::insufficient_bytes &) {
+    return fail(n == 0 ? "empty input" : "truncated input");
+  } catch (const std::exception &e) {
+    return fail(fmt::format("malformed input ({})", e.what()));
+  }
+}
+
+/// Fills `out` from one map entry; `seen` marks the fields already read.
+Expected<void> read_job_field(const msgpack::object_kv &kv, JobArgs &out, std::vector<bool> &seen) {
+  if (kv.key.type != object_type::STR)
+    return fail(fmt::format("a key that is {}, not a string", msgpack_type_name(kv.key)));
+  const std::string_view key(kv.key.via.str.ptr, kv.key.via.str.size);
+  for (std::size_t i = 0; i < std::size(kJobFields); ++i) {
+    if (key != kJobFields[i].name)
+      continue;
+    if (seen[i])
+      return fail(fmt::format("field {} appears twice", key));
+    seen[i] = true;
+    auto r = std::visit([&](auto m) { return read_member(kv.val, out.*m); }, kJobFields[i].member);
+    if (!r)
+      return fail(fmt::format("field {}: {}", key, r.error().message));
+    return {};
+  }
+  return fail(fmt::format("unknown field {}", detail::quote(key)));
+}
+
+} // namespace
+
+std::string_view hook_name(Hook h) {
+  return names_of(h).name;
+}
+
+std::string_view hook_function(Hook h) {
+  return names_of(h).function;
+}
+
+std::optional<Hook> hook_from_name(std::string_view name) {
+  for (const auto &n : kHookNames)
+    if (n.name == name)
+      return n.hook;
+  return std::nullopt;
+}
+
+std::string describe_value(lua_State *L, int idx) {
+  switch (lua_type(L, idx)) {
+  case LUA_TNONE:
+    return "no value";
+  case LUA_TNIL:
+    return "nil";
+  case LUA_TBOOLEAN:
+    return lua_toboolean(L, idx) ? "true (a boolean)" : "false (a boolean)";
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, idx))
+      return fmt::format("{}", lua_tointeger(L, idx));
+    return detail::format_float(lua_tonumber(L, idx)) + " (a float)";
+  case LUA_TSTRING: {
+    std::size_t len = 0;
+    const char *s = lua_tolstring(L, idx, &len);
+    return detail::quote({s, len}) + " (a string)";
+  }
+  case LUA_TLIGHTUSERDATA:
+    return "a light userdata";
+  case LUA_TTHREAD:
+    return "a thread (coroutine)";
+  default:
+    return fmt::format("a {}", lua_typename(L, lua_type(L, idx)));
+  }
+}
+
+MsgpackBytes JobArgs::to_msgpack() const {
+  msgpack::sbuffer buf;
+  Packer pk(buf);
+  pk.pack_map(static_cast<std::uint32_t>(std::size(kJobFields)));
+  for (const auto &f : kJobFields) {
+    pack_member(pk, std::string(f.name));
+    std::visit([&](auto m) { pack_member(pk, this->*m); }, f.member);
+  }
+  return MsgpackBytes(buf.data(), buf.size());
+}
+
+Expected<JobArgs> JobArgs::from_msgpack(std::string_view bytes) {
+  auto oh = unpack_record(bytes);
+  if (!oh)
+    return fail("JobArgs msgpack: " + oh.error().message);
+  const msgpack::object &o = oh->get();
+  if (o.type != object_type::MAP)
+    return fail(fmt::format("JobArgs msgpack: expected a map, got {}", msgpack_type_name(o)));
+  JobArgs out;
+  std::vector<bool> seen(std::size(kJobFields), false);
+  for (std::uint32_t i = 0; i < o.via.map.size; ++i)
+    if (auto r = read_job_field(o.via.map.ptr[i], out, seen); !r)
+      return fail("JobArgs msgpack: " + r.error().message);
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    if (!seen[i])
+      return fail(fmt::format("JobArgs msgpack: missing field {}", kJobFields[i].name));
+  return out;
+}
+
+void JobArgs::push(lua_State *L) const {
+  push_fields(L, *this, kJobFields);
+}
+
+void StepArgs::push(lua_State *L) const {
+  push_fields(L, *this, kStepFields);
+}
+
+// ---- What a hook returned -------------------------------------------------
+
+namespace {
+
+bool is_boolean_hook(Hook h) {
+  return h == Hook::BlockJobComplete || h == Hook::SetupSpecialSteps;
+}
+
+/// How many values the hook may return (contract: return conventions).
+int max_values(Hook h) {
+  return (h == Hook::JobStart || h == Hook::StepInit) ? 2 : 1;
+}
+
+/// The convention in words, for messages.
+std::string_view convention(Hook h) {
+  if (is_boolean_hook(h))
+    return "a boolean";
+  if (h == Hook::JobStart)
+    return "rc, jobinfo|nil";
+  if (h == Hook::StepInit)
+    return "rc, env|nil";
+  return "rc";
+}
+
+/// rc: an integer number; an integral float (0.0) counts as that integer.
+Expected<std::int64_t> parse_rc(lua_State *L, int idx, Hook h) {
+  int ok = 0;
+  const lua_Integer rc = lua_type(L, idx) == LUA_TNUMBER ? lua_tointegerx(L, idx, &ok) : 0;
+  if (!ok)
+    return fail(fmt::format("{} returned {} as rc, expected an integer number", hook_name(h),
+                            describe_value(L, idx)));
+  return static_cast<std::int64_t>(rc);
+}
+
+Expected<void> parse_jobinfo(lua_State *L, int idx, HookReturn &out) {
+  if (lua_isnil(L, idx))
+    return {};
+  if (!lua_istable(L, idx))
+    return fail(fmt::format("job_start returned {} as jobinfo, expected a table or nil",
+                            describe_value(L, idx)));
+  auto bytes = encode_lua(L, idx, "jobinfo");
+  if (bytes)
+    out.jobinfo = std::move(*bytes);
+  else
+    out.jobinfo_error = bytes.error().message;
+  return {};
+}
+
+Expected<void> parse_env(lua_State *L, int idx, HookReturn &out) {
+  if (lua_isnil(L, idx))
+    return {};
+  if (!lua_istable(L, idx))
+    return fail(fmt::format("step_init returned {} as env, expected a table or nil",
+                            describe_value(L, idx)));
+  if (lua_getmetatable(L, idx)) {
+    lua_pop(L, 1);
+    return fail("step_init returned an env table with a metatable, expected a plain table");
+  }
+  out.has_env = true;
+  out.env = env_ops_from_table(L, idx, out.warnings);
+  return {};
+}
+
+/// One environment entry (key at -2, value at -1); nullopt when skipped.
+std::optional<EnvOp> env_op(lua_State *L, std::vector<std::string> &warnings) {
+  if (lua_type(L, -2) != LUA_TSTRING) {
+    warnings.push_back(
+        fmt::format("env key {} skipped: a variable name must be a string", describe_value(L, -2)));
+    return std::nullopt;
+  }
+  std::size_t len = 0;
+  const char *k = lua_tolstring(L, -2, &len);
+  EnvOp op{EnvOp::Kind::Set, std::string(k, len), ""};
+  std::string path = "env";
+  detail::append_key(path, op.name);
+  auto skip = [&](std::string_view why) -> std::optional<EnvOp> {
+    warnings.push_back(fmt::format("{} skipped: {}", path, why));
+    return std::nullopt;
+  };
+  if (op.name.empty())
+    return skip("an empty variable name");
+  if (op.name.find('=') != std::string::npos)
+    return skip("a variable name cannot contain '='");
+  if (op.name.find('\0') != std::string::npos)
+    return skip("a variable name cannot contain a NUL byte");
+  if (op.name.rfind("SLURM_", 0) == 0)
+    return skip("SLURM_* names belong to Slurm");
+  switch (lua_type(L, -1)) {
+  case LUA_TSTRING: {
+    const char *v = lua_tolstring(L, -1, &len);
+    op.value.assign(v, len);
+    if (op.value.find('\0') != std::string::npos)
+      return skip("a value cannot contain a NUL byte");
+    return op;
+  }
+  case LUA_TNUMBER: {
+    if (lua_isinteger(L, -1)) {
+      op.value = fmt::format("{}", lua_tointeger(L, -1));
+      return op;
+    }
+    const double d = lua_tonumber(L, -1);
+    if (!std::isfinite(d))
+      return skip(fmt::format("{} is not a finite number", detail::format_float(d)));
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.14g", d);
+    op.value = buf;
+    return op;
+  }
+  case LUA_TBOOLEAN:
+    if (!lua_toboolean(L, -1))
+      op.kind = EnvOp::Kind::Unset;
+    else
+      op.value = "1";
+    return op;
+  default:
+    return skip(fmt::format("{} is not a string, number or boolean", describe_value(L, -1)));
+  }
+}
+
+} // namespace
+
+HookReturn missing_hook_return(Hook h) {
+  HookReturn r;
+  r.hook = h;
+  r.rc = kSuccess;
+  r.flag = false;
+  return r;
+}
+
+Expected<HookReturn> parse_hook_return(lua_State *L, Hook h, int nret) {
+  const int first = lua_gettop(L) - nret + 1;
+  int n = nret;
+  while (n > max_values(h) && lua_isnil(L, first + n - 1))
+    --n; // trailing nils past the convention are no values
+  if (n == 0)
+    return fail(fmt::format("{} returned no value, expected {}", hook_name(h), convention(h)));
+  if (n > max_values(h))
+    return fail(fmt::format("{} returned {} values, expected {}", hook_name(h), n, convention(h)));
+  HookReturn out = missing_hook_return(h);
+  if (is_boolean_hook(h)) {
+    if (!lua_isboolean(L, first))
+      return fail(fmt::format("{} returned {}, expected a boolean", hook_name(h),
+                              describe_value(L, first)));
+    out.flag = lua_toboolean(L, first) != 0;
+    return out;
+  }
+  auto rc = parse_rc(L, first, h);
+  if (!rc)
+    return Unexpected<Error>{rc.error()};
+  out.rc = *rc;
+  Expected<void> second;
+  if (h == Hook::JobStart && n == 2)
+    second = parse_jobinfo(L, first + 1, out);
+  else if (h == Hook::StepInit && n == 2)
+    second = parse_env(L, first + 1, out);
+  if (!second)
+    return Unexpected<Error>{second.error()};
+  return out;
+}
+
+std::vector<EnvOp> env_ops_from_table(lua_State *L, int idx, std::vector<std::string> &warnings) {
+  idx = lua_absindex(L, idx);
+  std::vector<EnvOp> ops;
+  if (!lua_checkstack(L, 3)) {
+    warnings.push_back("env skipped: the Lua stack is exhausted");
+    return ops;
+  }
+  const std::size_t first_warning = warnings.size();
+  lua_pushnil(L);
+  while (lua_next(L, idx) != 0) {
+    if (auto op = env_op(L, warnings))
+      ops.push_back(std::move(*op));
+    lua_pop(L, 1);
+  }
+  // lua_next's order is arbitrary: sort the warnings too, for stable logs.
+  std::sort(warnings.begin() + static_cast<std::ptrdiff_t>(first_warning), warnings.end());
+  std::sort(ops.begin(), ops.end(), [](const EnvOp &a, const EnvOp &b) { return a.name < b.name; });
+  return ops;
+}
+
+} // namespace switchlua

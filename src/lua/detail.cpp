@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: lua/detail.cpp
+//
+// The internal helpers declared in lua/detail.hpp.
+#include "lua/detail.hpp"
+
+#include <lua.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace switchlua {
+
+namespace detail {
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9'))
+    return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+std::string quote(std::string_view s, std::size_t max_bytes) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < s.size() && i < max_bytes; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    default:
+      if (c >= 0x20 && c < 0x7f)
+        out += static_cast<char>(c);
+      else
+        out += fmt::format("\\{}", static_cast<unsigned>(c));
+    }
+  }
+  if (s.size() > max_bytes)
+    out += "...";
+  out += '"';
+  return out;
+}
+
+void append_key(std::string &path, std::string_view key) {
+  if (is_identifier(key)) {
+    path += '.';
+    path += key;
+  } else {
+    path += '[';
+    path += quote(key, 1024);
+    path += ']';
+  }
+}
+
+void append_index(std::string &path, std::int64_t index) {
+  path += fmt::format("[{}]", index);
+}
+
+std::string format_float(double d) {
+  if (std::isnan(d))
+    return "nan";
+  if (std::isinf(d))
+    return d > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.14g", d);
+  std::string s = buf;
+  if (s.find_first_not_of("-0123456789") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+namespace {
+int l_push_view(lua_State *L) {
+  const auto *v = static_cast<const std::string_view *>(lua_touserdata(L, 1));
+  lua_pushlstring(L, v->data(), v->size());
+  return 1;
+}
+} // namespace
+
+/// Whether `s` is well-formed UTF-8 (no overlong forms, no surrogates,
+/// nothing above U+10FFFF).
+bool is_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      n = 1, cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2, cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + n >= s.size())
+      return false;
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80)
+        return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    static constexpr std::uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+bool push_string_protected(lua_State *L, std::string_view bytes) {
+  lua_pushcfunction(L, l_push_view);
+  lua_pushlightuserdata(L, &bytes);
+  return lua_pcall(L, 1, 1, 0) == LUA_OK;
+}
+
+} // namespace detail
+
+} // namespace switchlua

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: lua/runtime.cpp
+//
+// Script::load (fresh state, chunk-return check) and Script::call (one hook
+// call under lua_pcall with a traceback handler, then the contract parser).
+#include "lua/runtime.hpp"
+#include "lua/codec.hpp"
+#include "lua/detail.hpp"
+
+#include <lua.hpp>
+
+#include <fmt/format.h>
+
+#include <cassert>
+
+namespace switchlua {
+
+namespace {
+
+/// Message handler of every pcall that runs script code: the error message
+/// as its first line ("file:line: message" for error() and run-time
+/// errors), then Lua's stack traceback.
+int l_traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg == nullptr) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+      msg = lua_tostring(L, -1);
+    else
+      msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+/// Opens the standard libraries and installs the slurm table; run under
+/// lua_pcall so a memory error is a failed load, not a panic.
+int l_open_state(lua_State *L) {
+  auto *sink = static_cast<LogSink *>(lua_touserdata(L, 1));
+  luaL_openlibs(L);
+  install_slurm_table(L, sink);
+  return 0;
+}
+
+/// The error object at the top of the stack as text (popped).
+std::string pop_message(lua_State *L) {
+  std::size_t len = 0;
+  const char *s = lua_tolstring(L, -1, &len);
+  std::string out = s ? std::string(s, len) : std::string("(error object is not a string)");
+  lua_pop(L, 1);
+  return out;
+}
+
+/// Pushes the global `name` without metamethods (a script may set one on _G).
+void push_global_raw(lua_State *L, std::string_view name) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  lua_pushlstring(L, name.data(), name.size());
+  lua_rawget(L, -2);
+  lua_remove(L, -2);
+}
+
+/// The chunk-return rule (contract: "a number other than slurm.SUCCESS
+/// makes the plugin refuse to load the script.  Returning nothing counts
+/// as slurm.SUCCESS").  The `nret` values are on top of the stack.
+Expected<void> check_chunk_return(lua_State *L, const std::string &path, int nret) {
+  const int first = lua_gettop(L) - nret + 1;
+  while (nret > 1 && lua_isnil(L, first + nret - 1))
+    --nret;
+  if (nret == 0)
+    return {};
+  if (nret > 1)
+    return fail(fmt::format("{}: the chunk returned {} values, expected slurm.SUCCESS or nothing: "
+                            "script refused",
+                            path, nret));
+  int ok = 0;
+  const lua_Integer rc = lua_type(L, first) == LUA_TNUMBER ? lua_tointegerx(L, first, &ok) : 1;
+  if (ok && rc == kSuccess)
+    return {};
+  return fail(fmt::format("{}: the chunk returned {}, not slurm.SUCCESS: script refused", path,
+                          describe_value(L, first)));
+}
+
+} // namespace
+
+struct Script::Impl {
+  lua_State *L = nullptr;
+  std::string path;
+  LogSink sink;
+
+  Impl() = default;
+  Impl(const Impl &) = delete;
+  Impl &operator=(const Impl &) = delete;
+  ~Impl() {
+    if (L != nullptr)
+      lua_close(L);
+  }
+};
+
+Script::Script(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Script::Script(Script &&) noexcept = default;
+Script &Script::operator=(Script &&) noexcept = default;
+Script::~Script() = default;
+
+const std::string &Script::path() const {
+  return impl_->path;
+}
+
+lua_State *Script::state() {
+  return impl_->L;
+}
+
+Expected<Script> Script::load(const std::string &path, LogSink sink) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->sink = std::move(sink);
+  impl->L = luaL_newstate();
+  if (impl->L == nullptr)
+    return fail(fmt::format("{}: cannot create a Lua state (out of memory)", path));
+  lua_State *L = impl->L;
+
+  lua_pushcfunction(L, l_open_state);
+  lua_pushlightuserdata(L, &impl->sink);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK)
+    return fail(fmt::format("{}: cannot set up the Lua state: {}", path, pop_message(L)));
+
+  lua_pushcfunction(L, l_traceback);
+  const int handler = lua_gettop(L);
+  // Text chunks only: a precompiled chunk is refused ("attempt to load a
+  // binary chunk").  Errors read "cannot open <path>: <strerror>" or
+  // "<path>:<line>: <syntax error>".
+  if (luaL_loadfilex(L, path.c_str(), "t") != LUA_OK)
+    return fail(pop_message(L));
+  if (lua_pcall(L, 0, LUA_MULTRET, handler) != LUA_OK)
+    return fail(pop_message(L));
+  auto ok = check_chunk_return(L, path, lua_gettop(L) - handler);
+  lua_settop(L, 0);
+  if (!ok)
+    return Unexpected<Error>{ok.error()};
+  return Script(std::move(impl));
+}
+
+bool Script::has_hook(Hook h) const {
+  lua_State *L = impl_->L;
+  push_global_raw(L, hook_function(h));
+  const bool defined = lua_type(L, -1) == LUA_TFUNCTION;
+  lua_pop(L, 1);
+  return defined;
+}
+
+namespace {
+
+/// Pushes the arguments of hook `h`; the number pushed, or an error for
+/// info bytes that do not decode.
+Expected<int, CallError> push_args(lua_State *L, Hook h, const JobArgs *job, const StepArgs *step,
+                                   const MsgpackBytes *info) {
+  switch (h) {
+  case Hook::BlockJobComplete:
+  case Hook::SetupSpecialSteps:
+    return 0;
+  case Hook::JobStart:
+  case Hook::JobComplete:
+    assert(job != nullptr && "job hooks take a job");
+    job ? job->push(L) : lua_pushnil(L);
+    if (h == Hook::JobStart)
+      return 1;
+    break;
+  case Hook::StepPreinit:
+  case Hook::StepInit:
+  case Hook::StepPostfini:
+    assert(step != nullptr && "step hooks take a step");
+    step ? step->push(L) : lua_pushnil(L);
+    break;
+  }
+  if (info == nullptr) {
+    lua_pushnil(L);
+    return 2;
+  }
+  if (auto r = push_msgpack(L, *info); !r) {
+    const char *what = h == Hook::JobComplete ? "jobinfo" : "stepinfo";
+    return Unexpected<CallError>{{CallError::Kind::BadArgument,
+                                  fmt::format("{}: cannot decode: {}", what, r.error().message)}};
+  }
+  return 2;
+}
+
+} // namespace
+
+Expected<HookReturn, CallError> Script::call(Hook h, const JobArgs *job, const StepArgs *step,
+                                             const MsgpackBytes *info) {
+  lua_State *L = impl_->L;
+  const int base = lua_gettop(L);
+  auto error = [&](CallError::Kind kind, std::string message) {
+    lua_settop(L, base);
+    return Unexpected<CallError>{{kind, std::move(message)}};
+  };
+  lua_pushcfunction(L, l_traceback);
+  push_global_raw(L, hook_function(h));
+  if (lua_isnil(L, -1)) {
+    lua_settop(L, base);
+    return missing_hook_return(h);
+  }
+  if (lua_type(L, -1) != LUA_TFUNCTION)
+    return error(CallError::Kind::LuaError, fmt::format("{}: {} is {}, not a function", impl_->path,
+                                                        hook_function(h), describe_value(L, -1)));
+  auto nargs = push_args(L, h, job, step, info);
+  if (!nargs)
+    return error(nargs.error().kind, nargs.error().message);
+  if (lua_pcall(L, *nargs, LUA_MULTRET, base + 1) != LUA_OK)
+    return error(CallError::Kind::LuaError, pop_message(L));
+  auto r = parse_hook_return(L, h, lua_gettop(L) - (base + 1));
+  lua_settop(L, base);
+  if (!r)
+    return Unexpected<CallError>{
+        {CallError::Kind::BadReturn, fmt::format("{}: {}", impl_->path, r.error().message)}};
+  return std::move(*r);
+}
+
+} // namespace switchlua
