@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: test/unit/lua/contract_test.cpp
+//
+// lua/contract.hpp through Script::call: the argument tables, each hook's
+// return convention (and every way of breaking it), the env rules of
+// step_init, missing hooks.  The contract script itself: seed_test.cpp.
+#include "lua/codec.hpp"
+#include "lua/contract.hpp"
+#include "lua/runtime.hpp"
+#include "lua_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace switchlua {
+namespace {
+
+using test::first_line;
+using test::Loaded;
+using test::sample_job;
+using test::sample_step;
+
+/// Loads `body` and calls hook `h` with sample arguments.
+Expected<HookReturn, CallError> call(const std::string &body, Hook h,
+                                     const MsgpackBytes *info = nullptr,
+                                     std::string *path = nullptr) {
+  Loaded l(body);
+  if (path)
+    *path = l.path;
+  if (!l.script)
+    return Unexpected<CallError>{{CallError::Kind::LuaError, "load: " + l.script.error().message}};
+  const JobArgs job = sample_job();
+  const StepArgs step = sample_step();
+  auto r = l.script->call(h, &job, &step, info);
+  EXPECT_EQ(lua_gettop(l.script->state()), 0) << "stack not restored";
+  return r;
+}
+
+/// The BadReturn message of job_start returning `values`, without the path.
+std::string bad_return(Hook h, const std::string &values) {
+  std::string path;
+  auto r = call(fmt::format("function {}() return {} end\n", hook_function(h), values), h, nullptr,
+                &path);
+  if (r)
+    return "(accepted)";
+  EXPECT_EQ(r.error().kind, CallError::Kind::BadReturn) << r.error().message;
+  const std::string &m = r.error().message;
+  return m.rfind(path + ": ", 0) == 0 ? m.substr(path.size() + 2) : "(no path) " + m;
+}
+
+/// The env step_init returns for `table` (Lua source).
+HookReturn step_init_env(const std::string &table) {
+  auto r = call("function slurm_switch_step_init() return 0, " + table + " end\n", Hook::StepInit);
+  EXPECT_TRUE(r) << r.error().message;
+  return r ? *r : HookReturn{};
+}
+
+EnvOp set(std::string n, std::string v) {
+  return {EnvOp::Kind::Set, std::move(n), std::move(v)};
+}
+EnvOp unset(std::string n) {
+  return {EnvOp::Kind::Unset, std::move(n), ""};
+}
+
+TEST(Contract, HookNamesRoundTrip) {
+  for (Hook h : kAllHooks) {
+    EXPECT_EQ(hook_from_name(hook_name(h)), h);
+    EXPECT_EQ(hook_function(h), "slurm_switch_" + std::string(hook_name(h)));
+  }
+  EXPECT_EQ(hook_name(Hook::StepPostfini), "step_postfini");
+  EXPECT_FALSE(hook_from_name("job_begin"));
+}
+
+TEST(Contract, JobTableHasContractFields) {
+  auto r = call(R"(
+    function slurm_switch_job_start(job)
+      assert(job.job_id == 42 and job.user_id == 1000 and job.group_id == 100)
+      assert(job.user_name == "alice" and job.name == "train" and job.nodes == "node[1-2]")
+      assert(#job.node_names == 2 and job.node_names[2] == "node2")
+      assert(job.num_nodes == 2 and job.partition == "gpu" and job.network == "switchlua:skip")
+      assert(job.account == nil and job.sluid == "S123")
+      assert(job.restart_count == 3 and job.batch == true)
+      assert(math.type(job.job_id) == "integer")
+      return slurm.SUCCESS
+    end)",
+                Hook::JobStart);
+  EXPECT_TRUE(r) << r.error().message;
+}
+
+TEST(Contract, StepTableHasContractFields) {
+  auto r = call(R"(
+    function slurm_switch_step_preinit(step, stepinfo)
+      assert(step.job_id == 42 and step.step_id == 0 and step.sluid == "S123")
+      assert(step.partition == "gpu" and step.node_name == "node1" and step.node_id == 0)
+      assert(step.num_nodes == 2 and step.num_tasks == 8 and step.user_id == 1000)
+      assert(step.user_name == "alice" and step.nodes == "node[1-2]")
+      assert(step.network == nil and step.batch == false and stepinfo == nil)
+      return 0
+    end)",
+                Hook::StepPreinit);
+  EXPECT_TRUE(r) << r.error().message;
+}
+
+TEST(Contract, JobArgsMsgpackRoundTrip) {
+  const JobArgs j = sample_job();
+  auto back = JobArgs::from_msgpack(j.to_msgpack());
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->job_id, 42u);
+  EXPECT_EQ(back->user_name, "alice");
+  EXPECT_EQ(back->node_names, j.node_names);
+  EXPECT_EQ(back->account, std::nullopt);
+  EXPECT_EQ(back->restart_count, 3u);
+  EXPECT_TRUE(back->batch);
+  EXPECT_EQ(back->to_msgpack(), j.to_msgpack());
+}
+
+TEST(Contract, JobArgsFromMsgpackIsStrict) {
+  auto err = [](const std::string &bytes) {
+    auto r = JobArgs::from_msgpack(bytes);
+    return r ? std::string("(accepted)") : r.error().message;
+  };
+  EXPECT_EQ(err("\x90"), "JobArgs msgpack: expected a map, got an array");
+  EXPECT_EQ(err(""), "JobArgs msgpack: empty input");
+  EXPECT_EQ(err("\x81\xa1x\x01"), "JobArgs msgpack: unknown field \"x\"");
+  EXPECT_EQ(err("\x81\xa6job_id\xa1"
+                "1"),
+            "JobArgs msgpack: field job_id: expected an unsigned 32-bit integer, got a string");
+  EXPECT_EQ(err("\x81\xa6job_id\x01"), "JobArgs msgpack: missing field user_id");
+  EXPECT_EQ(err("\x82\xa6job_id\x01\xa6job_id\x02"), "JobArgs msgpack: field job_id appears twice");
+  const auto good = sample_job().to_msgpack();
+  EXPECT_EQ(err(good + "x"), "JobArgs msgpack: 1 trailing bytes after the map");
+  EXPECT_EQ(err(good.substr(0, good.size() - 1)), "JobArgs msgpack: truncated input");
+}
+
+TEST(Contract, JobStartReturnsRcAndJobinfo) {
+  auto r = call(R"(function slurm_switch_job_start(job)
+                     return slurm.SUCCESS, {id = job.job_id, vlans = {101, 102}}
+                   end)",
+                Hook::JobStart);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->rc, kSuccess);
+  ASSERT_TRUE(r->jobinfo);
+  EXPECT_EQ(*msgpack_to_json(*r->jobinfo), R"({"id":42,"vlans":[101,102]})");
+  EXPECT_EQ(r->jobinfo_error, "");
+}
+
+TEST(Contract, JobStartWithoutJobinfoDeclines) {
+  for (const char *ret : {"slurm.SUCCESS", "slurm.SUCCESS, nil"}) {
+    auto r = call(std::string("function slurm_switch_job_start() return ") + ret + " end",
+                  Hook::JobStart);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->rc, kSuccess);
+    EXPECT_FALSE(r->jobinfo);
+    EXPECT_EQ(r->jobinfo_error, "");
+  }
+}
+
+TEST(Contract, JobStartUnsavableJobinfoSetsJobinfoError) {
+  auto r = call("function slurm_switch_job_start() return 0, {fabric = {handler = print}} end",
+                Hook::JobStart);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->jobinfo);
+  EXPECT_EQ(r->jobinfo_error, "jobinfo.fabric.handler: a function cannot be saved");
+}
+
+TEST(Contract, IntegralFloatRcIsAccepted) {
+  auto r = call("function slurm_switch_job_complete() return -1.0 end", Hook::JobComplete);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->rc, kError);
+}
+
+TEST(Contract, RejectsNoValue) {
+  EXPECT_EQ(bad_return(Hook::JobStart, ""),
+            "job_start returned no value, expected rc, jobinfo|nil");
+  EXPECT_EQ(bad_return(Hook::JobComplete, "nil"), "job_complete returned nil as rc, expected an "
+                                                  "integer number");
+  EXPECT_EQ(bad_return(Hook::StepInit, ""), "step_init returned no value, expected rc, env|nil");
+  EXPECT_EQ(bad_return(Hook::BlockJobComplete, ""),
+            "block_job_complete returned no value, expected a boolean");
+}
+
+TEST(Contract, RejectsStringRc) {
+  EXPECT_EQ(bad_return(Hook::JobStart, "'0'"),
+            R"(job_start returned "0" (a string) as rc, expected an integer number)");
+}
+
+TEST(Contract, RejectsNanInfAndFractionRc) {
+  EXPECT_EQ(bad_return(Hook::StepPreinit, "0/0"),
+            "step_preinit returned nan (a float) as rc, expected an integer number");
+  EXPECT_EQ(bad_return(Hook::StepPostfini, "1/0"),
+            "step_postfini returned inf (a float) as rc, expected an integer number");
+  EXPECT_EQ(bad_return(Hook::JobComplete, "0.5"),
+            "job_complete returned 0.5 (a float) as rc, expected an integer number");
+  EXPECT_EQ(bad_return(Hook::JobComplete, "2^63"),
+            "job_complete returned 9.2233720368548e+18 (a float) as rc, expected an integer "
+            "number");
+}
+
+TEST(Contract, RejectsFunctionAndTableRc) {
+  EXPECT_EQ(bad_return(Hook::JobStart, "print"),
+            "job_start returned a function as rc, expected an integer number");
+  EXPECT_EQ(bad_return(Hook::StepInit, "{}"),
+            "step_init returned a table as rc, expected an integer number");
+}
+
+TEST(Contract, RejectsBadSecondValue) {
+  EXPECT_EQ(bad_return(Hook::JobStart, "0, 'x'"),
+            R"(job_start returned "x" (a string) as jobinfo, expected a table or nil)");
+  EXPECT_EQ(bad_return(Hook::StepInit, "0, 7"),
+            "step_init returned 7 as env, expected a table or nil");
+  EXPECT_EQ(bad_return(Hook::StepInit, "0, setmetatable({}, {})"),
+            "step_init returned an env table with a metatable, expected a plain table");
+}
+
+TEST(Contract, RejectsExtraValuesButIgnoresTrailingNils) {
+  EXPECT_EQ(bad_return(Hook::JobStart, "0, {}, 'x'"),
+            "job_start returned 3 values, expected rc, jobinfo|nil");
+  EXPECT_EQ(bad_return(Hook::JobComplete, "0, 1"), "job_complete returned 2 values, expected rc");
+  EXPECT_EQ(bad_return(Hook::JobComplete, "0, nil, nil"), "(accepted)");
+}
+
+TEST(Contract, BooleanHooksReturnTheirFlag) {
+  auto t =
+      call("function slurm_switch_block_job_complete() return true end", Hook::BlockJobComplete);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_TRUE(t->flag);
+  auto f =
+      call("function slurm_switch_setup_special_steps() return false end", Hook::SetupSpecialSteps);
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_FALSE(f->flag);
+}
+
+TEST(Contract, BooleanHooksRejectNonBoolean) {
+  EXPECT_EQ(bad_return(Hook::BlockJobComplete, "nil"),
+            "block_job_complete returned nil, expected a boolean");
+  EXPECT_EQ(bad_return(Hook::SetupSpecialSteps, "1"),
+            "setup_special_steps returned 1, expected a boolean");
+  EXPECT_EQ(bad_return(Hook::SetupSpecialSteps, "'true'"),
+            R"(setup_special_steps returned "true" (a string), expected a boolean)");
+}
+
+TEST(Contract, MissingHooksUseDocumentedDefaults) {
+  for (Hook h : kAllHooks) {
+    auto r = call("local x = 1\n", h);
+    ASSERT_TRUE(r) << hook_name(h) << ": " << r.error().message;
+    EXPECT_EQ(r->hook, h);
+    EXPECT_EQ(r->rc, kSuccess);
+    EXPECT_FALSE(r->flag);
+    EXPECT_FALSE(r->jobinfo);
+    EXPECT_FALSE(r->has_env);
+  }
+}
+
+TEST(Contract, HookThatIsNotAFunctionIsAnError) {
+  std::string path;
+  auto r = call("slurm_switch_job_start = 5\n", Hook::JobStart, nullptr, &path);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, CallError::Kind::LuaError);
+  EXPECT_EQ(r.error().message, path + ": slurm_switch_job_start is 5, not a function");
+}
+
+TEST(Contract, LuaErrorInHookHasFileLineAndTraceback) {
+  std::string path;
+  auto r = call("function slurm_switch_step_postfini()\n  error('boom')\nend\n", Hook::StepPostfini,
+                nullptr, &path);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, CallError::Kind::LuaError);
+  EXPECT_EQ(first_line(r.error().message), path + ":2: boom");
+  EXPECT_NE(r.error().message.find("in function 'slurm_switch_step_postfini'"), std::string::npos)
+      << r.error().message;
+}
+
+TEST(Contract, JobCompleteReceivesDecodedJobinfo) {
+  test::LuaState L;
+  L.push("{fabric = {vlans = {101}}}");
+  auto info = encode_lua(L, -1, "jobinfo");
+  ASSERT_TRUE(info);
+  auto r = call(R"(function slurm_switch_job_complete(job, jobinfo)
+                     assert(job.job_id == 42 and jobinfo.fabric.vlans[1] == 101)
+                     return slurm.EAGAIN
+                   end)",
+                Hook::JobComplete, &*info);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->rc, kEagain);
+  auto nil = call("function slurm_switch_job_complete(job, i) assert(i == nil) return 0 end",
+                  Hook::JobComplete);
+  EXPECT_TRUE(nil) << nil.error().message;
+}
+
+TEST(Contract, CorruptInfoIsBadArgument) {
+  const MsgpackBytes bad = "\x92\x01";
+  auto r = call("function slurm_switch_step_init() return 0 end", Hook::StepInit, &bad);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, CallError::Kind::BadArgument);
+  EXPECT_EQ(r.error().message, "stepinfo: cannot decode: msgpack: truncated input");
+}
+
+TEST(Contract, EnvStringIsSet) {
+  auto r = step_init_env("{FOO = 'bar'}");
+  EXPECT_TRUE(r.has_env);
+  EXPECT_EQ(r.env, std::vector<EnvOp>{set("FOO", "bar")});
+  EXPECT_TRUE(r.warnings.empty());
+}
+
+TEST(Contract, EnvIntegerIsDecimal) {
+  EXPECT_EQ(step_init_env("{N = 42, M = -7}").env,
+            (std::vector<EnvOp>{set("M", "-7"), set("N", "42")}));
+}
+
+TEST(Contract, EnvFloatIsShortDecimal) {
+  EXPECT_EQ(step_init_env("{A = 0.5, B = 7.0, C = 1/3}").env,
+            (std::vector<EnvOp>{set("A", "0.5"), set("B", "7"), set("C", "0.33333333333333")}));
+}
+
+TEST(Contract, EnvTrueIsOne) {
+  EXPECT_EQ(step_init_env("{ON = true}").env, std::vector<EnvOp>{set("ON", "1")});
+}
+
+TEST(Contract, EnvFalseUnsets) {
+  EXPECT_EQ(step_init_env("{OFF = false}").env, std::vector<EnvOp>{unset("OFF")});
+}
+
+TEST(Contract, EnvOpsAreSortedByName) {
+  EXPECT_EQ(step_init_env("{c = '3', a = '1', b = '2'}").env,
+            (std::vector<EnvOp>{set("a", "1"), set("b", "2"), set("c", "3")}));
+}
+
+TEST(Contract, EnvEmptyTableIsAnEnvWithNoOps) {
+  auto r = step_init_env("{}");
+  EXPECT_TRUE(r.has_env);
+  EXPECT_TRUE(r.env.empty());
+}
+
+/// The warnings of step_init's env `table`; asserts nothing was set.
+std::vector<std::string> env_warnings(const std::string &table) {
+  auto r = step_init_env(table);
+  EXPECT_TRUE(r.env.empty());
+  return r.warnings;
+}
+
+TEST(Contract, EnvSkipsNonStringName) {
+  EXPECT_EQ(env_warnings("{'x'}"),
+            std::vector<std::string>{"env key 1 skipped: a variable name must be a string"});
+}
+
+TEST(Contract, EnvSkipsEmptyName) {
+  EXPECT_EQ(env_warnings("{[''] = 'x'}"),
+            std::vector<std::string>{R"(env[""] skipped: an empty variable name)"});
+}
+
+TEST(Contract, EnvSkipsNameWithEquals) {
+  EXPECT_EQ(env_warnings("{['A=B'] = 'x'}"),
+            std::vector<std::string>{R"(env["A=B"] skipped: a variable name cannot contain '=')"});
+}
+
+TEST(Contract, EnvSkipsNameWithNul) {
+  EXPECT_EQ(env_warnings("{['A\\0B'] = 'x'}"),
+            std::vector<std::string>{
+                R"(env["A\0B"] skipped: a variable name cannot contain a NUL byte)"});
+}
+
+TEST(Contract, EnvSkipsNestedTable) {
+  EXPECT_EQ(env_warnings("{T = {1}}"),
+            std::vector<std::string>{"env.T skipped: a table is not a string, number or boolean"});
+}
+
+TEST(Contract, EnvSkipsFunction) {
+  EXPECT_EQ(
+      env_warnings("{F = print}"),
+      std::vector<std::string>{"env.F skipped: a function is not a string, number or boolean"});
+}
+
+TEST(Contract, EnvSkipsNonFiniteNumber) {
+  EXPECT_EQ(env_warnings("{X = 1/0}"),
+            std::vector<std::string>{"env.X skipped: inf is not a finite number"});
+}
+
+TEST(Contract, EnvSkipsSlurmNames) {
+  EXPECT_EQ(env_warnings("{SLURM_JOB_ID = '1', SLURM_X = false}"),
+            (std::vector<std::string>{"env.SLURM_JOB_ID skipped: SLURM_* names belong to Slurm",
+                                      "env.SLURM_X skipped: SLURM_* names belong to Slurm"}));
+}
+
+TEST(Contract, EnvKeepsGoodEntriesNextToSkippedOnes) {
+  auto r = step_init_env("{GOOD = 'y', SLURM_BAD = 'n'}");
+  EXPECT_EQ(r.env, std::vector<EnvOp>{set("GOOD", "y")});
+  EXPECT_EQ(r.warnings.size(), 1u);
+}
+
+} // namespace
+} // namespace switchlua
