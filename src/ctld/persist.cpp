@@ -134,7 +134,7 @@ Expected<std::optional<JobSwitchState>> decode_job_state(std::string_view bytes)
   try {
     std::size_t off = 0;
     // Depth and size limits: a record is 3 levels deep; refuse anything odd.
-    msgpack::unpack_limit limit(16, 16, 16, 1 << 20, 16, 8);
+    msgpack::unpack_limit limit(64, 64, 4096, kPersistMaxBytes, 16, 8);
     oh = msgpack::unpack(bytes.data(), bytes.size(), off, nullptr, nullptr, limit);
     if (off != bytes.size())
       return Unexpected<Error>{bad(fmt::format("{} trailing bytes after the record",

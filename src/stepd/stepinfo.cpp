@@ -29,7 +29,7 @@ Expected<Stepinfo> decode_stepinfo(std::string_view bytes) {
   msgpack::object_handle oh;
   try {
     std::size_t off = 0;
-    msgpack::unpack_limit limit(8, 8, 8, 1 << 20, 8, 4);
+    msgpack::unpack_limit limit(8, 8, 4096, 1 << 20, 8, 4);
     oh = msgpack::unpack(bytes.data(), bytes.size(), off, nullptr, nullptr, limit);
     if (off != bytes.size())
       return bad("trailing bytes after the record");

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "ctld/config.hpp"
+#include "ctld/persist.hpp"
+#include "stepd/stepinfo.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace switchlua;
+
+TEST(Config, DefaultsAreFinite) {
+  auto c = parse_slurmctld_parameters("");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->switch_timeout.count(), 10);
+  EXPECT_EQ(c->switch_retries, 3u);
+  EXPECT_TRUE(c->drain_on_failure);
+}
+
+TEST(Config, ReadsOurKeysAmongOthers) {
+  auto c = parse_slurmctld_parameters(
+      "enable_configless,switch_timeout=5,idle_on_node_suspend,switch_retries=0,"
+      "switch_drain_on_failure=no");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->switch_timeout.count(), 5);
+  EXPECT_EQ(c->switch_retries, 0u);
+  EXPECT_FALSE(c->drain_on_failure);
+}
+
+TEST(Config, UnknownKeysAreIgnoredAsSlurmDoes) {
+  EXPECT_TRUE(parse_slurmctld_parameters("switch_timeout_extra=abc,foo=bar"));
+}
+
+TEST(Config, BadValuesNameKeyAndValue) {
+  struct Bad {
+    const char *params;
+    const char *message;
+  } bad[] = {
+      {"switch_timeout=0", "SlurmctldParameters: switch_timeout=0: must be an integer number of "
+                           "seconds from 1 to 86400"},
+      {"switch_timeout=-1", "switch_timeout=-1: must be"},
+      {"switch_timeout=abc", "switch_timeout=abc: must be"},
+      {"switch_timeout=", "switch_timeout=: must be"},
+      {"switch_timeout", "switch_timeout=: must be"},
+      {"switch_timeout=99999999999999999999999", "switch_timeout=99999999999999999999999"},
+      {"switch_timeout=86401", "switch_timeout=86401"},
+      {"switch_timeout=5s", "switch_timeout=5s"},
+      {"switch_retries=-1", "switch_retries=-1: must be an integer count from 0 to 1000"},
+      {"switch_retries=1001", "switch_retries=1001"},
+      {"switch_drain_on_failure=maybe", "switch_drain_on_failure=maybe: must be yes or no"},
+      {"switch_drain_on_failure=YES", "switch_drain_on_failure=YES"},
+      {"switch_timeout=5,switch_timeout=6", "switch_timeout given twice (5 and 6)"},
+  };
+  for (const Bad &b : bad) {
+    auto c = parse_slurmctld_parameters(b.params);
+    ASSERT_FALSE(c) << b.params;
+    EXPECT_NE(c.error().message.find(b.message), std::string::npos)
+        << b.params << " -> " << c.error().message;
+  }
+}
+
+namespace {
+JobSwitchState sample() {
+  JobSwitchState s;
+  s.state = JobState::TeardownRetryWait;
+  s.job.job_id = 7;
+  s.job.nodes = "node[1-3]";
+  s.job.node_names = {"node1", "node2", "node3"};
+  s.job.network = "switchlua:complete_again";
+  s.job.user_name = "tbuser";
+  s.jobinfo = std::string("\x81\xa1x\x93\x01\x02\x03", 8);
+  s.requeue_allowed = true;
+  s.block_job_complete = true;
+  s.nodes_held = true;
+  s.retries = 2;
+  s.generation = 9;
+  return s;
+}
+} // namespace
+
+TEST(Persist, RoundTripKeepsEverythingAndMarksRecovered) {
+  JobSwitchState s = sample();
+  auto d = decode_job_state(encode_job_state(&s));
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_TRUE(d->has_value());
+  EXPECT_TRUE((*d)->recovered);
+  (*d)->recovered = false;
+  EXPECT_EQ(**d, s);
+}
+
+TEST(Persist, AbsentRecordDecodesToNothing) {
+  auto d = decode_job_state(encode_job_state(nullptr));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_FALSE(d->has_value());
+}
+
+TEST(Persist, EveryTruncationIsAnErrorNotACrash) {
+  JobSwitchState s = sample();
+  std::string full = encode_job_state(&s);
+  for (std::size_t n = 0; n < full.size(); ++n) {
+    auto d = decode_job_state(std::string_view(full).substr(0, n));
+    EXPECT_FALSE(d) << "prefix of " << n << " bytes decoded";
+  }
+}
+
+TEST(Persist, CorruptedBytesNeverInventAState) {
+  JobSwitchState s = sample();
+  std::string full = encode_job_state(&s);
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    std::string c = full;
+    c[i] = static_cast<char>(c[i] ^ 0x5a);
+    auto d = decode_job_state(c);
+    if (!d || !d->has_value())
+      continue; // refused: fine
+    // Whatever decodes must be a valid state, never an invented one.
+    EXPECT_TRUE((*d)->recovered);
+    EXPECT_LE((*d)->retries, kMaxSwitchRetries);
+    EXPECT_FALSE(job_state_name((*d)->state).empty());
+  }
+}
+
+TEST(Persist, FutureVersionIsRefusedWithAClearError) {
+  std::string rec = encode_job_state(nullptr);
+  // [ "swlua", 1, nil ]: the version is the byte after the 6-byte magic.
+  rec[7] = 0x07;
+  auto d = decode_job_state(rec);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().message,
+            "switch/lua job state: record version 7 is newer than this plugin's 1");
+}
+
+TEST(Persist, UnknownStateNameIsRefused) {
+  JobSwitchState s = sample();
+  std::string rec = encode_job_state(&s);
+  auto pos = rec.find("TeardownRetryWait");
+  ASSERT_NE(pos, std::string::npos);
+  rec.replace(pos, 17, "TeardownRetryWaiX");
+  auto d = decode_job_state(rec);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().message,
+            "switch/lua job state: field 'state': unknown state 'TeardownRetryWaiX'");
+}
+
+TEST(Stepinfo, RoundTripAndRejections) {
+  Stepinfo si{.jobinfo = "\x80", .sluid = "sABC123"};
+  auto d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(*d, si);
+  std::string rec = encode_stepinfo(si);
+  EXPECT_FALSE(decode_stepinfo(rec.substr(0, rec.size() - 1)));
+  EXPECT_FALSE(decode_stepinfo(""));
+  EXPECT_FALSE(decode_stepinfo(encode_job_state(nullptr)));
+}

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The controller state machine, one case per contract rule (named after its
+// rule id), plus randomized event sequences checking invariants.
+#include "ctld/job_fsm.hpp"
+#include "ctld/persist.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace switchlua;
+
+namespace {
+
+Outcome returned(std::int64_t rc, std::optional<std::string> jobinfo = std::nullopt) {
+  Outcome o{.kind = OutcomeKind::Returned};
+  o.ret.rc = rc;
+  o.ret.jobinfo = std::move(jobinfo);
+  return o;
+}
+Outcome with_kind(OutcomeKind k, std::string msg = "switch.lua:7: boom") {
+  return Outcome{.kind = k, .message = std::move(msg)};
+}
+Outcome unsaveable() {
+  Outcome o = returned(kSuccess);
+  o.ret.jobinfo_error = "jobinfo.fabric.handler: a function cannot be saved";
+  return o;
+}
+Outcome timed_out_late_table() {
+  Outcome o = with_kind(OutcomeKind::TimedOut, "");
+  HookReturn late;
+  late.rc = kSuccess;
+  late.jobinfo = "\x81\xa1x\x01";
+  o.late_return = late;
+  return o;
+}
+Outcome timed_out_late_exit() {
+  Outcome o = with_kind(OutcomeKind::TimedOut, "");
+  o.late_exit = true;
+  return o;
+}
+Outcome exited(int status) {
+  Outcome o{.kind = OutcomeKind::ExitedWithoutReturn};
+  o.exit_status = status;
+  return o;
+}
+const std::string kJobinfo = "\x81\xa6" "fabric" "\x01"; // {"fabric": 1}
+
+JobSwitchState state(JobState st) {
+  JobSwitchState s;
+  s.state = st;
+  s.job.job_id = 42;
+  s.job.nodes = "node[1-2]";
+  s.job.network = "fabric";
+  if (st == JobState::Running || st == JobState::TeardownRunning ||
+      st == JobState::TeardownRetryWait)
+    s.jobinfo = kJobinfo;
+  return s;
+}
+
+struct Case {
+  std::string name;      // rule id + behaviour, used as the test name
+  JobSwitchState from;
+  EventKind event;
+  std::optional<Outcome> outcome;
+  CtldConfig cfg;
+  JobState to;
+  std::vector<ActionKind> actions; // in order, Log actions excluded
+  std::string reason_has;          // substring of the Requeue/Cancel/Drain reason
+};
+
+JobSwitchState with(JobSwitchState s, auto f) {
+  f(s);
+  return s;
+}
+
+using A = ActionKind;
+using S = JobState;
+using E = EventKind;
+
+std::vector<Case> cases() {
+  CtldConfig def;
+  CtldConfig nodrain;
+  nodrain.drain_on_failure = false;
+  auto requeueable = [](JobSwitchState &s) { s.requeue_allowed = true; };
+  auto blocking = [](JobSwitchState &s) { s.block_job_complete = true; };
+  auto held = [](JobSwitchState &s) { s.nodes_held = true; };
+  auto recovered = [](JobSwitchState &s) { s.recovered = true; };
+  return {
+      {"R_SETUP_RunsJobStart", state(S::None), E::SetupRequested, {}, def, S::SetupRunning,
+       {A::RunJobStart}, ""},
+      {"R_START_OK_StoresJobinfoAndLaunches", state(S::SetupRunning), E::SetupResult,
+       returned(kSuccess, kJobinfo), def, S::Running, {A::EndConfiguring}, ""},
+      {"R_START_DECLINE_NilJobinfoIsNotManaged", state(S::SetupRunning), E::SetupResult,
+       returned(kSuccess), def, S::Declined, {A::EndConfiguring}, ""},
+      {"R_START_FAIL_RequeuesWhenAllowed", with(state(S::SetupRunning), requeueable),
+       E::SetupResult, returned(kError), def, S::SetupFailed, {A::Requeue, A::EndConfiguring},
+       "switch setup failed: switch/lua job_start returned rc=-1"},
+      {"R_START_FAIL_CancelsWhenNotRequeueable", state(S::SetupRunning), E::SetupResult,
+       returned(kError), def, S::SetupFailed, {A::Cancel, A::EndConfiguring},
+       "switch setup failed"},
+      {"R_START_FAIL_LuaErrorIsAFailedSetup", state(S::SetupRunning), E::SetupResult,
+       with_kind(OutcomeKind::LuaError), def, S::SetupFailed, {A::Cancel, A::EndConfiguring},
+       "switch setup failed: switch/lua job_start raised an error: switch.lua:7: boom"},
+      {"R_START_FAIL_BadReturnIsAFailedSetup", state(S::SetupRunning), E::SetupResult,
+       with_kind(OutcomeKind::BadReturn, "returned \"0\" (a string) as rc"), def, S::SetupFailed,
+       {A::Cancel, A::EndConfiguring}, "broke the return convention"},
+      {"R_START_FAIL_PositiveRcIsAFailedSetup", state(S::SetupRunning), E::SetupResult,
+       returned(1, kJobinfo), def, S::SetupFailed, {A::Cancel, A::EndConfiguring}, "rc=1"},
+      {"R_START_UNSAVEABLE_FailsThenTearsDownWithNil", state(S::SetupRunning), E::SetupResult,
+       unsaveable(), def, S::SetupAbandoned, {A::Cancel, A::EndConfiguring},
+       "jobinfo.fabric.handler"},
+      {"R_START_EXIT_FailsAsReturnedFailure", with(state(S::SetupRunning), requeueable),
+       E::SetupResult, exited(3), def, S::SetupAbandoned, {A::Requeue, A::EndConfiguring},
+       "switch setup failed: switch/lua job_start exited with status 3 without returning"},
+      {"R_START_TIMEOUT_FailsWithTimedOutReason", state(S::SetupRunning), E::SetupResult,
+       with_kind(OutcomeKind::TimedOut, ""), def, S::SetupAbandoned,
+       {A::Cancel, A::EndConfiguring}, "switch setup timed out"},
+      {"R_START_TIMEOUT_SignalIsTreatedAsTimedOut", state(S::SetupRunning), E::SetupResult,
+       with_kind(OutcomeKind::Signaled, ""), def, S::SetupAbandoned,
+       {A::Cancel, A::EndConfiguring}, "switch setup timed out"},
+      {"R_START_LATE_LateTableGetsOneMoreJobComplete", state(S::SetupRunning), E::SetupResult,
+       timed_out_late_table(), def, S::SetupAbandoned,
+       {A::Cancel, A::EndConfiguring, A::RunLateJobComplete}, "switch setup timed out"},
+      {"R_START_LATE_LateExitGetsOneMoreJobComplete", state(S::SetupRunning), E::SetupResult,
+       timed_out_late_exit(), def, S::SetupAbandoned,
+       {A::Cancel, A::EndConfiguring, A::RunLateJobComplete}, "switch setup timed out"},
+      {"R_CANCEL_DURING_SETUP_HoldsNodesNoFailure", state(S::SetupRunning), E::JobEnded, {}, def,
+       S::SetupRunningEnded, {A::HoldNodes}, ""},
+      {"R_CANCELLED_SETUP_OK_TearsDownOnce", with(state(S::SetupRunningEnded), held),
+       E::SetupResult, returned(kSuccess, kJobinfo), def, S::TeardownRunning,
+       {A::EndConfiguring, A::RunJobComplete}, ""},
+      {"R_CANCELLED_SETUP_NONE_FailedSetupIsNotRequeuedNorDrained",
+       with(state(S::SetupRunningEnded), held), E::SetupResult, returned(kError), def, S::Done,
+       {A::EndConfiguring, A::ReleaseNodes}, ""},
+      {"R_CANCELLED_SETUP_UNKNOWN_TimeoutTearsDownWithNil",
+       with(state(S::SetupRunningEnded), held), E::SetupResult,
+       with_kind(OutcomeKind::TimedOut, ""), def, S::TeardownRunning,
+       {A::EndConfiguring, A::RunJobComplete}, ""},
+      {"R_END_HOLD_BlockJobCompleteHoldsNodes", with(state(S::Running), blocking), E::JobEnded,
+       {}, def, S::TeardownRunning, {A::HoldNodes, A::RunJobComplete}, ""},
+      {"R_END_RunsJobCompleteWithJobinfo", state(S::Running), E::JobEnded, {}, def,
+       S::TeardownRunning, {A::HoldNodes, A::RunJobComplete}, ""},
+      {"R_END_AFTER_FAIL_NoJobCompleteForFailedSetup", state(S::SetupFailed), E::JobEnded, {},
+       def, S::Done, {}, ""},
+      {"R_END_AFTER_FAIL_NoJobCompleteEvenWhenBlocking", with(state(S::SetupFailed), blocking),
+       E::JobEnded, {}, def, S::Done, {}, ""},
+      {"R_END_AFTER_ABANDON_JobCompleteWithNilNodesHeld", state(S::SetupAbandoned), E::JobEnded,
+       {}, def, S::TeardownRunning, {A::HoldNodes, A::RunJobComplete}, ""},
+      {"R_COMPLETE_OK_ReleasesNodes", with(state(S::TeardownRunning), held), E::TeardownResult,
+       returned(kSuccess), def, S::Done, {A::ReleaseNodes}, ""},
+      {"R_COMPLETE_POSITIVE_OnlyLogged", with(state(S::TeardownRunning), held),
+       E::TeardownResult, returned(5), def, S::Done, {A::ReleaseNodes}, ""},
+      {"R_COMPLETE_EAGAIN_RetriesWhileHeld", with(state(S::TeardownRunning), held),
+       E::TeardownResult, returned(kEagain), def, S::TeardownRetryWait, {A::ScheduleRetry}, ""},
+      {"R_COMPLETE_EAGAIN_EXHAUSTED_DrainsAfterSwitchRetries",
+       with(with(state(S::TeardownRunning), held), [](JobSwitchState &s) { s.retries = 3; }),
+       E::TeardownResult, returned(kEagain), def, S::Done, {A::DrainNodes, A::ReleaseNodes},
+       "switch/lua job_complete still returned slurm.EAGAIN after switch_retries=3 (JobId=42)"},
+      {"R_COMPLETE_EAGAIN_UNHELD_IsAFailure", state(S::TeardownRunning), E::TeardownResult,
+       returned(kEagain), def, S::Done, {A::DrainNodes, A::ReleaseNodes},
+       "block_job_complete is false"},
+      {"R_COMPLETE_FAIL_NegativeRcDrains", state(S::TeardownRunning), E::TeardownResult,
+       returned(-2), def, S::Done, {A::DrainNodes, A::ReleaseNodes},
+       "switch/lua job_complete returned rc=-2 (JobId=42)"},
+      {"R_COMPLETE_FAIL_LuaErrorDrains", state(S::TeardownRunning), E::TeardownResult,
+       with_kind(OutcomeKind::LuaError), def, S::Done, {A::DrainNodes, A::ReleaseNodes},
+       "switch/lua job_complete raised an error: switch.lua:7: boom"},
+      {"R_COMPLETE_FAIL_TimeoutDrains", state(S::TeardownRunning), E::TeardownResult,
+       with_kind(OutcomeKind::TimedOut, ""), def, S::Done, {A::DrainNodes, A::ReleaseNodes},
+       "timed out"},
+      {"R_COMPLETE_FAIL_NoDrainWhenConfiguredNo", state(S::TeardownRunning), E::TeardownResult,
+       returned(-1), nodrain, S::Done, {A::ReleaseNodes}, ""},
+      {"R_RETRY_TickRunsJobCompleteAgain", with(state(S::TeardownRetryWait), held),
+       E::RetryTick, {}, def, S::TeardownRunning, {A::RunJobComplete}, ""},
+      {"R_RESTART_SETUP_RunsJobStartAgain", with(state(S::SetupRunning), recovered),
+       E::Recover, {}, def, S::SetupRunning, {A::RunJobStart}, ""},
+      {"R_RESTART_TEARDOWN_ReRunsJobCompleteHeld", with(state(S::TeardownRunning), recovered),
+       E::JobEnded, {}, def, S::TeardownRunning, {A::HoldNodes, A::RunJobComplete}, ""},
+      {"R_RESTART_TEARDOWN_RetryWaitReRunsOnRecover",
+       with(state(S::TeardownRetryWait), recovered), E::Recover, {}, def, S::TeardownRunning,
+       {A::HoldNodes, A::RunJobComplete}, ""},
+      {"R_IGNORED_StrayRetryTickChangesNothing", state(S::Running), E::RetryTick, {}, def,
+       S::Running, {}, ""},
+  };
+}
+
+class JobFsmRule : public testing::TestWithParam<Case> {};
+
+TEST_P(JobFsmRule, FollowsTheContract) {
+  const Case &c = GetParam();
+  Event e{.kind = c.event, .outcome = c.outcome ? &*c.outcome : nullptr};
+  StepResult r = step(c.from, e, c.cfg);
+  EXPECT_EQ(job_state_name(r.next.state), job_state_name(c.to)) << "rule " << r.rule;
+  std::vector<ActionKind> got;
+  std::string reason;
+  for (const Action &a : r.actions) {
+    if (a.kind == ActionKind::Log)
+      continue;
+    got.push_back(a.kind);
+    if (a.kind == A::Requeue || a.kind == A::Cancel || a.kind == A::DrainNodes) {
+      reason = a.reason;
+      EXPECT_NE(a.reason.find("switch/lua"), std::string::npos) << a.reason;
+    }
+  }
+  std::vector<std::string> got_names, want_names;
+  for (auto k : got)
+    got_names.emplace_back(action_kind_name(k));
+  for (auto k : c.actions)
+    want_names.emplace_back(action_kind_name(k));
+  EXPECT_EQ(got_names, want_names);
+  if (!c.reason_has.empty()) {
+    EXPECT_NE(reason.find(c.reason_has), std::string::npos) << "reason: " << reason;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rules, JobFsmRule, testing::ValuesIn(cases()),
+                         [](const testing::TestParamInfo<Case> &i) { return i.param.name; });
+
+TEST(JobFsm, LateTableIsPassedToTheExtraJobComplete) {
+  Outcome o = timed_out_late_table();
+  Event e{.kind = E::SetupResult, .outcome = &o};
+  StepResult r = step(state(S::SetupRunning), e, {});
+  ASSERT_EQ(r.actions.back().kind, A::RunLateJobComplete);
+  EXPECT_EQ(r.actions.back().jobinfo, o.late_return->jobinfo);
+}
+
+TEST(JobFsm, AbandonedSetupTeardownGetsNilJobinfo) {
+  StepResult r = step(state(S::SetupAbandoned), Event{.kind = E::JobEnded}, {});
+  ASSERT_EQ(r.actions.back().kind, A::RunJobComplete);
+  EXPECT_FALSE(r.actions.back().jobinfo.has_value());
+  EXPECT_TRUE(r.next.nodes_held);
+}
+
+TEST(JobFsm, TeardownAfterRunningGetsTheSameJobinfo) {
+  StepResult r = step(state(S::Running), Event{.kind = E::JobEnded}, {});
+  ASSERT_EQ(r.actions.back().kind, A::RunJobComplete);
+  EXPECT_EQ(r.actions.back().jobinfo, kJobinfo);
+}
+
+TEST(JobFsm, RequeuedJobStartsAFreshRun) {
+  JobSwitchState s = state(S::Done);
+  s.retries = 2;
+  StepResult r = step(s, Event{.kind = E::SetupRequested}, {});
+  EXPECT_EQ(r.next.state, S::SetupRunning);
+  EXPECT_EQ(r.next.retries, 0u);
+  EXPECT_FALSE(r.next.jobinfo.has_value());
+}
+
+// ---- randomized sequences ----
+
+/// Drives one job with random but realistic events and checks invariants.
+struct Model {
+  std::mt19937 rng;
+  CtldConfig cfg;
+  JobSwitchState s;
+  int pending_start = 0, pending_complete = 0;
+  bool setup_declined_or_failed = false;
+  bool nodes_held = false;
+  std::uint32_t completes_this_run = 0;
+  bool ended = false;
+
+  void check(const StepResult &r) {
+    for (const Action &a : r.actions) {
+      switch (a.kind) {
+      case A::RunJobStart:
+        pending_start++;
+        break;
+      case A::RunJobComplete:
+        ASSERT_FALSE(setup_declined_or_failed) << "job_complete after a declined/failed setup";
+        pending_complete++;
+        completes_this_run++;
+        break;
+      case A::HoldNodes:
+        if (a.reason == "job+nodes") {
+          nodes_held = true;
+        }
+        break;
+      case A::ReleaseNodes:
+        nodes_held = false;
+        break;
+      case A::Requeue:
+      case A::Cancel:
+      case A::DrainNodes:
+        ASSERT_NE(a.reason.find("switch/lua"), std::string::npos);
+        break;
+      default:
+        break;
+      }
+    }
+    ASSERT_LE(r.next.retries, cfg.switch_retries) << "retries exceed switch_retries";
+    ASSERT_EQ(r.next.nodes_held, nodes_held) << "held flag disagrees with hold/release actions";
+    if (is_terminal(r.next.state)) {
+      ASSERT_FALSE(nodes_held) << "nodes still held in terminal state " << r.rule;
+    }
+  }
+
+  Outcome random_outcome() {
+    static const OutcomeKind kinds[] = {OutcomeKind::Returned,  OutcomeKind::Returned,
+                                        OutcomeKind::Returned,  OutcomeKind::LuaError,
+                                        OutcomeKind::TimedOut,  OutcomeKind::Signaled,
+                                        OutcomeKind::ExitedWithoutReturn};
+    OutcomeKind k = kinds[rng() % std::size(kinds)];
+    if (k != OutcomeKind::Returned)
+      return with_kind(k);
+    static const std::int64_t rcs[] = {kSuccess, kSuccess, kEagain, kError, 3};
+    bool table = rng() % 2;
+    return returned(rcs[rng() % std::size(rcs)], table ? std::optional(kJobinfo) : std::nullopt);
+  }
+
+  void feed(const Event &e) {
+    if (e.kind == E::SetupResult && e.outcome) {
+      auto &o = *e.outcome;
+      bool declined_or_failed =
+          (o.kind == OutcomeKind::Returned && (o.ret.rc != kSuccess || !o.ret.jobinfo)) ||
+          o.kind == OutcomeKind::LuaError;
+      setup_declined_or_failed = declined_or_failed;
+    }
+    StepResult r = step(s, e, cfg);
+    check(r);
+    s = r.next;
+  }
+
+  void restart() {
+    auto rec = decode_job_state(encode_job_state(&s));
+    ASSERT_TRUE(rec) << rec.error().message;
+    ASSERT_TRUE(rec->has_value());
+    JobSwitchState before = s;
+    s = **rec;
+    ASSERT_EQ(s.state, before.state) << "state lost across restart";
+    ASSERT_EQ(s.jobinfo, before.jobinfo) << "jobinfo lost across restart";
+    ASSERT_EQ(s.retries, before.retries);
+    pending_start = pending_complete = 0; // calls in flight died with slurmctld
+    nodes_held = s.nodes_held;
+    feed(Event{.kind = E::Recover});
+  }
+
+  void run(int steps) {
+    s = state(S::None);
+    s.block_job_complete = rng() % 2;
+    s.requeue_allowed = rng() % 2;
+    feed(Event{.kind = E::SetupRequested});
+    for (int i = 0; i < steps && !is_terminal(s.state); ++i) {
+      int pick = rng() % 10;
+      if (pick < 6 && pending_start && s.state != S::Running) {
+        Outcome o = random_outcome();
+        pending_start--;
+        feed(Event{.kind = E::SetupResult, .outcome = &o});
+      } else if (pick < 6 && pending_complete) {
+        Outcome o = random_outcome();
+        pending_complete--;
+        feed(Event{.kind = E::TeardownResult, .outcome = &o});
+      } else if (pick < 8 && !ended) {
+        ended = true;
+        feed(Event{.kind = E::JobEnded});
+      } else if (pick < 9) {
+        feed(Event{.kind = E::RetryTick});
+      } else {
+        restart();
+      }
+      if (HasFatalFailure())
+        return;
+    }
+  }
+  static bool HasFatalFailure() { return testing::Test::HasFatalFailure(); }
+};
+
+TEST(JobFsm, RandomSequencesKeepTheInvariants) {
+  for (std::uint32_t seed = 1; seed <= 3000; ++seed) {
+    Model m{.rng = std::mt19937(seed)};
+    m.cfg.switch_retries = seed % 4;
+    m.run(60);
+    ASSERT_FALSE(testing::Test::HasFatalFailure()) << "seed " << seed;
+  }
+}
+
+} // namespace
