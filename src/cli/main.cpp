@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// switch-lua: try a switch.lua before it touches a cluster.
+//   switch-lua check FILE
+//   switch-lua simulate FILE --network STR [options]
+#include "cli/simulate.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <unistd.h>
+
+namespace {
+
+/// Finds a helper executable: $ENV, next to this binary in the build tree,
+/// or the installed libexec directory.
+std::string helper_path(const char *env, const char *name, const char *build_dir) {
+  if (const char *e = std::getenv(env))
+    return e;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto p = self.parent_path().parent_path() / "supervisor" / name;
+    if (std::filesystem::exists(p))
+      return p.string();
+  }
+  auto b = std::filesystem::path(build_dir) / name;
+  if (std::filesystem::exists(b))
+    return b.string();
+  return std::string(SWITCHLUA_LIBEXECDIR) + "/" + name;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"switch-lua: check and simulate a switch/lua script (switch.lua(5))"};
+  app.require_subcommand(1);
+
+  std::string check_file;
+  bool check_json = false;
+  auto *check = app.add_subcommand("check", "compile and load a switch.lua, list its hooks");
+  check->add_option("FILE", check_file, "the script")->required();
+  check->add_flag("--json", check_json, "machine-readable output");
+
+  switchlua::SimulateOptions so;
+  int timeout = 10, retries = 3;
+  std::string bjc = "auto", drain = "yes";
+  auto *sim = app.add_subcommand("simulate", "run one job through the script");
+  sim->add_option("FILE", so.script, "the script")->required();
+  sim->add_option("--network", so.network, "the job's --network string")->required();
+  sim->add_option("--job-id", so.job_id, "JobId")->capture_default_str();
+  sim->add_option("--nodes", so.nodes, "number of nodes (node1..nodeN)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  sim->add_option("--steps", so.steps, "number of job steps")->check(CLI::Range(0, 32))
+      ->capture_default_str();
+  sim->add_flag("--batch", so.batch, "a batch job (sbatch): requeue-able");
+  sim->add_flag("--no-requeue", so.no_requeue, "a batch job that may not be requeued");
+  sim->add_option("--user", so.user, "user name")->capture_default_str();
+  sim->add_option("--partition", so.partition, "partition")->capture_default_str();
+  sim->add_option("--timeout", timeout, "switch_timeout, seconds")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  sim->add_option("--retries", retries, "switch_retries")->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  sim->add_option("--drain-on-failure", drain, "switch_drain_on_failure")
+      ->check(CLI::IsMember({"yes", "no"}))
+      ->capture_default_str();
+  sim->add_option("--block-job-complete", bjc, "override the script's block_job_complete")
+      ->check(CLI::IsMember({"auto", "true", "false"}))
+      ->capture_default_str();
+  sim->add_option("--restart-during", so.restart_during,
+                  "restart the simulated slurmctld during the setup or the teardown")
+      ->check(CLI::IsMember({"setup", "teardown"}));
+  sim->add_flag("--cancel-during-setup", so.cancel_during_setup,
+                "cancel the job while job_start runs");
+  sim->add_flag("--json", so.json, "machine-readable output");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (check->parsed())
+    return switchlua::run_check(check_file, check_json);
+
+  so.config.switch_timeout = std::chrono::seconds(timeout);
+  so.config.switch_retries = static_cast<std::uint32_t>(retries);
+  so.config.drain_on_failure = drain == "yes";
+  if (so.no_requeue)
+    so.batch = true;
+  if (bjc != "auto")
+    so.block_job_complete = bjc == "true";
+  so.supervisor =
+      helper_path("SWITCHLUA_SUPERVISOR", "switch-lua-supervisor", SWITCHLUA_BUILD_HELPERS);
+  so.runner = helper_path("SWITCHLUA_RUNNER", "switch-lua-runner", SWITCHLUA_BUILD_HELPERS);
+  return switchlua::run_simulate(so);
+}

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cli/sim_cluster.hpp"
+
+#include <fmt/format.h>
+
+namespace switchlua {
+
+SimCluster::SimCluster(const JobArgs &job) : job_(job), t0_(std::chrono::steady_clock::now()) {
+  for (const std::string &n : job.node_names)
+    nodes_[n].state = "ALLOCATED";
+}
+
+std::int64_t SimCluster::now_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               t0_)
+      .count();
+}
+
+void SimCluster::note(std::string source, std::string kind, std::string text, bool error) {
+  std::lock_guard g(mu_);
+  timeline_.push_back({now_ms(), std::move(source), std::move(kind), std::move(text), error});
+}
+
+void SimCluster::log(LogLevel level, const std::string &line) {
+  if (level > LogLevel::Verbose)
+    return; // debug lines are for slurmctld.log at debug level, not the timeline
+  note("slurmctld", "log", line, level == LogLevel::Error);
+}
+
+void SimCluster::end_configuring(std::uint32_t) {
+  if (!configuring_)
+    return;
+  configuring_ = false;
+  if (!ended_) {
+    job_state_ = "RUNNING";
+    note("slurmctld", "action", "configuring done: the job launches (State=RUNNING)");
+  } else {
+    note("slurmctld", "action", "configuring done (prolog_running released) for the ended job");
+  }
+}
+
+void SimCluster::end_job(const std::string &how) {
+  if (ended_)
+    return;
+  ended_ = true;
+  for (auto &[name, n] : nodes_)
+    if (n.state == "ALLOCATED")
+      n.state = "IDLE";
+  note("slurmctld", "action",
+       fmt::format("{}: deallocate_nodes calls switch job_complete", how));
+  if (core_)
+    core_->job_complete(job_.job_id);
+  // Without a switch/lua hold, the job's epilogs finish and its nodes go idle.
+  for (auto &[name, n] : nodes_)
+    if (n.holds == 0 && n.state == "COMPLETING")
+      n.state = "IDLE";
+}
+
+void SimCluster::requeue(std::uint32_t, const std::string &reason) {
+  job_state_ = "PENDING (requeued)";
+  reason_ = reason;
+  note("slurmctld", "action", fmt::format("job requeued: Reason={}", reason), true);
+  end_job("requeue");
+}
+
+void SimCluster::cancel(std::uint32_t, const std::string &reason) {
+  job_state_ = "CANCELLED";
+  reason_ = reason;
+  note("slurmctld", "action", fmt::format("job cancelled: Reason={}", reason), true);
+  end_job("cancel");
+}
+
+void SimCluster::hold(std::uint32_t, const std::string &nodes, bool hold_nodes) {
+  job_held_ = true;
+  if (hold_nodes)
+    for (auto &[name, n] : nodes_) {
+      n.holds++;
+      if (n.state != "DRAINED")
+        n.state = "COMPLETING";
+    }
+  note("slurmctld", "action",
+       hold_nodes ? fmt::format("job and nodes {} held in COMPLETING", nodes)
+                  : "job held in COMPLETING; nodes back in service");
+}
+
+void SimCluster::release(std::uint32_t, const std::string &nodes, bool release_nodes) {
+  job_held_ = false;
+  if (release_nodes)
+    for (auto &[name, n] : nodes_) {
+      if (n.holds > 0)
+        n.holds--;
+      if (n.holds == 0 && n.state == "COMPLETING")
+        n.state = "IDLE";
+    }
+  note("slurmctld", "action",
+       release_nodes ? fmt::format("job and nodes {} released", nodes) : "job released");
+}
+
+void SimCluster::drain(const std::string &nodes, const std::string &reason) {
+  for (auto &[name, n] : nodes_) {
+    n.state = "DRAINED";
+    n.reason = reason;
+  }
+  note("slurmctld", "action", fmt::format("nodes {} drained: Reason={}", nodes, reason), true);
+}
+
+void SimCluster::drain_node(const std::string &node, const std::string &reason) {
+  std::lock_guard g(mu_);
+  nodes_[node].state = "DRAINED";
+  nodes_[node].reason = reason;
+  note(node, "action", fmt::format("node {} drained: Reason={}", node, reason), true);
+}
+
+void SimCluster::forget(std::uint32_t) {}
+
+std::vector<TimelineEntry> SimCluster::timeline() const {
+  std::lock_guard g(mu_);
+  return timeline_;
+}
+std::string SimCluster::job_state() const {
+  std::lock_guard g(mu_);
+  return job_state_;
+}
+std::string SimCluster::job_reason() const {
+  std::lock_guard g(mu_);
+  return reason_;
+}
+bool SimCluster::job_configuring() const {
+  std::lock_guard g(mu_);
+  return configuring_;
+}
+bool SimCluster::job_ended() const {
+  std::lock_guard g(mu_);
+  return ended_;
+}
+std::map<std::string, SimNode> SimCluster::nodes() const {
+  std::lock_guard g(mu_);
+  return nodes_;
+}
+
+} // namespace switchlua

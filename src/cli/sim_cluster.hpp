@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: cli/sim_cluster.hpp
+//
+// The simulated slurmctld of `switch-lua simulate`: one job and its nodes,
+// with the SlurmPort the real plugin implements, so the controller engine
+// (ctld/core.hpp) runs exactly as in slurmctld while this records what a
+// Slurm administrator would see: job state and reason, node states and
+// drain reasons, and a timeline of calls, outcomes and log lines.
+#pragma once
+
+#include "ctld/core.hpp"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace switchlua {
+
+/// One line of the timeline.
+struct TimelineEntry {
+  std::int64_t t_ms = 0;  ///< since the simulation started
+  std::string source;     ///< "slurmctld", "script", "node1", ...
+  std::string kind;       ///< "log", "action", "step", "restart", ...
+  std::string text;
+  bool error = false;
+};
+
+/// A simulated node.
+struct SimNode {
+  std::string state = "IDLE";  ///< IDLE, ALLOCATED, COMPLETING, DRAINED, ...
+  std::string reason;          ///< drain reason
+  int holds = 0;               ///< switch/lua holds (COMPLETING)
+};
+
+class SimCluster final : public SlurmPort {
+public:
+  explicit SimCluster(const JobArgs &job);
+
+  // SlurmPort
+  void lock() override { mu_.lock(); }
+  void unlock() override { mu_.unlock(); }
+  void end_configuring(std::uint32_t job_id) override;
+  void requeue(std::uint32_t job_id, const std::string &reason) override;
+  void cancel(std::uint32_t job_id, const std::string &reason) override;
+  void hold(std::uint32_t job_id, const std::string &nodes, bool hold_nodes) override;
+  void release(std::uint32_t job_id, const std::string &nodes, bool release_nodes) override;
+  void drain(const std::string &nodes, const std::string &reason) override;
+  void forget(std::uint32_t job_id) override;
+  void save_state() override {}
+  void log(LogLevel level, const std::string &line) override;
+
+  /// The engine to re-enter when the simulated Slurm ends the job itself
+  /// (requeue and cancel call job_complete at once, as slurmctld does).
+  void attach(CtldCore *core) { core_ = core; }
+  /// Records a timeline line (thread-safe).
+  void note(std::string source, std::string kind, std::string text, bool error = false);
+  /// Ends the job as slurmctld does (deallocate_nodes → job_complete).
+  void end_job(const std::string &how);
+
+  std::recursive_mutex &mutex() { return mu_; }
+  std::vector<TimelineEntry> timeline() const;
+  std::string job_state() const;
+  std::string job_reason() const;
+  bool job_configuring() const;
+  bool job_ended() const;
+  std::map<std::string, SimNode> nodes() const;
+  void drain_node(const std::string &node, const std::string &reason);
+
+private:
+  std::int64_t now_ms() const;
+  mutable std::recursive_mutex mu_;
+  JobArgs job_;
+  CtldCore *core_ = nullptr;
+  std::chrono::steady_clock::time_point t0_;
+  std::vector<TimelineEntry> timeline_;
+  std::map<std::string, SimNode> nodes_;
+  std::string job_state_ = "CONFIGURING";
+  std::string reason_;
+  bool configuring_ = true;
+  bool ended_ = false;
+  bool job_held_ = false;
+};
+
+} // namespace switchlua

@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cli/simulate.hpp"
+
+#include "cli/sim_cluster.hpp"
+#include "ctld/core.hpp"
+#include "ctld/persist.hpp"
+#include "lua/codec.hpp"
+#include "stepd/step_hooks.hpp"
+
+#include <fmt/format.h>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace switchlua {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+JobArgs make_job(const SimulateOptions &o) {
+  JobArgs j;
+  j.job_id = o.job_id;
+  j.user_id = 1000;
+  j.group_id = 1000;
+  j.user_name = o.user;
+  j.name = "sim";
+  j.num_nodes = o.nodes;
+  j.nodes = o.nodes == 1 ? std::string("node1") : fmt::format("node[1-{}]", o.nodes);
+  for (std::uint32_t i = 1; i <= o.nodes; ++i)
+    j.node_names.push_back(fmt::format("node{}", i));
+  j.partition = o.partition;
+  if (!o.network.empty())
+    j.network = o.network;
+  j.account = "sim";
+  j.sluid = fmt::format("s{:010X}", o.job_id);
+  j.batch = o.batch;
+  return j;
+}
+
+/// Waits (bounded) until `done` holds, firing the periodic retry check.
+template <typename F> bool wait_for(CtldCore &core, F done, std::chrono::seconds limit) {
+  auto end = Clock::now() + limit;
+  while (Clock::now() < end) {
+    if (done())
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  (void)core;
+  return done();
+}
+
+std::string jobinfo_json(const std::optional<MsgpackBytes> &ji) {
+  if (!ji)
+    return "nil";
+  auto j = msgpack_to_json(*ji);
+  return j ? *j : "<" + j.error().message + ">";
+}
+
+struct StepReport {
+  std::uint32_t step_id = 0;
+  bool failed = false;
+  std::map<std::string, std::vector<EnvOp>> env; // per node
+};
+
+/// Runs each step's preinit / init / postfini on each node, in-process as
+/// slurmstepd does.
+std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
+                                  const MsgpackBytes &jobinfo, SimCluster &sim) {
+  std::vector<StepReport> out;
+  std::string current_node;
+  auto hooks = StepHooks::load(o.script, [&](LogLevel l, std::string_view t) {
+    sim.note(current_node.empty() ? "slurmstepd" : current_node, "log",
+             fmt::format("switch/lua: {}", t), l == LogLevel::Error);
+  });
+  if (!hooks) {
+    sim.note("slurmstepd", "log",
+             fmt::format("switch/lua: {}; the step hooks will not run", hooks.error().message),
+             true);
+    return out;
+  }
+  for (std::uint32_t s = 0; s < o.steps; ++s) {
+    StepReport rep{.step_id = s};
+    std::vector<bool> preinit_ok(job.node_names.size(), true);
+    for (std::size_t i = 0; i < job.node_names.size(); ++i) {
+      current_node = job.node_names[i];
+      StepArgs a{.job_id = job.job_id, .step_id = s, .sluid = job.sluid,
+                 .partition = job.partition, .node_name = current_node,
+                 .node_id = static_cast<std::uint32_t>(i), .num_nodes = job.num_nodes,
+                 .num_tasks = job.num_nodes, .user_id = job.user_id,
+                 .user_name = job.user_name, .nodes = job.nodes, .network = job.network};
+      StepVerdict pre = hooks->preinit(a, &jobinfo);
+      if (pre.kind == StepVerdict::Kind::FailStep) {
+        rep.failed = true;
+        preinit_ok[i] = false; // mgr.c: a failed preinit skips init and postfini
+        continue;
+      }
+      StepVerdict in = hooks->init(a, &jobinfo);
+      if (in.kind == StepVerdict::Kind::FailStep)
+        rep.failed = true;
+      else
+        rep.env[current_node] = in.env;
+      StepVerdict post = hooks->postfini(a, &jobinfo);
+      if (post.kind == StepVerdict::Kind::DrainNode)
+        sim.drain_node(current_node, post.reason);
+    }
+    current_node.clear();
+    sim.note("srun", "step",
+             rep.failed ? fmt::format("step {}.{}: srun: error: Error configuring interconnect",
+                                      job.job_id, s)
+                        : fmt::format("step {}.{} ran on {}", job.job_id, s, *job.nodes),
+             rep.failed);
+    out.push_back(std::move(rep));
+  }
+  return out;
+}
+
+/// Simulates `kill -9 slurmctld` and a restart: the state saved in the job
+/// state file is all that survives; calls in flight die with the supervisor.
+void restart(std::unique_ptr<CtldCore> &core, const CoreOptions &co, SimCluster &sim,
+             std::uint32_t job_id) {
+  std::string record;
+  {
+    std::lock_guard g(sim.mutex());
+    auto st = core->state_of(job_id);
+    record = encode_job_state(st ? &*st : nullptr);
+  }
+  sim.note("slurmctld", "restart", "slurmctld killed (kill -9): supervised calls abandoned");
+  sim.attach(nullptr);
+  core.reset();
+  core = std::make_unique<CtldCore>(co, sim);
+  sim.attach(core.get());
+  std::lock_guard g(sim.mutex());
+  auto d = decode_job_state(record);
+  if (!d) {
+    sim.note("slurmctld", "restart", d.error().message, true);
+    return;
+  }
+  if (!*d) {
+    sim.note("slurmctld", "restart", "slurmctld restarted: no switch state saved for the job");
+    return;
+  }
+  sim.note("slurmctld", "restart",
+           fmt::format("slurmctld restarted: JobId={} switch state {} recovered", job_id,
+                       job_state_name((*d)->state)));
+  core->adopt(**d);
+  if (sim.job_ended()) // read_config.c: COMPLETING jobs get job_complete again
+    core->job_complete(job_id);
+  core->recover_job(job_id, sim.job_configuring());
+}
+
+bool setup_pending(const CtldCore &core, std::uint32_t id) {
+  auto s = core.state_of(id);
+  return s && (s->state == JobState::SetupRunning || s->state == JobState::SetupRunningEnded);
+}
+
+bool teardown_pending(const CtldCore &core, std::uint32_t id) {
+  auto s = core.state_of(id);
+  return (s && !is_terminal(s->state) && s->state != JobState::Running) ||
+         core.calls_in_flight() > 0;
+}
+
+void print_human(const SimulateOptions &o, const JobArgs &job, bool bjc, SimCluster &sim,
+                 const std::vector<StepReport> &steps) {
+  fmt::print("switch-lua simulate {}\n  JobId={} Network={} Nodes={} ({}) {} {}\n  {} "
+             "block_job_complete={}\n\n",
+             o.script, job.job_id, o.network, *job.nodes, job.num_nodes,
+             o.batch ? "batch" : "interactive", o.no_requeue || !o.batch ? "no-requeue" : "requeue",
+             describe(o.config), bjc ? "true" : "false");
+  for (const TimelineEntry &e : sim.timeline())
+    fmt::print("{:>7} ms  {:<10} {}{}\n", e.t_ms, e.source, e.error ? "! " : "", e.text);
+  fmt::print("\nWhat an operator sees\n  job:   State={}{}\n", sim.job_state(),
+             sim.job_reason().empty() ? "" : " Reason=" + sim.job_reason());
+  for (const auto &[name, n] : sim.nodes())
+    fmt::print("  {}: State={}{}\n", name, n.state, n.reason.empty() ? "" : " Reason=" + n.reason);
+  for (const StepReport &s : steps) {
+    fmt::print("  step {}.{}: {}\n", job.job_id, s.step_id,
+               s.failed ? "FAILED (srun: Error configuring interconnect)" : "ran");
+    for (const auto &[node, env] : s.env) {
+      std::string line;
+      for (const EnvOp &op : env)
+        line += op.kind == EnvOp::Kind::Set ? fmt::format(" {}={}", op.name, op.value)
+                                            : fmt::format(" -{}", op.name);
+      fmt::print("    {} task environment:{}\n", node, line.empty() ? " (no changes)" : line);
+    }
+  }
+}
+
+void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimCluster &sim,
+                const std::vector<StepReport> &steps) {
+  json j;
+  j["script"] = o.script;
+  j["job"] = {{"job_id", job.job_id}, {"network", o.network}, {"nodes", *job.nodes}};
+  j["config"] = {{"switch_timeout", o.config.switch_timeout.count()},
+                 {"switch_retries", o.config.switch_retries},
+                 {"switch_drain_on_failure", o.config.drain_on_failure},
+                 {"block_job_complete", bjc}};
+  for (const TimelineEntry &e : sim.timeline())
+    j["timeline"].push_back({{"t_ms", e.t_ms}, {"source", e.source}, {"kind", e.kind},
+                             {"text", e.text}, {"error", e.error}});
+  j["result"]["job_state"] = sim.job_state();
+  j["result"]["job_reason"] = sim.job_reason();
+  for (const auto &[name, n] : sim.nodes())
+    j["result"]["nodes"][name] = {{"state", n.state}, {"reason", n.reason}};
+  j["result"]["steps"] = json::array();
+  for (const StepReport &s : steps) {
+    json sj{{"step_id", s.step_id}, {"failed", s.failed}};
+    for (const auto &[node, env] : s.env) {
+      json ej = json::object();
+      for (const EnvOp &op : env)
+        ej[op.name] = op.kind == EnvOp::Kind::Set ? json(op.value) : json(nullptr);
+      sj["env"][node] = ej;
+    }
+    j["result"]["steps"].push_back(sj);
+  }
+  std::cout << j.dump(2) << "\n";
+}
+
+} // namespace
+
+int run_simulate(const SimulateOptions &o) {
+  JobArgs job = make_job(o);
+  SimCluster sim(job);
+  CoreOptions co;
+  co.script = o.script;
+  co.config = o.config;
+  co.client.supervisor = o.supervisor;
+  co.client.runner = o.runner;
+  co.retry_interval = std::chrono::milliseconds(200); // the "periodic check", compressed
+  if (o.block_job_complete) {
+    co.block_job_complete = *o.block_job_complete;
+  } else {
+    SupervisorClient probe(co.client, [&](CallId, LogLevel l, std::string_view t) {
+      sim.note("script", "log", fmt::format("switch/lua: {}", t), l == LogLevel::Error);
+    });
+    auto bjc = ask_boolean_hook(probe, o.script, Hook::BlockJobComplete, o.config.switch_timeout);
+    if (!bjc)
+      sim.note("slurmctld", "log", fmt::format("switch/lua: {}; taken as false", bjc.error().message),
+               true);
+    co.block_job_complete = bjc && *bjc;
+    probe.shutdown();
+  }
+  auto core = std::make_unique<CtldCore>(co, sim);
+  sim.attach(core.get());
+  bool ours;
+  {
+    std::lock_guard g(sim.mutex());
+    sim.note("slurmctld", "action",
+             fmt::format("JobId={} allocated {}: switch job_start", job.job_id, *job.nodes));
+    ours = core->job_start(job, o.batch && !o.no_requeue);
+    if (!ours) {
+      sim.note("slurmctld", "log", "switch/lua: no --network: the job is not ours");
+      sim.end_configuring(job.job_id);
+    }
+  }
+  if (ours && o.restart_during == "setup")
+    restart(core, co, sim, job.job_id);
+  if (ours && o.cancel_during_setup) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::lock_guard g(sim.mutex());
+    if (setup_pending(*core, job.job_id)) {
+      sim.note("user", "action", fmt::format("scancel {}", job.job_id));
+      sim.cancel(job.job_id, "");
+    }
+  }
+  auto limit = o.config.switch_timeout + std::chrono::seconds(10);
+  wait_for(*core, [&] { return !setup_pending(*core, job.job_id); }, limit);
+  std::vector<StepReport> steps;
+  auto st = core->state_of(job.job_id);
+  if (st && st->state == JobState::Running && st->jobinfo) {
+    sim.note("slurmctld", "log", fmt::format("jobinfo (stepinfo of every step) = {}",
+                                             jobinfo_json(st->jobinfo)));
+    steps = run_steps(o, job, *st->jobinfo, sim);
+  } else if (!sim.job_ended()) {
+    sim.note("slurmctld", "log", "no stepinfo: the step hooks do not run for this job");
+  }
+  if (!sim.job_ended()) {
+    std::lock_guard g(sim.mutex());
+    bool failed = false;
+    for (const StepReport &s : steps)
+      failed = failed || s.failed;
+    sim.note("slurmctld", "action", "the job ends");
+    sim.end_job(failed ? "job finished (a step failed)" : "job finished");
+  }
+  bool restarted = false;
+  wait_for(*core,
+           [&] {
+             if (!restarted && o.restart_during == "teardown") {
+               auto s = core->state_of(job.job_id);
+               if (s && (s->state == JobState::TeardownRunning ||
+                         s->state == JobState::TeardownRetryWait)) {
+                 restarted = true;
+                 restart(core, co, sim, job.job_id);
+               }
+             }
+             return !teardown_pending(*core, job.job_id);
+           },
+           (o.config.switch_timeout + std::chrono::seconds(1)) *
+                   (o.config.switch_retries + 3) +
+               std::chrono::seconds(5));
+  core.reset();
+  if (o.json)
+    print_json(o, job, co.block_job_complete, sim, steps);
+  else
+    print_human(o, job, co.block_job_complete, sim, steps);
+  return 0;
+}
+
+int run_check(const std::string &script, bool as_json) {
+  std::vector<std::string> lines;
+  auto s = Script::load(script, [&](LogLevel l, std::string_view t) {
+    lines.push_back(fmt::format("{}: {}", log_level_name(l), t));
+  });
+  json j{{"script", script}, {"loaded", bool(s)}};
+  if (!s) {
+    j["error"] = s.error().message;
+    if (as_json)
+      std::cout << j.dump(2) << "\n";
+    else
+      fmt::print(stderr, "switch-lua check: {}\n", s.error().message);
+    return 1;
+  }
+  std::vector<std::string> present, missing;
+  for (Hook h : kAllHooks)
+    (s->has_hook(h) ? present : missing).emplace_back(hook_function(h));
+  if (as_json) {
+    j["hooks"] = present;
+    j["missing"] = missing;
+    j["log"] = lines;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  fmt::print("{}: loaded\n", script);
+  for (const std::string &l : lines)
+    fmt::print("  log {}\n", l);
+  for (const std::string &h : present)
+    fmt::print("  hook    {}\n", h);
+  for (const std::string &h : missing)
+    fmt::print("  missing {} (default: {})\n", h,
+               h.find("block") != std::string::npos || h.find("special") != std::string::npos
+                   ? "false"
+               : h.find("job_start") != std::string::npos ? "declines every job"
+                                                          : "returns slurm.SUCCESS");
+  return 0;
+}
+
+} // namespace switchlua

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: cli/simulate.hpp
+//
+// `switch-lua simulate`: one job through a switch.lua as slurmctld and
+// slurmstepd would run it: job_start in a supervised child (the real
+// supervisor), each step's preinit / init / postfini on each node
+// (in-process, as slurmstepd does), then job_complete in a supervised child,
+// with the controller's decisions taken by the same engine and state machine
+// as the plugin (ctld/core.hpp).  Prints a timeline and what an operator
+// would see; --json for machines.
+#pragma once
+
+#include "ctld/config.hpp"
+
+#include <optional>
+#include <string>
+
+namespace switchlua {
+
+struct SimulateOptions {
+  std::string script;
+  std::string network;               ///< the job's --network (empty: not ours)
+  std::uint32_t job_id = 1001;
+  std::uint32_t nodes = 2;           ///< node1..nodeN
+  std::uint32_t steps = 1;
+  bool batch = false;                ///< sbatch job (requeue-able unless no_requeue)
+  bool no_requeue = false;
+  std::string user = "alice";
+  std::string partition = "debug";
+  CtldConfig config;                 ///< switch_timeout, switch_retries, drain
+  std::optional<bool> block_job_complete; ///< nullopt: ask the script
+  std::string restart_during;        ///< "", "setup" or "teardown"
+  bool cancel_during_setup = false;
+  bool json = false;
+  std::string supervisor;            ///< paths of the helper executables
+  std::string runner;
+};
+
+/// Runs the simulation, prints it to stdout.  Returns the exit status:
+/// 0 when it ran (whatever the job's fate), 1 on a usage or load error.
+int run_simulate(const SimulateOptions &o);
+
+/// `switch-lua check FILE`: exit status 0 when the script loads.
+int run_check(const std::string &script, bool json);
+
+} // namespace switchlua
