@@ -43,6 +43,8 @@ void SimCluster::end_job(const std::string &how) {
   if (ended_)
     return;
   ended_ = true;
+  if (job_state_ == "RUNNING")
+    job_state_ = "COMPLETED";
   for (auto &[name, n] : nodes_)
     if (n.state == "ALLOCATED")
       n.state = "IDLE";

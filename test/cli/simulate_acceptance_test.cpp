@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Acceptance: `switch-lua simulate` on the contract script (a copy with
+// ALLOW_DIRECTIVES set to true), one test per directive of its header,
+// asserting the outcome the header describes.  Skipped cleanly where the
+// contract script (../shared/seeds/switch.lua) is absent.  Also `check`.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSeed = fs::path(SWITCHLUA_SOURCE_ROOT) / ".." / "shared" / "seeds" / "switch.lua";
+
+struct Run {
+  int status = -1;
+  std::string out;
+};
+
+Run run(const std::string &args) {
+  std::string cmd = std::string(SWITCHLUA_CLI) + " " + args + " 2>&1";
+  Run r;
+  FILE *p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.out.append(buf.data(), n);
+  r.status = pclose(p);
+  return r;
+}
+
+/// The seed with ALLOW_DIRECTIVES (and optionally BLOCK_JOB_COMPLETE) flipped.
+fs::path seed_copy(bool block_job_complete = false) {
+  std::ifstream in(kSeed);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  auto flip = [&](const std::string &from, const std::string &to) {
+    auto pos = s.find(from);
+    if (pos != std::string::npos)
+      s.replace(pos, from.size(), to);
+  };
+  flip("local ALLOW_DIRECTIVES = false", "local ALLOW_DIRECTIVES = true");
+  if (block_job_complete)
+    flip("local BLOCK_JOB_COMPLETE = false", "local BLOCK_JOB_COMPLETE = true");
+  fs::path p = fs::temp_directory_path() /
+               (block_job_complete ? "switchlua-seed-bjc.lua" : "switchlua-seed.lua");
+  std::ofstream(p) << s;
+  return p;
+}
+
+class Seed : public testing::Test {
+protected:
+  void SetUp() override {
+    if (!fs::exists(kSeed))
+      GTEST_SKIP() << "contract script not found at " << kSeed;
+  }
+  json simulate(const std::string &directives, const std::string &extra = "",
+                bool bjc = false) {
+    Run r = run(seed_copy(bjc).string() + " --json --network switchlua:" + directives + " " +
+                extra);
+    EXPECT_EQ(r.status, 0) << r.out;
+    try {
+      return json::parse(r.out);
+    } catch (const std::exception &e) {
+      ADD_FAILURE() << "not JSON: " << r.out;
+      return json::object();
+    }
+  }
+  static int count(const json &j, const std::string &text) {
+    int n = 0;
+    for (const auto &e : j["timeline"])
+      if (e["text"].get<std::string>().find(text) != std::string::npos)
+        n++;
+    return n;
+  }
+  static void expect_nodes(const json &j, const std::string &state, const std::string &reason = "") {
+    for (const auto &[name, n] : j["result"]["nodes"].items()) {
+      EXPECT_EQ(n["state"], state) << name;
+      if (!reason.empty())
+        EXPECT_NE(n["reason"].get<std::string>().find(reason), std::string::npos) << n["reason"];
+    }
+  }
+};
+
+TEST_F(Seed, CheckListsAllHooks) {
+  Run r = run("check --json " + kSeed.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["hooks"].size(), 7u) << r.out;
+  EXPECT_TRUE(j["missing"].empty());
+}
+
+TEST_F(Seed, DefaultPathSetsUpRunsStepsAndTearsDown) {
+  json j = simulate("none", "--nodes 2");
+  EXPECT_EQ(j["result"]["job_state"], "COMPLETED") << j.dump(1);
+  expect_nodes(j, "IDLE");
+  ASSERT_EQ(j["result"]["steps"].size(), 1u);
+  const json &env = j["result"]["steps"][0]["env"]["node1"];
+  EXPECT_EQ(env["SWITCHLUA_JOB_ID"], "1001");
+  EXPECT_EQ(env["SWITCHLUA_RANK_HINT"], "7");
+  EXPECT_EQ(env["SWITCHLUA_ENABLED"], "1");
+  EXPECT_TRUE(env["SWITCHLUA_SHOULD_BE_UNSET"].is_null());
+  EXPECT_EQ(env["SWITCHLUA_TOKEN"], "tok-1001");
+  EXPECT_EQ(count(j, "job_complete started"), 1);
+}
+
+TEST_F(Seed, SkipDeclinesNoStepHooksNoJobComplete) {
+  json j = simulate("skip");
+  EXPECT_TRUE(j["result"]["steps"].empty());
+  EXPECT_EQ(count(j, "declined the job"), 1);
+  EXPECT_EQ(count(j, "job_complete started"), 0);
+  expect_nodes(j, "IDLE");
+}
+
+TEST_F(Seed, DeferRequeuesARequeueableBatchJob) {
+  json j = simulate("defer", "--batch");
+  EXPECT_EQ(j["result"]["job_state"], "PENDING (requeued)");
+  EXPECT_EQ(j["result"]["job_reason"].get<std::string>().rfind("switch setup failed", 0), 0u);
+  EXPECT_EQ(count(j, "job_complete started"), 0);
+  expect_nodes(j, "IDLE");
+}
+
+TEST_F(Seed, DeferCancelsWithoutRequeue) {
+  json j = simulate("defer", "--no-requeue");
+  EXPECT_EQ(j["result"]["job_state"], "CANCELLED");
+  EXPECT_EQ(j["result"]["job_reason"],
+            "switch setup failed: switch/lua job_start returned rc=-1");
+  expect_nodes(j, "IDLE");
+}
+
+TEST_F(Seed, StartCrashIsAFailedSetup) {
+  json j = simulate("start_crash", "--batch");
+  EXPECT_EQ(j["result"]["job_state"], "PENDING (requeued)");
+  EXPECT_NE(j["result"]["job_reason"].get<std::string>().find(
+                "switch setup failed: switch/lua job_start raised an error"),
+            std::string::npos)
+      << j["result"]["job_reason"];
+  EXPECT_EQ(count(j, "job_complete started"), 0);
+}
+
+TEST_F(Seed, CompleteAgainRetriesThenDrainsWhenBlocking) {
+  json j = simulate("complete_again", "--retries 3", true);
+  EXPECT_TRUE(j["config"]["block_job_complete"].get<bool>());
+  EXPECT_EQ(count(j, "job_complete started"), 4); // the first call + 3 retries
+  expect_nodes(j, "DRAINED", "still returned slurm.EAGAIN after switch_retries=3");
+}
+
+TEST_F(Seed, CompleteAgainWithoutBlockingIsAFailure) {
+  json j = simulate("complete_again");
+  EXPECT_EQ(count(j, "job_complete started"), 1);
+  expect_nodes(j, "DRAINED", "block_job_complete is false");
+}
+
+TEST_F(Seed, CompleteCrashDrains) {
+  json j = simulate("complete_crash");
+  expect_nodes(j, "DRAINED", "switch/lua job_complete raised an error");
+}
+
+TEST_F(Seed, CompleteCrashWithDrainOffDoesNotDrain) {
+  json j = simulate("complete_crash", "--drain-on-failure no");
+  expect_nodes(j, "IDLE");
+  EXPECT_EQ(count(j, "switch_drain_on_failure=no"), 1);
+}
+
+TEST_F(Seed, StepdWarnAndCrashDirectivesLetTheStepRun) {
+  for (const char *d : {"preinit_warn", "preinit_crash", "init_warn", "init_crash",
+                        "postfini_warn", "postfini_crash"}) {
+    json j = simulate(d);
+    ASSERT_EQ(j["result"]["steps"].size(), 1u) << d;
+    EXPECT_FALSE(j["result"]["steps"][0]["failed"].get<bool>()) << d;
+    expect_nodes(j, "IDLE");
+  }
+}
+
+TEST_F(Seed, InitCrashSetsNoEnvironment) {
+  json j = simulate("init_crash");
+  EXPECT_TRUE(j["result"]["steps"][0]["env"].is_null() ||
+              j["result"]["steps"][0]["env"]["node1"].empty())
+      << j["result"]["steps"][0].dump();
+}
+
+TEST_F(Seed, PreinitAndInitFailFailTheStep) {
+  for (const char *d : {"preinit_fail", "init_fail"}) {
+    json j = simulate(d);
+    EXPECT_TRUE(j["result"]["steps"][0]["failed"].get<bool>()) << d;
+    EXPECT_EQ(count(j, "srun: error: Error configuring interconnect"), 1) << d;
+  }
+}
+
+TEST_F(Seed, NoenvSetsNothing) {
+  json j = simulate("noenv");
+  EXPECT_FALSE(j["result"]["steps"][0]["failed"].get<bool>());
+  EXPECT_TRUE(j["result"]["steps"][0]["env"]["node1"].empty());
+}
+
+TEST_F(Seed, PostfiniDrainDrainsTheNode) {
+  json j = simulate("postfini_drain");
+  expect_nodes(j, "DRAINED", "switch/lua step_postfini returned -1");
+}
+
+TEST_F(Seed, RestartDuringTeardownReRunsJobCompleteWithTheSameJobinfo) {
+  json j = simulate("complete_again", "--retries 2 --restart-during teardown", true);
+  EXPECT_EQ(count(j, "slurmctld killed"), 1);
+  EXPECT_EQ(count(j, "recovered after a slurmctld restart"), 1);
+  EXPECT_GE(count(j, "tok-1001"), 2); // the same jobinfo reached job_complete again
+  expect_nodes(j, "DRAINED");
+}
+
+TEST_F(Seed, RestartDuringSetupRunsJobStartAgain) {
+  json j = simulate("none", "--restart-during setup");
+  EXPECT_EQ(count(j, "running job_start again"), 1);
+  EXPECT_EQ(j["result"]["steps"].size(), 1u);
+}
+
+TEST(Simulate, TimedOutSetupFailsAndTearsDownWithNil) {
+  fs::path p = fs::temp_directory_path() / "switchlua-hang.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) os.execute('sleep 30') "
+                      "return slurm.SUCCESS, {} end\n"
+                      "function slurm_switch_job_complete(job, ji) "
+                      "slurm.log_info('teardown jobinfo=%s', tostring(ji)) return slurm.SUCCESS end\n";
+  Run r = run(p.string() + " --json --network fabric --timeout 1 --no-requeue");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["job_state"], "CANCELLED");
+  EXPECT_EQ(j["result"]["job_reason"].get<std::string>().rfind("switch setup timed out", 0), 0u);
+  int nil_teardowns = 0;
+  for (const auto &e : j["timeline"])
+    if (e["text"].get<std::string>().find("teardown jobinfo=nil") != std::string::npos)
+      nil_teardowns++;
+  EXPECT_EQ(nil_teardowns, 1) << r.out;
+}
+
+TEST(Check, BrokenScriptNamesFileAndLine) {
+  fs::path p = fs::temp_directory_path() / "switchlua-broken.lua";
+  std::ofstream(p) << "local x = 1\nfunction oops(\n";
+  Run r = run("check " + p.string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find(p.string() + ":3:"), std::string::npos) << r.out;
+}
+
+} // namespace
