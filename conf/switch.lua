@@ -1,0 +1,82 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
+--
+-- Example switch.lua for SwitchType=switch/lua: a per-job fabric partition.
+-- See switch.lua(5) for every hook and its return convention.
+--
+-- Install as <SlurmConfDir>/switch.lua (next to slurm.conf).  Try it first:
+--   switch-lua check /etc/slurm/switch.lua
+--   switch-lua simulate /etc/slurm/switch.lua --network vni --nodes 3 --steps 2
+--
+-- This example pretends to talk to a fabric manager: it allocates a VNI per
+-- job in job_start, hands it to every step (stepinfo) as FABRIC_VNI, and
+-- releases it in job_complete.  The "fabric manager" is a state directory,
+-- so the example runs anywhere; replace fabric_* with your site's calls.
+
+local STATE_DIR = os.getenv("SWITCHLUA_EXAMPLE_STATE") or "/var/tmp/switch-lua-example"
+
+-- Hold nodes in COMPLETING until job_complete reports; lets it return EAGAIN.
+function slurm_switch_block_job_complete()
+	return true
+end
+
+function slurm_switch_setup_special_steps()
+	return false
+end
+
+local function vni_file(job_id)
+	return string.format("%s/job-%d.vni", STATE_DIR, job_id)
+end
+
+-- Idempotent: job_start runs again after a slurmctld restart and on requeue.
+local function fabric_allocate(job)
+	os.execute("mkdir -p " .. STATE_DIR)
+	local f = io.open(vni_file(job.job_id), "r")
+	if f then
+		local vni = tonumber(f:read("l"))
+		f:close()
+		return vni
+	end
+	local vni = 1000 + job.job_id % 3000
+	f = assert(io.open(vni_file(job.job_id), "w"))
+	f:write(tostring(vni), "\n")
+	f:close()
+	return vni
+end
+
+local function fabric_release(job_id)
+	os.remove(vni_file(job_id)) -- nil, "No such file" when already gone: fine
+	return true
+end
+
+-- slurmctld, in a supervised child: set the fabric up.
+function slurm_switch_job_start(job)
+	if job.network ~= "vni" then
+		return slurm.SUCCESS, nil -- not for us: no jobinfo, no teardown, no step hooks
+	end
+	local vni = fabric_allocate(job)
+	slurm.log_info("JobId=%d: VNI %d on %s", job.job_id, vni, job.nodes)
+	return slurm.SUCCESS, { vni = vni, nodes = job.node_names }
+end
+
+-- slurmctld, in a supervised child: tear it down.  jobinfo is nil after a
+-- setup that timed out: then look at the fabric itself.
+function slurm_switch_job_complete(job, jobinfo)
+	if not fabric_release(job.job_id) then
+		return slurm.EAGAIN -- the fabric manager is busy: try again later
+	end
+	slurm.log_info("JobId=%d: VNI %s released", job.job_id, jobinfo and jobinfo.vni or "?")
+	return slurm.SUCCESS
+end
+
+-- slurmstepd, per step and node.
+function slurm_switch_step_preinit(step, stepinfo)
+	return slurm.SUCCESS
+end
+
+function slurm_switch_step_init(step, stepinfo)
+	return slurm.SUCCESS, { FABRIC_VNI = stepinfo.vni, FABRIC_ENABLED = true }
+end
+
+function slurm_switch_step_postfini(step, stepinfo)
+	return slurm.SUCCESS
+end
