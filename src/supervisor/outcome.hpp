@@ -41,7 +41,7 @@ struct Outcome {
   OutcomeKind kind = OutcomeKind::SpawnFailed;
   HookReturn ret;            ///< Returned
   std::string message;       ///< LuaError, BadReturn, SpawnFailed, Abandoned, LoadFailed
-  int exit_status = 0;       ///< ExitedWithoutReturn: the exit code
+  int exit_status = 0;       ///< ExitedWithoutReturn, and TimedOut with late_exit: the exit code
   int signal = 0;            ///< Signaled: the signal number
   /// TimedOut only: the result the child still reported after the deadline
   /// fired ("late", switch.lua contract: job_start timeout) ...
@@ -58,7 +58,11 @@ struct Outcome {
 struct Observation {
   bool spawned = false;        ///< false: spawn_error holds why
   std::string spawn_error;
-  bool deadline_fired = false; ///< our timer fired and killed the group
+  /// The deadline passed before the runner reported (a frame or its exit) and
+  /// the supervisor killed the group.  The supervisor notices the deadline in
+  /// its timer and also in any later event of the call, whichever runs first,
+  /// so a result that was only read after the deadline counts as late.
+  bool deadline_fired = false;
   /// Frames received from the runner, in order of arrival relative to the
   /// deadline.
   std::optional<HookReturn> result;        ///< a Returned frame

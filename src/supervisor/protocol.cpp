@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: supervisor/protocol.cpp
+//
+// Encoder and strict decoder of the supervisor's frames (see protocol.hpp).
+// msgpack-cxx throws on malformed input; decode_body() is the boundary that
+// turns every such exception into an Error.
+#include "supervisor/protocol.hpp"
+
+#include <fmt/format.h>
+#include <msgpack.hpp>
+
+#include <limits>
+
+namespace switchlua {
+namespace {
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+void pack_str(Packer &pk, std::string_view s) {
+  pk.pack_str(static_cast<std::uint32_t>(s.size()));
+  pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+}
+
+void pack_bin(Packer &pk, std::string_view s) {
+  pk.pack_bin(static_cast<std::uint32_t>(s.size()));
+  pk.pack_bin_body(s.data(), static_cast<std::uint32_t>(s.size()));
+}
+
+void pack_opt_bin(Packer &pk, const std::optional<std::string> &s) {
+  if (s)
+    pack_bin(pk, *s);
+  else
+    pk.pack_nil();
+}
+
+/// Starts a frame map of `n` fields besides "v" and "t".
+void pack_header(Packer &pk, std::string_view type, std::uint32_t n) {
+  pk.pack_map(n + 2);
+  pack_str(pk, "v");
+  pk.pack(kProtocolVersion);
+  pack_str(pk, "t");
+  pack_str(pk, type);
+}
+
+void pack_hook_return(Packer &pk, const HookReturn &r) {
+  pk.pack_map(8);
+  pack_str(pk, "hook");
+  pack_str(pk, hook_name(r.hook));
+  pack_str(pk, "rc");
+  pk.pack(r.rc);
+  pack_str(pk, "flag");
+  pk.pack(r.flag);
+  pack_str(pk, "jobinfo");
+  pack_opt_bin(pk, r.jobinfo);
+  pack_str(pk, "jobinfo_error");
+  pack_str(pk, r.jobinfo_error);
+  pack_str(pk, "has_env");
+  pk.pack(r.has_env);
+  pack_str(pk, "env");
+  pk.pack_array(static_cast<std::uint32_t>(r.env.size()));
+  for (const EnvOp &op : r.env) {
+    pk.pack_array(3);
+    pack_str(pk, op.kind == EnvOp::Kind::Set ? "set" : "unset");
+    pack_str(pk, op.name);
+    pack_str(pk, op.value);
+  }
+  pack_str(pk, "warnings");
+  pk.pack_array(static_cast<std::uint32_t>(r.warnings.size()));
+  for (const std::string &w : r.warnings)
+    pack_str(pk, w);
+}
+
+std::string_view result_kind_name(ResultFrame::Kind k) {
+  switch (k) {
+  case ResultFrame::Kind::Returned:
+    return "returned";
+  case ResultFrame::Kind::LuaError:
+    return "lua_error";
+  case ResultFrame::Kind::BadReturn:
+    return "bad_return";
+  case ResultFrame::Kind::LoadFailed:
+    return "load_failed";
+  }
+  return "?";
+}
+
+void pack_frame(Packer &pk, const RequestFrame &f) {
+  pack_header(pk, "request", 6);
+  pack_str(pk, "id");
+  pk.pack(f.id);
+  pack_str(pk, "script");
+  pack_str(pk, f.script);
+  pack_str(pk, "hook");
+  pack_str(pk, hook_name(f.hook));
+  pack_str(pk, "job");
+  pack_bin(pk, f.job);
+  pack_str(pk, "jobinfo");
+  pack_opt_bin(pk, f.jobinfo);
+  pack_str(pk, "timeout_s");
+  pk.pack(f.timeout_s);
+}
+
+void pack_frame(Packer &pk, const LogFrame &f) {
+  pack_header(pk, "log", 3);
+  pack_str(pk, "id");
+  pk.pack(f.id);
+  pack_str(pk, "level");
+  pack_str(pk, log_level_name(f.level));
+  pack_str(pk, "text");
+  pack_str(pk, f.text);
+}
+
+void pack_frame(Packer &pk, const ResultFrame &f) {
+  pack_header(pk, "result", 3);
+  pack_str(pk, "kind");
+  pack_str(pk, result_kind_name(f.kind));
+  pack_str(pk, "ret");
+  pack_hook_return(pk, f.ret);
+  pack_str(pk, "message");
+  pack_str(pk, f.message);
+}
+
+void pack_frame(Packer &pk, const OutcomeFrame &f) {
+  const Outcome &o = f.outcome;
+  pack_header(pk, "outcome", 10);
+  pack_str(pk, "id");
+  pk.pack(f.id);
+  pack_str(pk, "kind");
+  pack_str(pk, outcome_kind_name(o.kind));
+  pack_str(pk, "ret");
+  pack_hook_return(pk, o.ret);
+  pack_str(pk, "message");
+  pack_str(pk, o.message);
+  pack_str(pk, "exit_status");
+  pk.pack(o.exit_status);
+  pack_str(pk, "signal");
+  pk.pack(o.signal);
+  pack_str(pk, "late_return");
+  if (o.late_return)
+    pack_hook_return(pk, *o.late_return);
+  else
+    pk.pack_nil();
+  pack_str(pk, "late_exit");
+  pk.pack(o.late_exit);
+  pack_str(pk, "escapees");
+  pk.pack_array(static_cast<std::uint32_t>(o.escapees.size()));
+  for (pid_t p : o.escapees)
+    pk.pack(static_cast<std::int64_t>(p));
+  pack_str(pk, "elapsed_ms");
+  pk.pack(static_cast<std::int64_t>(o.elapsed.count()));
+}
+
+} // namespace
+
+std::string encode_frame(const Frame &f) {
+  msgpack::sbuffer body;
+  Packer pk(&body);
+  std::visit([&pk](const auto &x) { pack_frame(pk, x); }, f);
+  const auto n = static_cast<std::uint32_t>(body.size());
+  std::string out;
+  out.reserve(4 + body.size());
+  out.push_back(static_cast<char>((n >> 24) & 0xff));
+  out.push_back(static_cast<char>((n >> 16) & 0xff));
+  out.push_back(static_cast<char>((n >> 8) & 0xff));
+  out.push_back(static_cast<char>(n & 0xff));
+  out.append(body.data(), body.size());
+  return out;
+}
+
+// ----------------------------------------------------------------- decoding
+
+namespace {
+
+std::string_view type_name(const msgpack::object &o) {
+  switch (o.type) {
+  case msgpack::type::NIL:
+    return "nil";
+  case msgpack::type::BOOLEAN:
+    return "a boolean";
+  case msgpack::type::POSITIVE_INTEGER:
+  case msgpack::type::NEGATIVE_INTEGER:
+    return "an integer";
+  case msgpack::type::FLOAT32:
+  case msgpack::type::FLOAT64:
+    return "a float";
+  case msgpack::type::STR:
+    return "a string";
+  case msgpack::type::BIN:
+    return "bytes";
+  case msgpack::type::ARRAY:
+    return "an array";
+  case msgpack::type::MAP:
+    return "a map";
+  default:
+    return "an extension";
+  }
+}
+
+/// Typed access to the fields of one msgpack map.  The first problem is kept
+/// in `error`; later getters return defaults, so a decoder reads every field
+/// and checks `error` once.
+class Reader {
+public:
+  Reader(const msgpack::object &map, std::string what) : what_(std::move(what)) {
+    if (map.type != msgpack::type::MAP) {
+      set_error(fmt::format("is {}, expected a map", type_name(map)));
+      return;
+    }
+    map_ = &map.via.map;
+  }
+
+  std::optional<std::string> error;
+
+  /// The field `key`, or nullptr (missing is an error when `required`).
+  const msgpack::object *get(std::string_view key, bool required = true) {
+    if (map_ == nullptr)
+      return nullptr;
+    for (std::uint32_t i = 0; i < map_->size; ++i) {
+      const msgpack::object &k = map_->ptr[i].key;
+      if (k.type == msgpack::type::STR && std::string_view(k.via.str.ptr, k.via.str.size) == key)
+        return &map_->ptr[i].val;
+    }
+    if (required)
+      set_error(fmt::format("field '{}' missing", key));
+    return nullptr;
+  }
+
+  /// The field when it has msgpack type `t` (or nil when `nil_ok`).
+  const msgpack::object *typed(std::string_view key, msgpack::type::object_type t,
+                               std::string_view want, bool nil_ok = false) {
+    const msgpack::object *o = get(key);
+    if (o == nullptr || (nil_ok && o->type == msgpack::type::NIL))
+      return nullptr;
+    const bool neg_ok = t == msgpack::type::NEGATIVE_INTEGER;
+    if (o->type == t || (neg_ok && o->type == msgpack::type::POSITIVE_INTEGER))
+      return o;
+    set_error(fmt::format("field '{}' is {}, expected {}", key, type_name(*o), want));
+    return nullptr;
+  }
+
+  std::uint64_t u64(std::string_view key) {
+    const auto *o = typed(key, msgpack::type::POSITIVE_INTEGER, "an unsigned integer");
+    return o ? o->via.u64 : 0;
+  }
+  std::int64_t i64(std::string_view key) {
+    const auto *o = typed(key, msgpack::type::NEGATIVE_INTEGER, "an integer");
+    if (o == nullptr)
+      return 0;
+    if (o->type == msgpack::type::POSITIVE_INTEGER) {
+      if (o->via.u64 > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        set_error(fmt::format("field '{}' is out of range", key));
+      return static_cast<std::int64_t>(o->via.u64);
+    }
+    return o->via.i64;
+  }
+  int i32(std::string_view key) {
+    const std::int64_t v = i64(key);
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+      set_error(fmt::format("field '{}' is out of range", key));
+    return static_cast<int>(v);
+  }
+  bool flag(std::string_view key) {
+    const auto *o = typed(key, msgpack::type::BOOLEAN, "a boolean");
+    return o ? o->via.boolean : false;
+  }
+  std::string str(std::string_view key) {
+    const auto *o = typed(key, msgpack::type::STR, "a string");
+    return o ? std::string(o->via.str.ptr, o->via.str.size) : std::string();
+  }
+  std::string bin(std::string_view key) {
+    const auto *o = typed(key, msgpack::type::BIN, "bytes");
+    return o ? std::string(o->via.bin.ptr, o->via.bin.size) : std::string();
+  }
+  std::optional<std::string> opt_bin(std::string_view key) {
+    const auto *o = typed(key, msgpack::type::BIN, "bytes or nil", true);
+    if (o == nullptr)
+      return std::nullopt;
+    return std::string(o->via.bin.ptr, o->via.bin.size);
+  }
+  /// The elements of an array field (empty on error).
+  std::vector<const msgpack::object *> array(std::string_view key) {
+    std::vector<const msgpack::object *> out;
+    if (const auto *o = typed(key, msgpack::type::ARRAY, "an array"))
+      for (std::uint32_t i = 0; i < o->via.array.size; ++i)
+        out.push_back(&o->via.array.ptr[i]);
+    return out;
+  }
+
+  void set_error(std::string what) {
+    if (!error)
+      error = fmt::format("protocol: {}: {}", what_, what);
+  }
+
+private:
+  std::string what_;
+  const msgpack::object_map *map_ = nullptr;
+};
+
+std::string as_string(const msgpack::object &o) {
+  return o.type == msgpack::type::STR ? std::string(o.via.str.ptr, o.via.str.size) : std::string();
+}
+
+HookReturn read_hook_return(Reader &parent, const msgpack::object &o, const std::string &where) {
+  Reader r(o, where);
+  HookReturn ret;
+  const std::string hook = r.str("hook");
+  if (auto h = hook_from_name(hook))
+    ret.hook = *h;
+  else
+    r.set_error(fmt::format("unknown hook '{}'", hook));
+  ret.rc = r.i64("rc");
+  ret.flag = r.flag("flag");
+  ret.jobinfo = r.opt_bin("jobinfo");
+  ret.jobinfo_error = r.str("jobinfo_error");
+  ret.has_env = r.flag("has_env");
+  for (const msgpack::object *e : r.array("env")) {
+    const bool ok = e->type == msgpack::type::ARRAY && e->via.array.size == 3;
+    const msgpack::object *f = ok ? e->via.array.ptr : nullptr;
+    const std::string kind = ok ? as_string(f[0]) : std::string();
+    if (!ok || (kind != "set" && kind != "unset") || f[1].type != msgpack::type::STR ||
+        f[2].type != msgpack::type::STR) {
+      r.set_error("env entry is not [\"set\"|\"unset\", name, value]");
+      break;
+    }
+    ret.env.push_back({kind == "set" ? EnvOp::Kind::Set : EnvOp::Kind::Unset, as_string(f[1]),
+                       as_string(f[2])});
+  }
+  for (const msgpack::object *w : r.array("warnings")) {
+    if (w->type != msgpack::type::STR) {
+      r.set_error("warning is not a string");
+      break;
+    }
+    ret.warnings.push_back(as_string(*w));
+  }
+  if (r.error)
+    parent.error = r.error;
+  return ret;
+}
+
+Expected<Frame> finish(Reader &r, Frame f) {
+  if (r.error)
+    return fail(*r.error);
+  return f;
+}
+
+Expected<Frame> read_request(Reader &r) {
+  RequestFrame f;
+  f.id = r.u64("id");
+  f.script = r.str("script");
+  const std::string hook = r.str("hook");
+  if (auto h = hook_from_name(hook))
+    f.hook = *h;
+  else
+    r.set_error(fmt::format("unknown hook '{}'", hook));
+  f.job = r.bin("job");
+  f.jobinfo = r.opt_bin("jobinfo");
+  const std::uint64_t t = r.u64("timeout_s");
+  if (t < 1 || t > std::numeric_limits<std::uint32_t>::max())
+    r.set_error(fmt::format("timeout_s {} out of range", t));
+  f.timeout_s = static_cast<std::uint32_t>(t);
+  return finish(r, f);
+}
+
+std::optional<LogLevel> level_from_name(std::string_view s) {
+  for (int i = 0; i <= static_cast<int>(LogLevel::Debug5); ++i)
+    if (log_level_name(static_cast<LogLevel>(i)) == s)
+      return static_cast<LogLevel>(i);
+  return std::nullopt;
+}
+
+Expected<Frame> read_log(Reader &r) {
+  LogFrame f;
+  f.id = r.u64("id");
+  const std::string level = r.str("level");
+  if (auto l = level_from_name(level))
+    f.level = *l;
+  else
+    r.set_error(fmt::format("unknown log level '{}'", level));
+  f.text = r.str("text");
+  return finish(r, f);
+}
+
+Expected<Frame> read_result(Reader &r) {
+  ResultFrame f;
+  const std::string kind = r.str("kind");
+  bool known = false;
+  for (auto k : {ResultFrame::Kind::Returned, ResultFrame::Kind::LuaError,
+                 ResultFrame::Kind::BadReturn, ResultFrame::Kind::LoadFailed})
+    if (result_kind_name(k) == kind) {
+      f.kind = k;
+      known = true;
+    }
+  if (!known)
+    r.set_error(fmt::format("unknown result kind '{}'", kind));
+  if (const msgpack::object *o = r.get("ret"))
+    f.ret = read_hook_return(r, *o, "result frame: ret");
+  f.message = r.str("message");
+  return finish(r, f);
+}
+
+Expected<Frame> read_outcome(Reader &r) {
+  OutcomeFrame f;
+  Outcome &o = f.outcome;
+  f.id = r.u64("id");
+  const std::string kind = r.str("kind");
+  bool known = false;
+  for (int i = 0; i <= static_cast<int>(OutcomeKind::LoadFailed); ++i)
+    if (outcome_kind_name(static_cast<OutcomeKind>(i)) == kind) {
+      o.kind = static_cast<OutcomeKind>(i);
+      known = true;
+    }
+  if (!known)
+    r.set_error(fmt::format("unknown outcome kind '{}'", kind));
+  if (const msgpack::object *ret = r.get("ret"))
+    o.ret = read_hook_return(r, *ret, "outcome frame: ret");
+  o.message = r.str("message");
+  o.exit_status = r.i32("exit_status");
+  o.signal = r.i32("signal");
+  const msgpack::object *late = r.get("late_return");
+  if (late != nullptr && late->type != msgpack::type::NIL)
+    o.late_return = read_hook_return(r, *late, "outcome frame: late_return");
+  o.late_exit = r.flag("late_exit");
+  for (const msgpack::object *p : r.array("escapees")) {
+    if (p->type != msgpack::type::POSITIVE_INTEGER || p->via.u64 > 0x7fffffff) {
+      r.set_error("escapee is not a pid");
+      break;
+    }
+    o.escapees.push_back(static_cast<pid_t>(p->via.u64));
+  }
+  o.elapsed = std::chrono::milliseconds(r.i64("elapsed_ms"));
+  return finish(r, f);
+}
+
+Expected<Frame> read_frame(const msgpack::object &root) {
+  Reader r(root, "frame");
+  const std::uint64_t v = r.u64("v");
+  if (r.error)
+    return fail(*r.error);
+  if (v != kProtocolVersion)
+    return fail(fmt::format("protocol: frame version {}, expected {}", v, kProtocolVersion));
+  const std::string t = r.str("t");
+  if (r.error)
+    return fail(*r.error);
+  Reader body(root, fmt::format("{} frame", t));
+  if (t == "request")
+    return read_request(body);
+  if (t == "log")
+    return read_log(body);
+  if (t == "result")
+    return read_result(body);
+  if (t == "outcome")
+    return read_outcome(body);
+  return fail(fmt::format("protocol: unknown frame type '{}'", t));
+}
+
+} // namespace
+
+Expected<Frame> decode_body(std::string_view body) {
+  if (body.size() > kMaxFrameBytes)
+    return fail(fmt::format("protocol: frame of {} bytes, limit {}", body.size(), kMaxFrameBytes));
+  // Bounds keep a hostile length field from allocating much: no container in
+  // a valid frame comes near them.
+  const msgpack::unpack_limit limit(65536, 64, kMaxFrameBytes, kMaxFrameBytes, 0, 16);
+  try {
+    std::size_t off = 0;
+    msgpack::object_handle oh = msgpack::unpack(body.data(), body.size(), off, nullptr, nullptr,
+                                                limit);
+    if (off != body.size())
+      return fail(fmt::format("protocol: {} trailing bytes after the frame", body.size() - off));
+    return read_frame(oh.get());
+  } catch (const msgpack::insufficient_bytes &) {
+    return fail("protocol: truncated frame body");
+  } catch (const std::exception &e) {
+    return fail(fmt::format("protocol: malformed frame body ({})", e.what()));
+  }
+}
+
+void FrameDecoder::feed(std::string_view bytes) { buf_.append(bytes); }
+
+Expected<std::optional<Frame>> FrameDecoder::next() {
+  if (buf_.size() < 4)
+    return std::optional<Frame>();
+  const auto *p = reinterpret_cast<const unsigned char *>(buf_.data());
+  const std::size_t n = (std::size_t{p[0]} << 24) | (std::size_t{p[1]} << 16) |
+                        (std::size_t{p[2]} << 8) | std::size_t{p[3]};
+  if (n > kMaxFrameBytes)
+    return fail(fmt::format("protocol: frame of {} bytes announced, limit {}", n, kMaxFrameBytes));
+  if (buf_.size() < 4 + n)
+    return std::optional<Frame>();
+  Expected<Frame> f = decode_body(std::string_view(buf_).substr(4, n));
+  buf_.erase(0, 4 + n);
+  if (!f)
+    return fail(f.error().message);
+  return std::optional<Frame>(std::move(*f));
+}
+
+} // namespace switchlua

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: supervisor/protocol.hpp
+//
+// The wire format between the client (slurmctld), switch-lua-supervisor and
+// switch-lua-runner: length-prefixed msgpack frames on a stream socket.
+//
+//   frame   = length (4 bytes, big-endian, of body) + body
+//   body    = msgpack map {"v": kProtocolVersion, "t": "<type>", ...fields}
+//
+//   client -> supervisor : request   {id, script, hook, job, jobinfo, timeout_s}
+//   supervisor -> runner : request   (the same frame, forwarded)
+//   runner -> supervisor : log       {id (0), level, text}   one per script line
+//                          result    {kind, ret, message}    at most one
+//   supervisor -> client : log       {id, level, text}       as they arrive
+//                          outcome   {id, kind, ret, message, exit_status, signal,
+//                                     late_return, late_exit, escapees, elapsed_ms}
+//
+//   std::string wire = encode_frame(LogFrame{.id = 7, .level = LogLevel::Info, .text = "hi"});
+//   FrameDecoder d;
+//   d.feed(wire);
+//   auto f = d.next();   // Expected<std::optional<Frame>>: a frame, "need more", or an Error
+//
+// The decoder is strict: a length beyond kMaxFrameBytes, a truncated or
+// malformed body, trailing bytes, another protocol version, an unknown type,
+// a missing field or a field of the wrong msgpack type are each an Error
+// naming the problem, never a crash or an exception.  Unknown extra fields are
+// ignored.  After an Error the stream cannot be resynchronised: close it.
+#pragma once
+
+#include "common/expected.hpp"
+#include "lua/contract.hpp"
+#include "lua/runtime.hpp"
+#include "supervisor/client.hpp"
+#include "supervisor/outcome.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace switchlua {
+
+/// Value of the "v" field of every frame; a frame with another value is refused.
+inline constexpr std::uint32_t kProtocolVersion = 1;
+/// Largest accepted body, bytes (the 4-byte length prefix not counted).
+inline constexpr std::size_t kMaxFrameBytes = 1024 * 1024;
+
+/// client -> supervisor -> runner: run one hook.
+struct RequestFrame {
+  CallId id = 0;
+  std::string script;                  ///< path of switch.lua
+  Hook hook = Hook::JobStart;          ///< sent as hook_name()
+  MsgpackBytes job;                    ///< JobArgs::to_msgpack()
+  std::optional<MsgpackBytes> jobinfo; ///< nil when absent
+  std::uint32_t timeout_s = 10;        ///< seconds, >= 1
+};
+
+/// A script log line.  `id` is 0 on the runner's channel (one call per channel).
+struct LogFrame {
+  CallId id = 0;
+  LogLevel level = LogLevel::Info;
+  std::string text;
+};
+
+/// runner -> supervisor: how the hook ended (at most one per call).
+struct ResultFrame {
+  enum class Kind : std::uint8_t { Returned, LuaError, BadReturn, LoadFailed };
+  Kind kind = Kind::Returned;
+  HookReturn ret;      ///< Returned only
+  std::string message; ///< the other kinds
+};
+
+/// supervisor -> client: the classified outcome of call `id`.
+struct OutcomeFrame {
+  CallId id = 0;
+  Outcome outcome;
+};
+
+/// Any frame of the protocol.
+using Frame = std::variant<RequestFrame, LogFrame, ResultFrame, OutcomeFrame>;
+
+/// The complete wire bytes of `f` (length prefix included).  A body larger
+/// than kMaxFrameBytes is still encoded; the peer's decoder refuses it.
+std::string encode_frame(const Frame &f);
+
+/// Decodes one body (without the length prefix).  Errors as described above,
+/// e.g. "protocol: frame version 2, expected 1" or "protocol: log frame: field
+/// 'text' missing".
+Expected<Frame> decode_body(std::string_view body);
+
+/// Incremental decoder of a byte stream into frames.  Not thread-safe.
+class FrameDecoder {
+public:
+  /// Appends received bytes.
+  void feed(std::string_view bytes);
+  /// The next complete frame; nullopt when more bytes are needed; an Error on
+  /// an oversized or undecodable frame (the stream is then unusable).
+  Expected<std::optional<Frame>> next();
+  /// Whether part of a frame is buffered (EOF now means a truncated frame).
+  bool has_partial() const { return !buf_.empty(); }
+
+private:
+  std::string buf_;
+};
+
+} // namespace switchlua
