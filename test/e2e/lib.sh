@@ -1,0 +1,329 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
+#
+# test/e2e/lib.sh: helpers for the end-to-end tests (sourced, never run).
+#
+# The tests drive the live cluster of scripts/cluster: every Slurm command
+# runs inside the testbed chroot through `scripts/cluster exec`, as root or
+# as the unprivileged tbuser (uid 2000).  Each test runs in its own bash with
+# `set -euo pipefail`: any failing command fails the test, and `fail` says
+# why.  A test file looks like this:
+#
+#   e2e_test "switch/lua: job_start: skip declines the job" t_skip
+#   t_skip() {
+#       local id
+#       id=$(submit --network=switchlua:skip --wrap=true)
+#       wait_job "$id" COMPLETED
+#       assert_eq "0:0" "$(job_field "$id" ExitCode)" "exit code"
+#   }
+#
+# A file can ask for its own cluster config with one line (the options of
+# `scripts/cluster config`; paths relative to the repository):
+#
+#   # e2e-config: --switch-type switch/lua --script test/e2e/lua/basic.lua
+#
+# Helpers (all print errors to stderr and return non-zero on failure):
+#   running commands  c_root CMD...   c_user CMD...   (in the chroot)
+#   jobs              submit [-u USER] SBATCH_ARGS...   -> job id
+#                     run_srun [-u USER] SRUN_ARGS...   -> srun's output/rc
+#                     job_field ID FIELD     job_state ID
+#                     wait_job ID STATE_RE [TIMEOUT]   wait_job_done ID [TIMEOUT]
+#                     job_output ID  (the job's stdout file)   cancel ID...
+#   nodes             node_state NODE (sinfo %T: idle, drained, mixed, idle*...)
+#                     node_field NODE FIELD (scontrol show node -o)
+#                     drain_reason NODE (sinfo -R; empty if not drained/down)
+#                     wait_node NODE STATE_RE [TIMEOUT]
+#                     drain NODE REASON   resume NODE...   resume_all
+#   logs              ctld_log  slurmd_log NODE   (host paths)
+#                     ctld_grep RE   slurmd_grep NODE RE   (lines written
+#                     since the test began)   job_log ID   wait_log FILE RE [TIMEOUT]
+#   cluster           restart_ctld [--kill9]   wait_state_saved [TIMEOUT]
+#                     e2e_reset (cheap: cancel jobs,
+#                     resume nodes, wait idle; the runner calls it between tests)
+#   checks            assert_eq EXP ACT MSG   assert_match RE ACT MSG
+#                     assert_contains NEEDLE HAYSTACK MSG   fail MSG
+#                     skip REASON   note MSG   wait_for TIMEOUT CMD...
+#
+# Timeouts are in seconds; polling is every 0.2 s.
+
+E2E_REPO=${E2E_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+E2E_CLUSTER=${E2E_CLUSTER:-$E2E_REPO/scripts/cluster}
+E2E_ROOT=${SWITCHLUA_TESTBED:-/var/tmp/switch-lua-testbed}/root
+E2E_CL=${SWITCHLUA_CLUSTER_DIR:-/var/tmp/switch-lua-cluster} # inside the chroot
+E2E_CLH=$E2E_ROOT$E2E_CL                                      # host path
+E2E_USER=tbuser
+
+# ------------------------------------------------------------ registration
+# e2e_test TITLE FUNCTION: declare a test.  In list mode (the runner reading
+# the files) it prints "FUNCTION<TAB>TITLE"; when a test runs it does nothing.
+e2e_test() {
+	[ "${E2E_MODE:-}" = list ] && printf '%s\t%s\n' "$2" "$1"
+	return 0
+}
+
+# ------------------------------------------------------------ messages
+note() { printf '# %s\n' "$*" >&2; }
+fail() {
+	printf 'FAIL: %s\n' "$*" >&2
+	exit 1
+}
+# skip REASON: end the test as skipped (exit 77, as automake does).
+skip() {
+	printf 'SKIP: %s\n' "$*" >&2
+	exit 77
+}
+
+assert_eq() {
+	[ "$1" = "$2" ] || fail "${3:-values differ}: expected '$1', got '$2'"
+}
+assert_match() {
+	[[ $2 =~ $1 ]] || fail "${3:-no match}: '$2' does not match /$1/"
+}
+assert_contains() {
+	[[ $2 == *"$1"* ]] || fail "${3:-not found}: '$1' not in: $2"
+}
+
+# wait_for TIMEOUT CMD...: poll CMD until it succeeds; 1 after TIMEOUT s.
+wait_for() {
+	local timeout=$1 deadline
+	shift
+	deadline=$(($(date +%s%N) + timeout * 1000000000))
+	until "$@"; do
+		(($(date +%s%N) < deadline)) || return 1
+		sleep 0.2
+	done
+}
+
+# ------------------------------------------------------------ commands
+# c_root CMD... / c_user CMD...: run CMD in the chroot, in the cluster's out
+# folder (job output lands there), as root / as tbuser.
+c_root() { "$E2E_CLUSTER" exec -- "$@"; }
+c_user() { "$E2E_CLUSTER" exec -u "$E2E_USER" -- "$@"; }
+# c_as USER CMD...
+c_as() {
+	local user=$1
+	shift
+	if [ "$user" = root ]; then c_root "$@"; else "$E2E_CLUSTER" exec -u "$user" -- "$@"; fi
+}
+
+# ------------------------------------------------------------ jobs
+# submit [-u USER] SBATCH_ARGS...: sbatch (as tbuser unless -u root), print
+# the job id.
+submit() {
+	local user=$E2E_USER out
+	if [ "${1:-}" = -u ]; then
+		user=$2
+		shift 2
+	fi
+	out=$(c_as "$user" sbatch --parsable "$@") || fail "sbatch $* failed: $out"
+	out=${out%%;*} # --parsable prints "id" or "id;cluster"
+	[[ $out =~ ^[0-9]+$ ]] || fail "sbatch $*: no job id in '$out'"
+	echo "$out"
+}
+
+# run_srun [-u USER] SRUN_ARGS...: srun (as tbuser unless -u root); its
+# output on stdout (stderr merged) and its exit status.
+run_srun() {
+	local user=$E2E_USER
+	if [ "${1:-}" = -u ]; then
+		user=$2
+		shift 2
+	fi
+	c_as "$user" srun "$@" 2>&1
+}
+
+cancel() { c_root scancel "$@"; }
+
+# job_line ID: `scontrol show job -o ID` (empty if the record is gone:
+# finished jobs live MinJobAge=30 s).
+job_line() { c_root scontrol show job -o "$1" 2>/dev/null || true; }
+
+# field_of LINE FIELD: the value of FIELD=... in a `scontrol -o` line.  A
+# value ends where the next " Key=" begins, so values with spaces (Reason,
+# Command) come out whole.  Status 1 if there is no such field.
+field_of() {
+	awk -v key="$2" '{
+		n = split($0, t, " ")
+		for (i = 1; i <= n; i++) {
+			if (t[i] ~ /^[A-Z][A-Za-z0-9_:\/]*=/) {
+				cur = substr(t[i], 1, index(t[i], "=") - 1)
+				if (cur == key) { found = 1; val = substr(t[i], index(t[i], "=") + 1) }
+			} else if (cur == key) {
+				val = val " " t[i]
+			}
+		}
+	} END { if (!found) exit 1; print val }' <<<"$1"
+}
+
+# job_field ID FIELD: e.g. job_field 12 Reason
+job_field() {
+	local line
+	line=$(job_line "$1")
+	[ -n "$line" ] || {
+		echo "job_field: job $1 not known to slurmctld" >&2
+		return 1
+	}
+	field_of "$line" "$2"
+}
+job_state() { job_field "$1" JobState; }
+
+# wait_job ID STATE_RE [TIMEOUT=30]: until JobState matches ^(STATE_RE)$.
+wait_job() {
+	local id=$1 re=$2 timeout=${3:-30} st="" deadline
+	deadline=$(($(date +%s%N) + timeout * 1000000000))
+	while :; do
+		st=$(job_state "$id" 2>/dev/null || echo "(gone)")
+		[[ $st =~ ^($re)$ ]] && return 0
+		if (($(date +%s%N) >= deadline)); then
+			echo "wait_job: job $id is $st, not $re, after ${timeout}s" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# wait_job_done ID [TIMEOUT=30]: until the job has ended (any final state).
+E2E_FINAL_STATES='COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED'
+wait_job_done() { wait_job "$1" "$E2E_FINAL_STATES" "${2:-30}"; }
+
+# job_output ID: the host path of the job's stdout file.
+job_output() {
+	local f
+	f=$(job_field "$1" StdOut) || return 1
+	echo "$E2E_ROOT$f"
+}
+
+# ------------------------------------------------------------ nodes
+node_names() { c_root sinfo -h -N -o '%N' | sort -u; }
+# node_state NODE: sinfo's long state, e.g. idle, mixed, drained, idle*, down*
+node_state() { c_root sinfo -h -N -n "$1" -o '%T' | head -n1; }
+node_field() {
+	local line
+	line=$(c_root scontrol show node -o "$1") || return 1
+	field_of "$line" "$2"
+}
+# drain_reason NODE: the reason sinfo -R shows; empty if none.
+drain_reason() { c_root sinfo -R -h -n "$1" -o '%E' | head -n1; }
+wait_node() {
+	local node=$1 re=$2 timeout=${3:-30} st deadline
+	deadline=$(($(date +%s%N) + timeout * 1000000000))
+	while :; do
+		st=$(node_state "$node" 2>/dev/null || true)
+		[[ $st =~ ^($re)$ ]] && return 0
+		if (($(date +%s%N) >= deadline)); then
+			echo "wait_node: $node is '$st', not $re, after ${timeout}s" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+drain() { c_root scontrol update nodename="$1" state=drain reason="$2"; }
+resume() {
+	local n
+	for n in "$@"; do c_root scontrol update nodename="$n" state=resume; done
+}
+# resume_all: resume every node that is drained, draining or down.
+resume_all() {
+	local n st
+	while read -r n st; do
+		case "$st" in
+		drain* | down* | fail*) c_root scontrol update nodename="$n" state=resume 2>/dev/null || true ;;
+		esac
+	done < <(c_root sinfo -h -N -o '%N %T')
+}
+
+# ------------------------------------------------------------ logs
+ctld_log() { echo "$E2E_CLH/log/slurmctld.log"; }
+slurmd_log() { echo "$E2E_CLH/log/slurmd-$1.log"; }
+
+# e2e_mark_logs: remember the size of every log (the runner calls it when a
+# test begins), so that *_grep see only what the test caused.
+e2e_mark_logs() {
+	local f
+	: >"$E2E_TMP/log-marks"
+	for f in "$E2E_CLH"/log/*.log; do
+		[ -e "$f" ] && printf '%s %s\n' "$(stat -c %s "$f")" "$f" >>"$E2E_TMP/log-marks"
+	done
+	return 0
+}
+# log_since FILE: the lines FILE got since the test began.
+log_since() {
+	local f=$1 off=0
+	[ -e "$f" ] || return 0
+	if [ -n "${E2E_TMP:-}" ] && [ -r "$E2E_TMP/log-marks" ]; then
+		off=$(awk -v f="$f" '$2 == f { print $1 }' "$E2E_TMP/log-marks")
+	fi
+	tail -c +$((${off:-0} + 1)) "$f"
+}
+ctld_grep() { log_since "$(ctld_log)" | grep -E "$1"; }
+slurmd_grep() { log_since "$(slurmd_log "$1")" | grep -E "$2"; }
+
+# job_log ID: every log line about job ID (slurmctld: JobId=ID; slurmd and
+# slurmstepd: JobId=ID, [ID.step], "job ID").
+job_log() {
+	local id=$1 f
+	for f in "$E2E_CLH"/log/*.log; do
+		grep -E "JobId=$id([^0-9]|$)|\[$id\.|[Jj]ob $id([^0-9]|$)" "$f" | sed "s|^|${f##*/}: |"
+	done
+	return 0
+}
+
+# wait_log FILE RE [TIMEOUT=30]: until a line matching RE appears in FILE
+# (since the test began).
+wait_log() {
+	local f=$1 re=$2
+	wait_for "${3:-30}" _log_has "$f" "$re" ||
+		{
+			echo "wait_log: /$re/ not in ${f##*/} after ${3:-30}s" >&2
+			return 1
+		}
+}
+_log_has() { log_since "$1" | grep -qE "$2"; }
+
+# ------------------------------------------------------------ cluster
+# restart_ctld [--kill9]: stop slurmctld (SIGTERM, or SIGKILL as a crash
+# would) and start it again on its saved state; waits until it answers and
+# every node responds.  Before a --kill9, call wait_state_saved: slurmctld
+# writes its state at most every 5 s, and a change it has not written yet
+# (a job that just started, a node just resumed) is lost with the kill.
+restart_ctld() { "$E2E_CLUSTER" restart-ctld "$@" >&2; }
+
+# wait_state_saved [TIMEOUT=7]: return once slurmctld has written a state
+# file (job_state, node_state, ...) after this call, or after TIMEOUT s.
+# Every change schedules a write that comes at most SAVE_MAX_WAIT (5 s,
+# state_save.c) later, and one write pass dumps everything pending; so if
+# none comes within 7 s, nothing was pending and the state on disk already
+# holds every change made before the call.
+wait_state_saved() {
+	local t0 deadline latest
+	t0=$(date +%s.%N)
+	deadline=$(($(date +%s%N) + ${1:-7} * 1000000000))
+	while (($(date +%s%N) < deadline)); do
+		latest=$(stat -c %.9Y "$E2E_CLH"/state/*_state 2>/dev/null | sort -n | tail -n1)
+		awk -v a="${latest:-0}" -v b="$t0" 'BEGIN { exit !(a > b) }' && return 0
+		sleep 0.2
+	done
+	return 0
+}
+
+# e2e_reset: bring the cluster back to "no jobs, every node idle" without
+# restarting daemons.  Returns non-zero if that did not happen in 30 s.
+e2e_reset() {
+	local ids
+	ids=$(c_root squeue -h -o %i 2>/dev/null) || return 1
+	if [ -n "$ids" ]; then
+		# shellcheck disable=SC2086
+		c_root scancel $ids 2>/dev/null || true
+		wait_for 30 _no_jobs || {
+			echo "e2e_reset: jobs left after 30 s: $(c_root squeue -h -o '%i %T' | tr '\n' ' ')" >&2
+			return 1
+		}
+	fi
+	resume_all
+	wait_for 30 _all_idle || {
+		echo "e2e_reset: nodes not idle after 30 s: $(c_root sinfo -h -N -o '%N=%T' | tr '\n' ' ')" >&2
+		return 1
+	}
+}
+_no_jobs() { [ -z "$(c_root squeue -h -o %i 2>/dev/null)" ]; }
+_all_idle() { ! c_root sinfo -h -N -o '%T' | grep -qv '^idle$'; }
