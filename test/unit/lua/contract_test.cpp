@@ -291,6 +291,21 @@ TEST(Contract, JobCompleteReceivesDecodedJobinfo) {
   EXPECT_TRUE(nil) << nil.error().message;
 }
 
+TEST(Contract, CallLeavesTheCallersStackAlone) {
+  Loaded l("function slurm_switch_job_complete() error('x') end\n"
+           "function slurm_switch_step_init() return 0, {A = 1} end\n");
+  ASSERT_TRUE(l.script) << l.script.error().message;
+  lua_State *L = l.script->state();
+  lua_pushinteger(L, 7);
+  const JobArgs job = sample_job();
+  const StepArgs step = sample_step();
+  EXPECT_FALSE(l.script->call(Hook::JobComplete, &job, nullptr, nullptr));
+  EXPECT_TRUE(l.script->call(Hook::StepInit, nullptr, &step, nullptr));
+  EXPECT_TRUE(l.script->call(Hook::JobStart, &job, nullptr, nullptr)); // missing
+  ASSERT_EQ(lua_gettop(L), 1);
+  EXPECT_EQ(lua_tointeger(L, 1), 7);
+}
+
 TEST(Contract, CorruptInfoIsBadArgument) {
   const MsgpackBytes bad = "\x92\x01";
   auto r = call("function slurm_switch_step_init() return 0 end", Hook::StepInit, &bad);
@@ -361,6 +376,11 @@ TEST(Contract, EnvSkipsNameWithNul) {
   EXPECT_EQ(env_warnings("{['A\\0B'] = 'x'}"),
             std::vector<std::string>{
                 R"(env["A\0B"] skipped: a variable name cannot contain a NUL byte)"});
+}
+
+TEST(Contract, EnvSkipsValueWithNul) {
+  EXPECT_EQ(env_warnings("{V = 'a\\0b'}"),
+            std::vector<std::string>{"env.V skipped: a value cannot contain a NUL byte"});
 }
 
 TEST(Contract, EnvSkipsNestedTable) {
