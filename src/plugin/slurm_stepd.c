@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * File: plugin/slurm_stepd.c
+ *
+ * The slurmstepd half of switch/lua for Slurm 24.11: job_preinit,
+ * job_init and job_postfini, run as root in mgr.c: job_manager() for the
+ * normal steps of a job the plugin manages (its steps carry stepinfo).
+ *
+ * 24.11 calls preinit for !batch && !extern && !interactive, init for
+ * !batch && !interactive && argv, postfini for !batch && !interactive
+ * (the extern step has returned by then).  The same conditions are
+ * checked here again, so a change on Slurm's side cannot make the hooks
+ * run where the contract says they do not.
+ */
+
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+
+#include "src/common/slurm_xlator.h"
+
+#include "src/common/env.h"
+#include "src/common/log.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/interfaces/cred.h"
+#include "src/interfaces/switch.h"
+#include "src/slurmd/slurmstepd/slurmstepd.h"
+#include "src/slurmd/slurmstepd/slurmstepd_job.h"
+
+#include "switch_lua_core.h"
+#include "switch_lua_glue.h"
+
+static bool stepd_active = false;
+
+extern int switchlua_stepd_init(const char *script_path)
+{
+	/* A refused script is logged by the core and leaves the hooks
+	 * inactive; failing init() would fail every step on the node. */
+	stepd_active = (slc_stepd_init(script_path, switchlua_log_line) == 0);
+	return SLURM_SUCCESS;
+}
+
+/* The stepinfo of a normal step of a managed job, else NULL. */
+static switchlua_stepinfo_t *_managed_step(stepd_step_rec_t *step)
+{
+	switchlua_stepinfo_t *si;
+
+	if (!stepd_active || step->batch ||
+	    (step->step_id.step_id == SLURM_BATCH_SCRIPT) ||
+	    (step->step_id.step_id == SLURM_EXTERN_CONT) ||
+	    (step->step_id.step_id == SLURM_INTERACTIVE_STEP))
+		return NULL;
+	if (!step->switch_step || !(si = step->switch_step->data))
+		return NULL;
+	if ((si->magic != SWITCHLUA_STEPINFO_MAGIC) || !si->data || !si->len)
+		return NULL;
+	return si;
+}
+
+static void _fill_step(stepd_step_rec_t *step, slc_step_t *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->job_id = step->step_id.job_id;
+	s->step_id = step->step_id.step_id;
+	s->node_id = step->nodeid;
+	s->num_nodes = step->nnodes;
+	s->num_tasks = step->ntasks;
+	s->user_id = step->uid;
+	s->node_name = step->node_name;
+	s->user_name = step->user_name;
+	s->nodes = step->node_list;
+	/* Normal steps only: the launch request, with its credential. */
+	if (step->msg && step->msg->cred && step->msg->cred->arg)
+		s->partition = step->msg->cred->arg->job_partition;
+	/* srun exports its --network (and sbatch's) as SLURM_NETWORK. */
+	s->network = getenvp(step->env, "SLURM_NETWORK");
+	s->batch = step->batch;
+}
+
+/* mgr.c turns a negative return into ESLURM_INTERCONNECT_FAILURE, which
+ * srun reports as "Error configuring interconnect". */
+static int _step_failed(stepd_step_rec_t *step, const char *hook)
+{
+	sl_error("JobId=%u StepId=%u: %s failed, the step fails",
+		 step->step_id.job_id, step->step_id.step_id, hook);
+	errno = ESLURM_INTERCONNECT_FAILURE;
+	return SLURM_ERROR;
+}
+
+extern int switch_p_job_preinit(stepd_step_rec_t *step)
+{
+	switchlua_stepinfo_t *si = _managed_step(step);
+	slc_step_t s;
+
+	if (!si)
+		return SLURM_SUCCESS;
+	_fill_step(step, &s);
+	if (slc_stepd_preinit(&s, si->data, si->len) < 0)
+		return _step_failed(step, "preinit");
+	return SLURM_SUCCESS;
+}
+
+static void _set_env(void *ctx, const char *name, const char *value)
+{
+	stepd_step_rec_t *step = ctx;
+
+	if (!env_array_overwrite(&step->env, name, value))
+		sl_error("JobId=%u StepId=%u: cannot set %s in the step environment",
+			 step->step_id.job_id, step->step_id.step_id, name);
+}
+
+static void _unset_env(void *ctx, const char *name)
+{
+	stepd_step_rec_t *step = ctx;
+
+	unsetenvp(step->env, name);
+}
+
+extern int switch_p_job_init(stepd_step_rec_t *step)
+{
+	switchlua_stepinfo_t *si = _managed_step(step);
+	slc_step_t s;
+
+	if (!si || !step->argv)
+		return SLURM_SUCCESS;
+	_fill_step(step, &s);
+	if (slc_stepd_init_step(&s, si->data, si->len, _set_env, _unset_env,
+				step) < 0)
+		return _step_failed(step, "init");
+	return SLURM_SUCCESS;
+}
+
+/*
+ * A -1 from the core drains this node with the core's reason.  We drain
+ * here and return success: on an error mgr.c sends a second drain
+ * request, "switch_g_job_postfini failed", and slurmctld's update_node()
+ * replaces the reason of an already drained node, so ours would be lost.
+ */
+extern int switch_p_job_postfini(stepd_step_rec_t *step)
+{
+	switchlua_stepinfo_t *si = _managed_step(step);
+	slc_step_t s;
+	char *reason = NULL, *drain_reason;
+
+	if (!si)
+		return SLURM_SUCCESS;
+	_fill_step(step, &s);
+	if (slc_stepd_postfini(&s, si->data, si->len, &reason) >= 0) {
+		slc_free(reason);
+		return SLURM_SUCCESS;
+	}
+
+	if (reason && reason[0])
+		drain_reason = xstrdup(reason);
+	else
+		drain_reason = xstrdup_printf("switch/lua: postfini failed (JobId=%u StepId=%u)",
+					      step->step_id.job_id,
+					      step->step_id.step_id);
+	slc_free(reason);
+	sl_error("JobId=%u StepId=%u: postfini failed, draining node %s: %s",
+		 step->step_id.job_id, step->step_id.step_id,
+		 step->node_name, drain_reason);
+	stepd_drain_node(drain_reason);
+	xfree(drain_reason);
+	return SLURM_SUCCESS;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * File: plugin/switch_lua_glue.h
+ *
+ * Private to the three C files of the Slurm glue (switch_lua.c,
+ * slurm_ctld.c, slurm_stepd.c).  Include it after Slurm's headers: the
+ * logging macros below expand to Slurm's info()/error()/debug().
+ *
+ * Nothing here is part of the interface with the C++ core; that is
+ * switch_lua_core.h.
+ */
+#ifndef SWITCH_LUA_GLUE_H
+#define SWITCH_LUA_GLUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * Every line this plugin logs starts with this prefix, so that
+ * `grep 'switch/lua: '` finds all of them.  The core's lines come with the
+ * prefix already (they go through switchlua_log_line() unchanged).
+ * SLURM_PLUGIN_DEBUG is not used: it would add the C function name and
+ * prefix the core's lines a second time.
+ */
+#define SWITCHLUA_LOG_PREFIX "switch/lua: "
+
+#define sl_error(fmt, ...) error(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
+#define sl_info(fmt, ...) info(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
+#define sl_verbose(fmt, ...) verbose(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
+#define sl_debug(fmt, ...) debug(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
+#define sl_debug2(fmt, ...) debug2(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
+
+/* The stepinfo record: the bytes slc_ctld_stepinfo() produced, opaque here.
+ * data == NULL (len 0): the step belongs to a job the plugin does not
+ * manage.  Memory is xmalloc'd. */
+#define SWITCHLUA_STEPINFO_MAGIC 0x5c1a5e9u
+
+typedef struct {
+	uint32_t magic; /* SWITCHLUA_STEPINFO_MAGIC */
+	char *data;
+	uint32_t len;
+} switchlua_stepinfo_t;
+
+/* switch_lua.c: hands one already-prefixed line of the core to Slurm's log
+ * at the level of enum slc_log_level. */
+extern void switchlua_log_line(int level, const char *line);
+
+/* slurm_ctld.c: the slurmctld half of init()/fini(). */
+extern int switchlua_ctld_init(const char *script_path);
+extern void switchlua_ctld_fini(void);
+extern bool switchlua_ctld_active(void);
+
+/* slurm_stepd.c: the slurmstepd half of init(). */
+extern int switchlua_stepd_init(const char *script_path);
+
+#endif
