@@ -40,21 +40,22 @@ using CallId = std::uint64_t;
 
 /// One job_start / job_complete call.
 struct CallRequest {
-  std::string script;                 ///< path of switch.lua
-  Hook hook = Hook::JobStart;         ///< JobStart, JobComplete, BlockJobComplete or SetupSpecialSteps
-  JobArgs job;                        ///< the job table
+  std::string script;         ///< path of switch.lua
+  Hook hook = Hook::JobStart; ///< JobStart, JobComplete, BlockJobComplete or SetupSpecialSteps
+  JobArgs job;                ///< the job table
   std::optional<MsgpackBytes> jobinfo; ///< job_complete's jobinfo; nullopt = nil
-  std::chrono::seconds timeout{10};   ///< switch_timeout the call started with (>= 1 s)
+  std::chrono::seconds timeout{10};    ///< switch_timeout the call started with (>= 1 s)
 };
 
 /// Options of the client.
 struct ClientOptions {
-  std::string supervisor;      ///< path of the switch-lua-supervisor executable
-  std::string runner;          ///< path of the switch-lua-runner executable (passed on)
+  std::string supervisor;            ///< path of the switch-lua-supervisor executable
+  std::string runner;                ///< path of the switch-lua-runner executable (passed on)
   std::uint32_t max_concurrent = 16; ///< children at once; more wait FIFO in the supervisor
   std::uint32_t max_queued = 4096;   ///< submitted but not finished; beyond: submit() fails
-  /// Environment of every child besides the fixed clean set (PATH, LANG=C);
-  /// e.g. {"SLURM_CONF=/etc/slurm/slurm.conf"}.
+  /// Environment of every runner besides the fixed clean set
+  /// (PATH=/usr/sbin:/usr/bin:/sbin:/bin, LANG=C, SWITCHLUA_CALL_ID=<CallId>);
+  /// e.g. {"SLURM_CONF=/etc/slurm/slurm.conf"}.  Nothing else is inherited.
   std::vector<std::string> child_env;
 };
 
@@ -70,13 +71,18 @@ public:
   SupervisorClient(const SupervisorClient &) = delete;
   SupervisorClient &operator=(const SupervisorClient &) = delete;
 
-  /// Queues a call; never blocks.  Errors: the queue is full (max_queued),
-  /// or the client is stopped.  `done` is called exactly once otherwise.
+  /// Queues a call; never blocks (the supervisor is started, on the I/O
+  /// thread, by the first call that needs it).  Errors: the queue is full
+  /// (max_queued), the client is stopped, a hook other than the four
+  /// slurmctld hooks, a timeout under 1 s.  `done` is called exactly once
+  /// otherwise, on the I/O thread.  Thread-safe.
   Expected<CallId> submit(CallRequest req, CallDone done);
 
   /// Kills every call in flight (their `done` gets Abandoned) and stops the
   /// supervisor; used before slurmctld re-execs on reconfigure.  Blocks
-  /// until the supervisor has exited (bounded: 5 s, then SIGKILL).
+  /// until the supervisor has exited (bounded: 5 s, then SIGKILL), and joins
+  /// the I/O thread.  Idempotent; later submits fail.  Must not be called
+  /// from a callback (it would wait for its own thread).
   void shutdown();
 
   /// Pid of the current supervisor process, or -1 (for tests).

@@ -39,10 +39,10 @@ std::string_view outcome_kind_name(OutcomeKind k);
 /// What one call ended with.
 struct Outcome {
   OutcomeKind kind = OutcomeKind::SpawnFailed;
-  HookReturn ret;            ///< Returned
-  std::string message;       ///< LuaError, BadReturn, SpawnFailed, Abandoned, LoadFailed
-  int exit_status = 0;       ///< ExitedWithoutReturn, and TimedOut with late_exit: the exit code
-  int signal = 0;            ///< Signaled: the signal number
+  HookReturn ret;      ///< Returned
+  std::string message; ///< LuaError, BadReturn, SpawnFailed, Abandoned, LoadFailed
+  int exit_status = 0; ///< ExitedWithoutReturn, and TimedOut with late_exit: the exit code
+  int signal = 0;      ///< Signaled: the signal number
   /// TimedOut only: the result the child still reported after the deadline
   /// fired ("late", switch.lua contract: job_start timeout) ...
   std::optional<HookReturn> late_return;
@@ -56,7 +56,7 @@ struct Outcome {
 
 /// What the supervisor saw of one finished call; input of classify().
 struct Observation {
-  bool spawned = false;        ///< false: spawn_error holds why
+  bool spawned = false; ///< false: spawn_error holds why
   std::string spawn_error;
   /// The deadline passed before the runner reported (a frame or its exit) and
   /// the supervisor killed the group.  The supervisor notices the deadline in
@@ -65,11 +65,11 @@ struct Observation {
   bool deadline_fired = false;
   /// Frames received from the runner, in order of arrival relative to the
   /// deadline.
-  std::optional<HookReturn> result;        ///< a Returned frame
-  std::optional<std::string> lua_error;    ///< a LuaError frame
-  std::optional<std::string> bad_return;   ///< a BadReturn frame
-  std::optional<std::string> load_error;   ///< a LoadFailed frame
-  bool result_after_deadline = false;      ///< the frame came after the deadline fired
+  std::optional<HookReturn> result;      ///< a Returned frame
+  std::optional<std::string> lua_error;  ///< a LuaError frame
+  std::optional<std::string> bad_return; ///< a BadReturn frame
+  std::optional<std::string> load_error; ///< a LoadFailed frame
+  bool result_after_deadline = false;    ///< the frame came after the deadline fired
   /// The leader's wait status (as from waitpid).
   int wait_status = 0;
 };

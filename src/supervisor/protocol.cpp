@@ -323,8 +323,8 @@ HookReturn read_hook_return(Reader &parent, const msgpack::object &o, const std:
       r.set_error("env entry is not [\"set\"|\"unset\", name, value]");
       break;
     }
-    ret.env.push_back({kind == "set" ? EnvOp::Kind::Set : EnvOp::Kind::Unset, as_string(f[1]),
-                       as_string(f[2])});
+    ret.env.push_back(
+        {kind == "set" ? EnvOp::Kind::Set : EnvOp::Kind::Unset, as_string(f[1]), as_string(f[2])});
   }
   for (const msgpack::object *w : r.array("warnings")) {
     if (w->type != msgpack::type::STR) {
@@ -464,8 +464,8 @@ Expected<Frame> decode_body(std::string_view body) {
   const msgpack::unpack_limit limit(65536, 64, kMaxFrameBytes, kMaxFrameBytes, 0, 16);
   try {
     std::size_t off = 0;
-    msgpack::object_handle oh = msgpack::unpack(body.data(), body.size(), off, nullptr, nullptr,
-                                                limit);
+    msgpack::object_handle oh =
+        msgpack::unpack(body.data(), body.size(), off, nullptr, nullptr, limit);
     if (off != body.size())
       return fail(fmt::format("protocol: {} trailing bytes after the frame", body.size() - off));
     return read_frame(oh.get());
@@ -476,7 +476,9 @@ Expected<Frame> decode_body(std::string_view body) {
   }
 }
 
-void FrameDecoder::feed(std::string_view bytes) { buf_.append(bytes); }
+void FrameDecoder::feed(std::string_view bytes) {
+  buf_.append(bytes);
+}
 
 Expected<std::optional<Frame>> FrameDecoder::next() {
   if (buf_.size() < 4)

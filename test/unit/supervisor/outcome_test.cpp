@@ -12,8 +12,12 @@ using namespace switchlua;
 
 namespace {
 
-int exited(int code) { return (code & 0xff) << 8; } // as waitpid reports it
-int killed(int sig) { return sig & 0x7f; }
+int exited(int code) {
+  return (code & 0xff) << 8;
+} // as waitpid reports it
+int killed(int sig) {
+  return sig & 0x7f;
+}
 
 Observation spawned() {
   Observation o;

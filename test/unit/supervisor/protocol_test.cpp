@@ -27,8 +27,8 @@ std::string body_of(const std::vector<Field> &fields) {
 
 std::string with_prefix(const std::string &body) {
   const auto n = static_cast<std::uint32_t>(body.size());
-  std::string out{static_cast<char>(n >> 24), static_cast<char>(n >> 16),
-                  static_cast<char>(n >> 8), static_cast<char>(n)};
+  std::string out{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                  static_cast<char>(n)};
   return out + body;
 }
 
@@ -57,8 +57,9 @@ HookReturn sample_return() {
 } // namespace
 
 TEST(Protocol, RequestRoundTrips) {
-  RequestFrame in{7, "/etc/slurm/switch.lua", Hook::JobComplete, std::string("\x80", 1),
-                  std::string("\xc0", 1), 12};
+  RequestFrame in{
+      7, "/etc/slurm/switch.lua", Hook::JobComplete, std::string("\x80", 1), std::string("\xc0", 1),
+      12};
   auto out = std::get<RequestFrame>(round_trip(in));
   EXPECT_EQ(out.id, 7u);
   EXPECT_EQ(out.script, in.script);

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: supervisor/call.hpp
+//
+// One supervised hook call inside switch-lua-supervisor: spawn a runner in
+// its own process group, send it the request, stream its log frames, enforce
+// the deadline, reap it, clean up after it, classify.
+//
+//   start() ──spawn──> runner ──frames──> on_frame ──log──> Callbacks::on_log
+//      │                                      └─result──> Observation
+//      └──deadline timer──> fire_deadline: killpg(pgid, SIGKILL) (leader unreaped)
+//   server's SIGCHLD peek ──> on_leader_exited: killpg, then reap (waitpid)
+//   reaped && channel EOF ──> drain (Callbacks::sweep until the group and the
+//                             escapees are gone, at most 2 s)
+//                         ──> classify() ──> Callbacks::on_done (once)
+//
+// Rules kept here: the group is signalled only while its leader is unreaped
+// (a reaped pgid may be recycled); leftovers in the group are killed before
+// the leader is reaped; the outcome is delivered only once the leader is
+// reaped and the channel reached EOF (or 2 s after the reap, for a channel a
+// leftover still holds).  Single-threaded: everything runs on the io_context.
+#pragma once
+
+#include "supervisor/outcome.hpp"
+#include "supervisor/protocol.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace switchlua {
+
+class FrameChannel;
+
+/// How runners are started (from the supervisor's command line).
+struct RunnerConfig {
+  std::string runner;                 ///< path of switch-lua-runner
+  std::vector<std::string> child_env; ///< appended to base_child_env() and the call tag
+};
+
+/// What a sweep of the process table found for a finishing call.
+struct SweepResult {
+  std::vector<pid_t> killed; ///< escapees killed by this sweep
+  bool remaining = false;    ///< members of the group or escapees still exist
+};
+
+class Call : public std::enable_shared_from_this<Call> {
+public:
+  struct Callbacks {
+    std::function<void(CallId, LogLevel, std::string_view)> on_log;
+    std::function<void(CallId, Outcome)> on_done;   ///< exactly once
+    std::function<SweepResult(const Call &)> sweep; ///< kill and reap leftovers
+  };
+
+  Call(boost::asio::io_context &io, const RunnerConfig &config, RequestFrame request,
+       Callbacks callbacks);
+
+  /// Spawns the runner and arms the deadline.  A spawn failure is delivered
+  /// (SpawnFailed) from a posted handler, never from inside start().
+  void start();
+  /// The server's SIGCHLD handler saw (WNOWAIT) that the leader exited.
+  /// Kills the group's leftovers, then reaps the leader.
+  void on_leader_exited();
+  /// SIGKILLs the group if its leader is unreaped (supervisor shutdown).
+  void kill_group();
+
+  CallId id() const { return request_.id; }
+  /// The runner's pid (== its pgid) while spawned and unreaped, else -1.
+  pid_t unreaped_leader() const { return reaped_ ? -1 : pid_; }
+  /// The call's process group id (the runner's pid), or -1 before spawning.
+  pid_t pgid() const { return pid_; }
+  /// Escapees killed so far for this call.
+  const std::vector<pid_t> &escapees() const { return escapees_; }
+
+private:
+  void on_frame(Frame f);
+  void on_channel_closed();
+  void check_deadline();
+  void fire_deadline();
+  void maybe_finish();
+  void drain_step();
+  void deliver();
+
+  boost::asio::io_context &io_;
+  const RunnerConfig &config_;
+  RequestFrame request_;
+  Callbacks cb_;
+  std::shared_ptr<FrameChannel> channel_;
+  boost::asio::steady_timer deadline_timer_;
+  boost::asio::steady_timer drain_timer_;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::chrono::steady_clock::time_point drain_until_;
+  std::chrono::milliseconds elapsed_{0};
+  Observation obs_;
+  pid_t pid_ = -1;
+  bool reported_ = false; ///< a result frame arrived
+  bool killed_ = false;   ///< we sent SIGKILL to the group
+  bool reaped_ = false;
+  bool eof_ = false;
+  bool draining_ = false;
+  bool done_ = false;
+  std::vector<pid_t> escapees_;
+};
+
+} // namespace switchlua

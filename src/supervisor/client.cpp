@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: supervisor/client.cpp
+//
+// SupervisorClient: one I/O thread running an io_context.  submit() (any
+// thread) encodes the request and posts it; everything else happens on the
+// I/O thread:
+//
+//   send_call ──ensure_supervisor (spawn once)──> channel_ ──RequestFrame──> supervisor
+//   channel_ ──LogFrame──> on_log callback
+//            ──OutcomeFrame──> complete ──> done callback
+//            ──EOF / error──> on_supervisor_gone: reap it, every call in
+//                             flight completes Abandoned; the next
+//                             send_call starts a new supervisor
+//   shutdown ──> do_shutdown: close channel_ (the supervisor sees EOF, kills
+//                its children, exits), wait <= 5 s, then SIGKILL
+#include "supervisor/client.hpp"
+
+#include "supervisor/channel.hpp"
+#include "supervisor/protocol.hpp"
+#include "supervisor/spawn.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <csignal>
+#include <future>
+#include <map>
+#include <mutex>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace switchlua {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Waits up to `grace` for `pid` to exit, then SIGKILLs and reaps it.
+/// Returns the wait status.  `pid` is our unreaped child.
+int reap_within(pid_t pid, std::chrono::milliseconds grace) {
+  int status = 0;
+  const auto until = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < until) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR))
+      return status;
+    std::this_thread::sleep_for(2ms);
+  }
+  ::kill(pid, SIGKILL);
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+std::string status_text(int status) {
+  if (WIFSIGNALED(status)) {
+    const char *abbrev = sigabbrev_np(WTERMSIG(status));
+    return fmt::format("killed by signal {} (SIG{})", WTERMSIG(status), abbrev ? abbrev : "?");
+  }
+  return fmt::format("exited with status {}", WEXITSTATUS(status));
+}
+
+Outcome abandoned(std::string message) {
+  Outcome o;
+  o.kind = OutcomeKind::Abandoned;
+  o.message = std::move(message);
+  return o;
+}
+
+} // namespace
+
+struct SupervisorClient::Impl {
+  ClientOptions opts;
+  CallLog on_log;
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  std::thread thread;
+  std::atomic<pid_t> pid{-1};
+
+  std::mutex mu; // guards the three below
+  bool stopped = false;
+  CallId next_id = 1;
+  std::uint32_t outstanding = 0;
+
+  // I/O thread only.
+  std::shared_ptr<FrameChannel> channel;
+  std::map<CallId, CallDone> inflight;
+  bool shutting_down = false;
+
+  void send_call(CallId id, std::string bytes, CallDone done);
+  Expected<void> ensure_supervisor();
+  void on_frame(Frame f);
+  void on_supervisor_gone(std::optional<Error> why);
+  void complete(CallId id, const Outcome &o);
+  void abandon_all(const std::string &message);
+  void do_shutdown();
+};
+
+void SupervisorClient::Impl::send_call(CallId id, std::string bytes, CallDone done) {
+  inflight.emplace(id, std::move(done));
+  if (shutting_down)
+    return complete(id, abandoned("the supervisor client is shutting down"));
+  if (auto ok = ensure_supervisor(); !ok) {
+    Outcome o;
+    o.kind = OutcomeKind::SpawnFailed;
+    o.message = fmt::format("cannot start switch-lua-supervisor: {}", ok.error().message);
+    return complete(id, o);
+  }
+  channel->send(std::move(bytes));
+}
+
+Expected<void> SupervisorClient::Impl::ensure_supervisor() {
+  if (channel && !channel->closed())
+    return {};
+  auto sv = make_socketpair();
+  if (!sv)
+    return fail(sv.error().message);
+  SpawnSpec spec;
+  spec.path = opts.supervisor;
+  spec.args = {fmt::format("--channel-fd={}", kChildChannelFd), "--runner=" + opts.runner,
+               fmt::format("--max-concurrent={}", opts.max_concurrent)};
+  for (const std::string &e : opts.child_env)
+    spec.args.push_back("--child-env=" + e);
+  spec.channel_fd = (*sv)[1];
+  spec.env = base_child_env();
+  // Sent when this (the I/O) thread dies: the supervisor then cleans up.
+  spec.death_signal = SIGTERM;
+  auto child = spawn_child(io, spec);
+  ::close((*sv)[1]);
+  if (!child) {
+    ::close((*sv)[0]);
+    return fail(child.error().message);
+  }
+  pid = *child;
+  channel = FrameChannel::adopt(io, (*sv)[0]);
+  channel->start([this](Frame f) { on_frame(std::move(f)); },
+                 [this](std::optional<Error> why) { on_supervisor_gone(std::move(why)); });
+  return {};
+}
+
+void SupervisorClient::Impl::on_frame(Frame f) {
+  if (auto *log = std::get_if<LogFrame>(&f)) {
+    if (on_log && inflight.count(log->id) != 0)
+      on_log(log->id, log->level, log->text);
+  } else if (auto *out = std::get_if<OutcomeFrame>(&f)) {
+    complete(out->id, out->outcome);
+  }
+}
+
+void SupervisorClient::Impl::on_supervisor_gone(std::optional<Error> why) {
+  const pid_t dead = pid.exchange(-1);
+  channel.reset();
+  const int status = dead > 0 ? reap_within(dead, 1000ms) : 0;
+  std::string msg = fmt::format("switch-lua-supervisor (pid {}) died ({}) with the call in flight",
+                                dead, status_text(status));
+  if (why)
+    msg += fmt::format(" after: {}", why->message);
+  abandon_all(msg);
+}
+
+void SupervisorClient::Impl::complete(CallId id, const Outcome &o) {
+  auto it = inflight.find(id);
+  if (it == inflight.end())
+    return;
+  CallDone done = std::move(it->second);
+  inflight.erase(it);
+  {
+    std::lock_guard lock(mu);
+    --outstanding;
+  }
+  if (done)
+    done(id, o);
+}
+
+void SupervisorClient::Impl::abandon_all(const std::string &message) {
+  while (!inflight.empty())
+    complete(inflight.begin()->first, abandoned(message));
+}
+
+void SupervisorClient::Impl::do_shutdown() {
+  shutting_down = true;
+  const pid_t p = pid.exchange(-1);
+  if (channel)
+    channel->close(); // EOF: the supervisor kills its children and exits
+  channel.reset();
+  if (p > 0) {
+    reap_within(p, 5000ms);
+    abandon_all(fmt::format("switch-lua-supervisor (pid {}) stopped: the client shut down", p));
+  }
+  abandon_all("the supervisor client shut down");
+}
+
+SupervisorClient::SupervisorClient(ClientOptions opts, CallLog on_log) : impl_(new Impl) {
+  impl_->opts = std::move(opts);
+  impl_->on_log = std::move(on_log);
+  impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
+}
+
+SupervisorClient::~SupervisorClient() {
+  shutdown();
+}
+
+Expected<CallId> SupervisorClient::submit(CallRequest req, CallDone done) {
+  if (req.hook != Hook::JobStart && req.hook != Hook::JobComplete &&
+      req.hook != Hook::BlockJobComplete && req.hook != Hook::SetupSpecialSteps)
+    return fail(fmt::format("submit: hook {} does not run in the supervisor", hook_name(req.hook)));
+  if (req.timeout < std::chrono::seconds(1))
+    return fail(fmt::format("submit: timeout {} s, must be at least 1 s", req.timeout.count()));
+  RequestFrame frame{0,           std::move(req.script),
+                     req.hook,    req.job.to_msgpack(),
+                     req.jobinfo, static_cast<std::uint32_t>(req.timeout.count())};
+  std::lock_guard lock(impl_->mu);
+  if (impl_->stopped)
+    return fail("submit: the supervisor client is stopped");
+  if (impl_->outstanding >= impl_->opts.max_queued)
+    return fail(
+        fmt::format("submit: {} calls outstanding, the limit (max_queued)", impl_->outstanding));
+  frame.id = impl_->next_id++;
+  ++impl_->outstanding;
+  // Posted under the lock: shutdown() posts after every accepted call.
+  asio::post(impl_->io, [impl = impl_.get(), id = frame.id, bytes = encode_frame(frame),
+                         done = std::move(done)]() mutable {
+    impl->send_call(id, std::move(bytes), std::move(done));
+  });
+  return frame.id;
+}
+
+void SupervisorClient::shutdown() {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stopped)
+      return;
+    impl_->stopped = true;
+  }
+  std::promise<void> finished;
+  asio::post(impl_->io, [&] {
+    impl_->do_shutdown();
+    finished.set_value();
+  });
+  finished.get_future().wait();
+  impl_->work.reset();
+  impl_->io.stop();
+  if (impl_->thread.joinable())
+    impl_->thread.join();
+}
+
+pid_t SupervisorClient::supervisor_pid() const {
+  return impl_->pid.load();
+}
+
+} // namespace switchlua

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: supervisor/proc_scan.hpp
+//
+// Reading /proc: the process table (pid, state, parent, process group) and
+// the call tag a runner's descendants inherit in their environment.  Used by
+// the supervisor to find a call's leftovers and escapees (see server.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+namespace switchlua {
+
+/// Environment variable set in every runner: the CallId of its call, so a
+/// process that left the call's process group can still be attributed to it.
+inline constexpr std::string_view kCallTagVar = "SWITCHLUA_CALL_ID";
+
+/// One line of the process table, from /proc/PID/stat.
+struct ProcEntry {
+  pid_t pid = 0;
+  char state = '?'; ///< 'R', 'S', 'D', 'Z' (zombie), ...
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+};
+
+/// Every process visible in /proc.  Processes that vanish while being read
+/// are skipped.  Cost: one readdir of /proc and one small read per process.
+std::vector<ProcEntry> scan_processes();
+
+/// The value of kCallTagVar in the initial environment of `pid`, or nullopt
+/// (not set, not a number, process gone, or not readable by us).
+std::optional<std::uint64_t> read_call_tag(pid_t pid);
+
+} // namespace switchlua

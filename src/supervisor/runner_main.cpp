@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: supervisor/runner_main.cpp
+//
+// switch-lua-runner: one hook call, in a process of its own, started by
+// switch-lua-supervisor as the leader of a new process group.
+//
+//   switch-lua-runner --channel-fd=3
+//
+// Reads one request frame from the channel, loads the script into a fresh
+// Lua state, sends each script log line at once as a log frame (a hook that
+// then hangs has still logged), calls the hook, sends one result frame and
+// exits 0 without closing the Lua state (its finalizers must not delay or
+// change the reported result).  Exit status 2: no usable request.
+#include "lua/runtime.hpp"
+#include "supervisor/protocol.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <string>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace switchlua;
+
+namespace {
+
+/// Writes all of `bytes`; false when the supervisor is gone.
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+bool read_exact(int fd, char *buf, std::size_t n) {
+  while (n > 0) {
+    const ssize_t r = ::read(fd, buf, n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return false;
+    buf += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+/// The request frame; nullopt on EOF (the supervisor died) or a bad frame.
+std::optional<RequestFrame> read_request(int fd) {
+  unsigned char len[4];
+  if (!read_exact(fd, reinterpret_cast<char *>(len), 4))
+    return std::nullopt;
+  const std::size_t n = (std::size_t{len[0]} << 24) | (std::size_t{len[1]} << 16) |
+                        (std::size_t{len[2]} << 8) | std::size_t{len[3]};
+  if (n > kMaxFrameBytes)
+    return std::nullopt;
+  std::string body(n, '\0');
+  if (!read_exact(fd, body.data(), n))
+    return std::nullopt;
+  auto f = decode_body(body);
+  if (!f || !std::holds_alternative<RequestFrame>(*f))
+    return std::nullopt;
+  return std::get<RequestFrame>(std::move(*f));
+}
+
+ResultFrame failed(ResultFrame::Kind kind, std::string message) {
+  ResultFrame r;
+  r.kind = kind;
+  r.message = std::move(message);
+  return r;
+}
+
+ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
+  if (req.hook != Hook::JobStart && req.hook != Hook::JobComplete &&
+      req.hook != Hook::BlockJobComplete && req.hook != Hook::SetupSpecialSteps)
+    return failed(ResultFrame::Kind::LoadFailed,
+                  "request: hook " + std::string(hook_name(req.hook)) + " is not a slurmctld hook");
+  auto job = JobArgs::from_msgpack(req.job);
+  if (!job)
+    return failed(ResultFrame::Kind::LoadFailed, "request: job: " + job.error().message);
+  auto script = Script::load(req.script, std::move(sink));
+  if (!script)
+    return failed(ResultFrame::Kind::LoadFailed, script.error().message);
+  const MsgpackBytes *info = req.jobinfo ? &*req.jobinfo : nullptr;
+  auto r = script->call(req.hook, &*job, nullptr, info);
+  if (!r) {
+    const bool lua = r.error().kind == CallError::Kind::LuaError;
+    return failed(lua ? ResultFrame::Kind::LuaError : ResultFrame::Kind::BadReturn,
+                  r.error().message);
+  }
+  ResultFrame ok;
+  ok.ret = std::move(*r);
+  return ok;
+}
+
+/// The parent-death signal (SIGTERM, set before exec by the supervisor): the
+/// supervisor is gone, so nobody will kill this call's group; do it now.
+extern "C" void on_parent_death(int) {
+  ::kill(0, SIGKILL);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int fd = 3;
+  if (argc == 2 && std::string_view(argv[1]).substr(0, 13) == "--channel-fd=")
+    fd = std::atoi(argv[1] + 13);
+  ::signal(SIGTERM, on_parent_death);
+  // Commands the script runs (os.execute, io.popen) must not hold the channel.
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  auto req = read_request(fd);
+  if (!req)
+    return 2;
+  LogSink sink = [fd](LogLevel level, std::string_view text) noexcept {
+    try {
+      write_all(fd, encode_frame(LogFrame{0, level, std::string(text)}));
+    } catch (...) { // out of memory: the line is lost, the call goes on
+    }
+  };
+  const ResultFrame result = run_hook(*req, sink);
+  write_all(fd, encode_frame(result));
+  std::_Exit(0);
+}

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: supervisor/server.cpp
+//
+// Handlers of switch-lua-supervisor (one thread, one io_context):
+//
+//   start_read_client ──frame──> on_client_frame ──> queue_ ──> start_next_calls
+//          │                                                        │ (< max_concurrent)
+//          └──EOF/error──> on_client_closed ──> terminate_everything │
+//                                                                   v
+//   start_wait_sigterm ──SIGTERM──> terminate_everything        Call::start
+//                                                     log ──> client_ (LogFrame)
+//   start_wait_sigchld ──SIGCHLD──> on_sigchld           done ──> on_call_done
+//       waitid(P_ALL, WNOWAIT) peek:                         ──> client_ (OutcomeFrame)
+//         a call leader ──> Call::on_leader_exited           ──> start_next_calls
+//         anything else ──> reaped here (orphans, killed escapees)
+//   Call drain ──> sweep: kill + reap escapees, report leftovers
+//
+// Escapees.  A process that left its call's group (setsid) is not reached by
+// killpg.  Being a subreaper, the supervisor inherits it once its parent
+// dies.  When a call ends, sweep() looks for the supervisor's children that
+// are not call leaders and not in the group of a call still running; each
+// one is killed (its whole group when it leads one: it is our unreaped
+// child, so its pgid cannot be recycled), reaped, and reported in the
+// outcome of the ending call.  A process whose environment still carries the
+// tag (SWITCHLUA_CALL_ID) of another call that is still running is left for
+// that call.  An untagged one is charged to whichever call ends first.
+#include "supervisor/server.hpp"
+
+#include "supervisor/channel.hpp"
+#include "supervisor/proc_scan.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace switchlua {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+Server::Server(asio::io_context &io, ServerConfig config)
+    : io_(io), config_(std::move(config)), sigchld_(io, SIGCHLD), sigterm_(io, SIGTERM) {
+  if (config_.max_concurrent == 0)
+    config_.max_concurrent = 1;
+}
+
+int Server::run() {
+  start_wait_sigchld();
+  start_wait_sigterm();
+  start_read_client();
+  io_.run();
+  return 0;
+}
+
+void Server::start_read_client() {
+  client_ = FrameChannel::adopt(io_, config_.client_fd);
+  client_->start([this](Frame f) { on_client_frame(std::move(f)); },
+                 [this](std::optional<Error>) { on_client_closed(); });
+}
+
+void Server::on_client_frame(Frame f) {
+  auto *req = std::get_if<RequestFrame>(&f);
+  if (req == nullptr || stopping_)
+    return; // only requests come from the client
+  queue_.push_back(std::move(*req));
+  start_next_calls();
+}
+
+void Server::on_client_closed() {
+  terminate_everything();
+}
+
+void Server::start_next_calls() {
+  while (!stopping_ && active_.size() < config_.max_concurrent && !queue_.empty()) {
+    RequestFrame req = std::move(queue_.front());
+    queue_.pop_front();
+    const CallId id = req.id;
+    if (active_.count(id) != 0) {
+      Outcome o;
+      o.kind = OutcomeKind::SpawnFailed;
+      o.message = "duplicate call id from the client";
+      client_->send(encode_frame(OutcomeFrame{id, std::move(o)}));
+      continue;
+    }
+    Call::Callbacks cb;
+    cb.on_log = [this](CallId cid, LogLevel level, std::string_view text) {
+      client_->send(encode_frame(LogFrame{cid, level, std::string(text)}));
+    };
+    cb.on_done = [this](CallId cid, Outcome o) { on_call_done(cid, std::move(o)); };
+    cb.sweep = [this](const Call &c) { return sweep(c); };
+    auto call = std::make_shared<Call>(io_, config_.runner, std::move(req), std::move(cb));
+    active_[id] = call;
+    call->start();
+  }
+}
+
+void Server::on_call_done(CallId id, Outcome o) {
+  active_.erase(id);
+  if (stopping_)
+    return;
+  client_->send(encode_frame(OutcomeFrame{id, std::move(o)}));
+  start_next_calls();
+}
+
+void Server::start_wait_sigchld() {
+  sigchld_.async_wait([this](const boost::system::error_code &ec, int) {
+    if (ec || stopping_)
+      return;
+    on_sigchld();
+    start_wait_sigchld();
+  });
+}
+
+void Server::on_sigchld() {
+  for (;;) {
+    siginfo_t si{};
+    if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
+      return;
+    std::shared_ptr<Call> leader;
+    for (const auto &[id, c] : active_)
+      if (c->unreaped_leader() == si.si_pid)
+        leader = c;
+    if (leader) {
+      leader->on_leader_exited(); // reaps it
+      continue;
+    }
+    while (::waitpid(si.si_pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void Server::start_wait_sigterm() {
+  sigterm_.async_wait([this](const boost::system::error_code &ec, int) {
+    if (!ec)
+      terminate_everything();
+  });
+}
+
+SweepResult Server::sweep(const Call &ending) {
+  SweepResult r;
+  const pid_t self = ::getpid();
+  auto other_live = [&](auto pred) {
+    for (const auto &[id, c] : active_)
+      if (c.get() != &ending && pred(*c))
+        return true;
+    return false;
+  };
+  for (const ProcEntry &e : scan_processes()) {
+    const bool ours = e.ppid == self;
+    const bool escaped_before = std::find(ending.escapees().begin(), ending.escapees().end(),
+                                          e.pid) != ending.escapees().end();
+    if (ours && other_live([&](const Call &c) { return c.unreaped_leader() == e.pid; }))
+      continue; // another call's runner: reaped by its Call
+    if (ours && e.state == 'Z') {
+      ::waitpid(e.pid, nullptr, WNOHANG);
+      continue;
+    }
+    if (e.pgrp == ending.pgid() || escaped_before) {
+      r.remaining = true; // SIGKILLed already, not yet gone
+      continue;
+    }
+    if (!ours || other_live([&](const Call &c) { return c.pgid() == e.pgrp; }))
+      continue;
+    const auto tag = read_call_tag(e.pid);
+    if (tag && *tag != ending.id() && active_.count(*tag) != 0)
+      continue; // belongs to a call still running
+    if (e.pgrp == e.pid)
+      ::killpg(e.pid, SIGKILL);
+    else
+      ::kill(e.pid, SIGKILL);
+    r.killed.push_back(e.pid);
+    r.remaining = true;
+  }
+  return r;
+}
+
+void Server::terminate_everything() {
+  if (stopping_)
+    return;
+  stopping_ = true;
+  if (client_)
+    client_->close();
+  sigchld_.cancel();
+  sigterm_.cancel();
+  for (auto &[id, c] : active_)
+    c->kill_group();
+  // Kill whatever else is ours (escapees, orphans), reap everything; bounded.
+  const pid_t self = ::getpid();
+  const auto until = Clock::now() + 2s;
+  for (;;) {
+    for (const ProcEntry &e : scan_processes())
+      if (e.ppid == self && e.state != 'Z')
+        e.pgrp == e.pid ? ::killpg(e.pid, SIGKILL) : ::kill(e.pid, SIGKILL);
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    errno = 0;
+    if ((::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD) || Clock::now() >= until)
+      break;
+    std::this_thread::sleep_for(5ms);
+  }
+  queue_.clear();
+  io_.stop();
+}
+
+} // namespace switchlua

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: supervisor/server.hpp
+//
+// The switch-lua-supervisor process: reads requests from the client
+// (slurmctld) on one socket, runs each in a supervised runner (see call.hpp)
+// with at most `max_concurrent` at once and the rest waiting FIFO, streams
+// log frames back, sends one outcome frame per request.  When the client
+// socket reaches EOF (slurmctld died or shut down) or SIGTERM arrives (the
+// parent-death signal), it kills every call's process group and every other
+// child, reaps them, and run() returns.
+//
+//   asio::io_context io;
+//   Server server(io, {.client_fd = 3, .runner = "...", .max_concurrent = 16});
+//   return server.run();
+//
+// The process must be a child subreaper (PR_SET_CHILD_SUBREAPER) so that a
+// call's orphans, and processes that left a call's group with setsid(), are
+// reparented to it; main() sets it.
+#pragma once
+
+#include "supervisor/call.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+
+namespace switchlua {
+
+class FrameChannel;
+
+/// Settings of the supervisor, from its command line.
+struct ServerConfig {
+  int client_fd = -1;                ///< connected socket to the client (owned)
+  RunnerConfig runner;               ///< how to start runners
+  std::uint32_t max_concurrent = 16; ///< runners at once (>= 1)
+};
+
+class Server {
+public:
+  Server(boost::asio::io_context &io, ServerConfig config);
+  /// Serves until the client goes away or SIGTERM; returns the exit status.
+  int run();
+
+private:
+  void start_read_client();
+  void on_client_frame(Frame f);
+  void on_client_closed();
+  void start_wait_sigchld();
+  void on_sigchld();
+  void start_wait_sigterm();
+  void start_next_calls();
+  void on_call_done(CallId id, Outcome o);
+  SweepResult sweep(const Call &ending);
+  void terminate_everything();
+
+  boost::asio::io_context &io_;
+  ServerConfig config_;
+  std::shared_ptr<FrameChannel> client_;
+  boost::asio::signal_set sigchld_;
+  boost::asio::signal_set sigterm_;
+  std::deque<RequestFrame> queue_;
+  std::map<CallId, std::shared_ptr<Call>> active_;
+  bool stopping_ = false;
+};
+
+} // namespace switchlua
