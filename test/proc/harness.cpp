@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: test/proc/harness.cpp
+#include "harness.hpp"
+
+#include "lua/codec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+namespace switchlua::test {
+
+ClientOptions default_options() {
+  ClientOptions o;
+  o.supervisor = SWITCHLUA_SUPERVISOR_PATH;
+  o.runner = SWITCHLUA_RUNNER_PATH;
+  return o;
+}
+
+std::string fixture(const std::string &name) {
+  return std::string(SWITCHLUA_FIXTURES) + "/" + name + ".lua";
+}
+
+CallRequest request(const std::string &name, std::chrono::seconds timeout) {
+  CallRequest r;
+  r.script = fixture(name);
+  r.hook = Hook::JobStart;
+  r.job.job_id = 42;
+  r.job.user_id = 1000;
+  r.job.user_name = "alice";
+  r.job.nodes = "node[1-2]";
+  r.job.node_names = {"node1", "node2"};
+  r.job.num_nodes = 2;
+  r.job.network = "switchlua:test";
+  r.timeout = timeout;
+  return r;
+}
+
+std::string json(const std::optional<MsgpackBytes> &bytes) {
+  if (!bytes)
+    return "nil";
+  auto j = msgpack_to_json(*bytes);
+  return j ? *j : "<bad: " + j.error().message + ">";
+}
+
+bool process_exists(pid_t pid) {
+  return ::kill(pid, 0) == 0;
+}
+
+bool group_exists(pid_t pgid) {
+  return ::kill(-pgid, 0) == 0;
+}
+
+SyncClient::SyncClient(ClientOptions opts) {
+  client_ = std::make_unique<SupervisorClient>(
+      std::move(opts), [this](CallId id, LogLevel, std::string_view text) {
+        std::function<void(CallId, const std::string &)> obs;
+        {
+          std::lock_guard lock(mu_);
+          obs = observer_;
+        }
+        if (obs)
+          obs(id, std::string(text));
+        std::lock_guard lock(mu_);
+        logs_[id].emplace_back(text);
+        cv_.notify_all();
+      });
+}
+
+SyncClient::~SyncClient() {
+  destroy();
+}
+
+void SyncClient::destroy() {
+  client_.reset();
+}
+
+void SyncClient::set_log_observer(std::function<void(CallId, const std::string &)> f) {
+  std::lock_guard lock(mu_);
+  observer_ = std::move(f);
+}
+
+CallId SyncClient::submit(CallRequest req) {
+  auto id = client_->submit(std::move(req), [this](CallId cid, const Outcome &o) {
+    std::lock_guard lock(mu_);
+    outcomes_[cid] = o;
+    cv_.notify_all();
+  });
+  EXPECT_TRUE(id.has_value()) << (id ? "" : id.error().message);
+  return id ? *id : 0;
+}
+
+std::optional<CallResult> SyncClient::wait(CallId id, std::chrono::seconds limit) {
+  std::unique_lock lock(mu_);
+  if (!cv_.wait_for(lock, limit, [&] { return outcomes_.count(id) != 0; }))
+    return std::nullopt;
+  return CallResult{outcomes_[id], logs_[id]};
+}
+
+CallResult SyncClient::run(CallRequest req) {
+  const CallId id = submit(std::move(req));
+  auto r = wait(id);
+  EXPECT_TRUE(r.has_value()) << "call " << id << " did not finish in time";
+  return r ? *r : CallResult{};
+}
+
+bool SyncClient::wait_for_log(CallId id, const std::string &text, std::chrono::seconds limit) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, limit, [&] {
+    for (const std::string &l : logs_[id])
+      if (l.find(text) != std::string::npos)
+        return true;
+    return false;
+  });
+}
+
+bool SyncClient::finished(CallId id) {
+  std::lock_guard lock(mu_);
+  return outcomes_.count(id) != 0;
+}
+
+} // namespace switchlua::test

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// One outcome class per test, each through the real client, supervisor and
+// runner, with the fixture script named after the behaviour.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+using namespace switchlua;
+using namespace switchlua::test;
+
+TEST(Outcomes, ReturnsNormallyWithRcAndJobinfo) {
+  SyncClient c;
+  CallResult r = c.run(request("returns_normally"));
+  ASSERT_EQ(r.outcome.kind, OutcomeKind::Returned) << describe(r.outcome);
+  EXPECT_EQ(r.outcome.ret.rc, kSuccess);
+  EXPECT_EQ(json(r.outcome.ret.jobinfo), R"({"job_id":42,"nodes":"node[1-2]","vlans":[101,102]})");
+  EXPECT_EQ(r.logs, (std::vector<std::string>{"job_start JobId=42"}));
+  EXPECT_TRUE(r.outcome.escapees.empty());
+}
+
+TEST(Outcomes, JobCompleteReceivesTheJobinfo) {
+  SyncClient c;
+  CallResult start = c.run(request("returns_normally"));
+  ASSERT_EQ(start.outcome.kind, OutcomeKind::Returned) << describe(start.outcome);
+  CallRequest req = request("returns_normally");
+  req.hook = Hook::JobComplete;
+  req.jobinfo = start.outcome.ret.jobinfo;
+  CallResult r = c.run(req);
+  ASSERT_EQ(r.outcome.kind, OutcomeKind::Returned) << describe(r.outcome);
+  EXPECT_EQ(r.outcome.ret.rc, kEagain); // the fixture's "jobinfo arrived" answer
+}
+
+TEST(Outcomes, LuaErrorCarriesFileLineAndMessage) {
+  SyncClient c;
+  CallResult r = c.run(request("lua_error"));
+  ASSERT_EQ(r.outcome.kind, OutcomeKind::LuaError) << describe(r.outcome);
+  EXPECT_NE(r.outcome.message.find("lua_error.lua:4: deliberate failure in job_start"),
+            std::string::npos)
+      << r.outcome.message;
+}
+
+TEST(Outcomes, BadReturnIsNotASuccess) {
+  SyncClient c;
+  CallResult r = c.run(request("bad_return"));
+  ASSERT_EQ(r.outcome.kind, OutcomeKind::BadReturn) << describe(r.outcome);
+  EXPECT_NE(r.outcome.message.find("\"0\""), std::string::npos) << r.outcome.message;
+}
+
+TEST(Outcomes, SyntaxErrorIsLoadFailed) {
+  SyncClient c;
+  CallResult r = c.run(request("load_failure_syntax"));
+  ASSERT_EQ(r.outcome.kind, OutcomeKind::LoadFailed) << describe(r.outcome);
+  EXPECT_NE(r.outcome.message.find("load_failure_syntax.lua:"), std::string::npos)
+      << r.outcome.message;
+}
+
+TEST(Outcomes, ChunkReturningMinusOneIsLoadFailed) {
+  SyncClient c;
+  CallResult r = c.run(request("load_failure_chunk_returns"));
+  ASSERT_EQ(r.outcome.kind, OutcomeKind::LoadFailed) << describe(r.outcome);
+  EXPECT_NE(r.outcome.message.find("-1"), std::string::npos) << r.outcome.message;
+}
+
+TEST(Outcomes, OsExitIsExitedWithoutReturn) {
+  SyncClient c;
+  CallResult r = c.run(request("exits_without_return"));
+  ASSERT_EQ(r.outcome.kind, OutcomeKind::ExitedWithoutReturn) << describe(r.outcome);
+  EXPECT_EQ(r.outcome.exit_status, 3);
+  EXPECT_EQ(r.logs, (std::vector<std::string>{"about to exit"}));
+}
+
+TEST(Outcomes, SelfSentSegvIsSignaled) {
+  SyncClient c;
+  CallResult r = c.run(request("self_signal"));
+  ASSERT_EQ(r.outcome.kind, OutcomeKind::Signaled) << describe(r.outcome);
+  EXPECT_EQ(r.outcome.signal, SIGSEGV);
+}
