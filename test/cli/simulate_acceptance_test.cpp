@@ -20,14 +20,14 @@ namespace {
 
 const fs::path kSeed = fs::path(SWITCHLUA_SOURCE_ROOT) / ".." / "shared" / "seeds" / "switch.lua";
 
-struct Run {
+struct CmdResult {
   int status = -1;
   std::string out;
 };
 
-Run run(const std::string &args) {
+CmdResult run(const std::string &args) {
   std::string cmd = std::string(SWITCHLUA_CLI) + " " + args + " 2>&1";
-  Run r;
+  CmdResult r;
   FILE *p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;
   std::size_t n;
@@ -65,7 +65,7 @@ protected:
   }
   json simulate(const std::string &directives, const std::string &extra = "",
                 bool bjc = false) {
-    Run r = run(seed_copy(bjc).string() + " --json --network switchlua:" + directives + " " +
+    CmdResult r = run(seed_copy(bjc).string() + " --json --network switchlua:" + directives + " " +
                 extra);
     EXPECT_EQ(r.status, 0) << r.out;
     try {
@@ -92,7 +92,7 @@ protected:
 };
 
 TEST_F(Seed, CheckListsAllHooks) {
-  Run r = run("check --json " + kSeed.string());
+  CmdResult r = run("check --json " + kSeed.string());
   ASSERT_EQ(r.status, 0) << r.out;
   json j = json::parse(r.out);
   EXPECT_EQ(j["hooks"].size(), 7u) << r.out;
@@ -227,7 +227,7 @@ TEST(Simulate, TimedOutSetupFailsAndTearsDownWithNil) {
                       "return slurm.SUCCESS, {} end\n"
                       "function slurm_switch_job_complete(job, ji) "
                       "slurm.log_info('teardown jobinfo=%s', tostring(ji)) return slurm.SUCCESS end\n";
-  Run r = run(p.string() + " --json --network fabric --timeout 1 --no-requeue");
+  CmdResult r = run(p.string() + " --json --network fabric --timeout 1 --no-requeue");
   ASSERT_EQ(r.status, 0) << r.out;
   json j = json::parse(r.out);
   EXPECT_EQ(j["result"]["job_state"], "CANCELLED");
@@ -242,7 +242,7 @@ TEST(Simulate, TimedOutSetupFailsAndTearsDownWithNil) {
 TEST(Check, BrokenScriptNamesFileAndLine) {
   fs::path p = fs::temp_directory_path() / "switchlua-broken.lua";
   std::ofstream(p) << "local x = 1\nfunction oops(\n";
-  Run r = run("check " + p.string());
+  CmdResult r = run("check " + p.string());
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find(p.string() + ":3:"), std::string::npos) << r.out;
 }
