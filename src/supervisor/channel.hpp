@@ -57,6 +57,7 @@ public:
   /// The socket's fd (for shutdown(2)), or -1 once closed.
   int native_handle();
 
+  /// Prefer adopt(): start() needs the object owned by a shared_ptr.
   explicit FrameChannel(boost::asio::io_context &io, int fd);
 
 private:

@@ -70,6 +70,33 @@ std::vector<ProcEntry> scan_processes() {
   return out;
 }
 
+std::vector<ProcEntry> scan_children() {
+  const pid_t self = ::getpid();
+  const std::string path = "/proc/self/task/" + std::to_string(self) + "/children";
+  if (::access(path.c_str(), R_OK) != 0) {
+    std::vector<ProcEntry> all = scan_processes();
+    std::erase_if(all, [self](const ProcEntry &e) { return e.ppid != self; });
+    return all;
+  }
+  std::vector<ProcEntry> out;
+  const std::string list = read_small(path, 1 << 20);
+  const char *p = list.data();
+  const char *end = p + list.size();
+  while (p < end) {
+    pid_t pid = 0;
+    auto r = std::from_chars(p, end, pid);
+    if (r.ec != std::errc())
+      break;
+    p = r.ptr;
+    while (p < end && *p == ' ')
+      ++p;
+    const std::string stat = read_small("/proc/" + std::to_string(pid) + "/stat", 1024);
+    if (auto e = parse_stat(stat); e && e->ppid == self)
+      out.push_back(*e);
+  }
+  return out;
+}
+
 std::optional<std::uint64_t> read_call_tag(pid_t pid) {
   const std::string env = read_small("/proc/" + std::to_string(pid) + "/environ", 256 * 1024);
   const std::string key = std::string(kCallTagVar) + "=";

