@@ -65,7 +65,7 @@ protected:
   }
   json simulate(const std::string &directives, const std::string &extra = "",
                 bool bjc = false) {
-    CmdResult r = run(seed_copy(bjc).string() + " --json --network switchlua:" + directives + " " +
+    CmdResult r = run("simulate " + seed_copy(bjc).string() + " --json --network switchlua:" + directives + " " +
                 extra);
     EXPECT_EQ(r.status, 0) << r.out;
     try {
@@ -227,7 +227,7 @@ TEST(Simulate, TimedOutSetupFailsAndTearsDownWithNil) {
                       "return slurm.SUCCESS, {} end\n"
                       "function slurm_switch_job_complete(job, ji) "
                       "slurm.log_info('teardown jobinfo=%s', tostring(ji)) return slurm.SUCCESS end\n";
-  CmdResult r = run(p.string() + " --json --network fabric --timeout 1 --no-requeue");
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric --timeout 1 --no-requeue");
   ASSERT_EQ(r.status, 0) << r.out;
   json j = json::parse(r.out);
   EXPECT_EQ(j["result"]["job_state"], "CANCELLED");
