@@ -4,6 +4,7 @@
 #include "harness.hpp"
 
 #include "lua/codec.hpp"
+#include "supervisor/proc_scan.hpp"
 
 #include <gtest/gtest.h>
 
@@ -50,6 +51,13 @@ bool process_exists(pid_t pid) {
 
 bool group_exists(pid_t pgid) {
   return ::kill(-pgid, 0) == 0;
+}
+
+int live_group_members(pid_t pgid) {
+  int n = 0;
+  for (const ProcEntry &e : scan_processes())
+    n += e.pgrp == pgid && e.state != 'Z';
+  return n;
 }
 
 SyncClient::SyncClient(ClientOptions opts) {

@@ -32,6 +32,8 @@ std::string json(const std::optional<MsgpackBytes> &bytes);
 bool process_exists(pid_t pid);
 /// kill(-pgid, 0) succeeds: some process (zombies included) is in the group.
 bool group_exists(pid_t pgid);
+/// Number of processes of group `pgid` that are not zombies (from /proc).
+int live_group_members(pid_t pgid);
 
 /// One finished call.
 struct CallResult {

@@ -59,6 +59,24 @@ TEST(Lifecycle, SupervisorKilledMidCallAbandonsAndNextSubmitRestartsIt) {
   EXPECT_GT(c.client().supervisor_pid(), 0);
 }
 
+TEST(Lifecycle, SupervisorKilledMidCallTakesTheCallsGroupWithIt) {
+  SyncClient c;
+  const CallId id = c.submit(request("hang_with_grandchild", 30s));
+  ASSERT_TRUE(c.wait_for_log(id, "pgid="));
+  ASSERT_EQ(::kill(c.client().supervisor_pid(), SIGKILL), 0);
+  auto r = c.wait(id, 10s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome.kind, OutcomeKind::Abandoned);
+  int pgid = 0, grandchild = 0;
+  ASSERT_EQ(std::sscanf(r->logs.at(0).c_str(), "pgid=%d grandchild=%d", &pgid, &grandchild), 2);
+  // The runner's parent-death signal makes it kill its own group.  Nobody of
+  // ours reaps them now (init does), so count live members, not zombies.
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (live_group_members(pgid) > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(live_group_members(pgid), 0);
+}
+
 TEST(Lifecycle, DestroyedClientLeavesNoSupervisorNorChildren) {
   SyncClient c;
   const CallId id = c.submit(request("hang_with_grandchild", 30s));
