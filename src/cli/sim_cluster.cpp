@@ -115,6 +115,13 @@ void SimCluster::drain_node(const std::string &node, const std::string &reason) 
 
 void SimCluster::forget(std::uint32_t) {}
 
+void SimCluster::forget_holds() {
+  std::lock_guard g(mu_);
+  for (auto &[name, n] : nodes_)
+    n.holds = 0;
+  job_held_ = false;
+}
+
 std::vector<TimelineEntry> SimCluster::timeline() const {
   std::lock_guard g(mu_);
   return timeline_;

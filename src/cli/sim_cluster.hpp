@@ -68,6 +68,9 @@ public:
   bool job_ended() const;
   std::map<std::string, SimNode> nodes() const;
   void drain_node(const std::string &node, const std::string &reason);
+  /// A slurmctld restart: node hold counts are not saved (Slurm rebuilds
+  /// them from jobs), so the plugin's holds are forgotten until re-applied.
+  void forget_holds();
 
 private:
   std::int64_t now_ms() const;

@@ -128,6 +128,7 @@ void restart(std::unique_ptr<CtldCore> &core, const CoreOptions &co, SimCluster 
   sim.note("slurmctld", "restart", "slurmctld killed (kill -9): supervised calls abandoned");
   sim.attach(nullptr);
   core.reset();
+  sim.forget_holds();
   core = std::make_unique<CtldCore>(co, sim);
   sim.attach(core.get());
   std::lock_guard g(sim.mutex());

@@ -215,6 +215,12 @@ TEST_F(Seed, RestartDuringTeardownReRunsJobCompleteWithTheSameJobinfo) {
   expect_nodes(j, "DRAINED");
 }
 
+TEST_F(Seed, RestartDuringTeardownThenSuccessReleasesTheNodes) {
+  json j = simulate("none", "--restart-during teardown", true);
+  EXPECT_EQ(count(j, "recovered after a slurmctld restart"), 1);
+  expect_nodes(j, "IDLE");
+}
+
 TEST_F(Seed, RestartDuringSetupRunsJobStartAgain) {
   json j = simulate("none", "--restart-during setup");
   EXPECT_EQ(count(j, "running job_start again"), 1);
@@ -237,6 +243,30 @@ TEST(Simulate, TimedOutSetupFailsAndTearsDownWithNil) {
     if (e["text"].get<std::string>().find("teardown jobinfo=nil") != std::string::npos)
       nil_teardowns++;
   EXPECT_EQ(nil_teardowns, 1) << r.out;
+}
+
+TEST(Simulate, CancelDuringSetupIsNotAFailureAndTearsDownOnce) {
+  fs::path p = fs::temp_directory_path() / "switchlua-slow.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) os.execute('sleep 1') "
+                      "return slurm.SUCCESS, {vni = 7} end\n"
+                      "function slurm_switch_job_complete(job, ji) "
+                      "slurm.log_info('teardown vni=%s', tostring(ji and ji.vni)) "
+                      "return slurm.SUCCESS end\n";
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric --batch --cancel-during-setup");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["job_state"], "CANCELLED");
+  EXPECT_EQ(j["result"]["job_reason"], "") << "a cancel is not a fabric failure";
+  int teardowns = 0, requeues = 0;
+  for (const auto &e : j["timeline"]) {
+    std::string t = e["text"];
+    teardowns += t.find("teardown vni=7") != std::string::npos;
+    requeues += t.find("requeued") != std::string::npos;
+  }
+  EXPECT_EQ(teardowns, 1) << r.out;
+  EXPECT_EQ(requeues, 0);
+  for (const auto &[name, n] : j["result"]["nodes"].items())
+    EXPECT_EQ(n["state"], "IDLE") << name;
 }
 
 TEST(Check, BrokenScriptNamesFileAndLine) {
