@@ -16,6 +16,7 @@
 #include <deque>
 #include <fmt/format.h>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -24,24 +25,29 @@ namespace switchlua {
 
 Expected<bool> ask_boolean_hook(SupervisorClient &client, const std::string &script, Hook h,
                                 std::chrono::seconds timeout) {
-  std::mutex m;
-  std::condition_variable cv;
-  std::optional<Outcome> got;
+  // Shared with the completion callback, which may run after a timed-out wait.
+  struct Answer {
+    std::mutex m;
+    std::condition_variable cv;
+    std::optional<Outcome> got;
+  };
+  auto answer = std::make_shared<Answer>();
   CallRequest req{.script = script, .hook = h, .job = {}, .jobinfo = std::nullopt,
                   .timeout = timeout};
-  auto id = client.submit(req, [&](CallId, const Outcome &o) {
-    std::lock_guard g(m);
-    got = o;
-    cv.notify_all();
+  auto id = client.submit(req, [answer](CallId, const Outcome &o) {
+    std::lock_guard g(answer->m);
+    answer->got = o;
+    answer->cv.notify_all();
   });
   if (!id)
     return fail(fmt::format("{}: {}: {}", script, hook_name(h), id.error().message));
-  std::unique_lock lk(m);
-  if (!cv.wait_for(lk, timeout + std::chrono::seconds(5), [&] { return got.has_value(); }))
+  std::unique_lock lk(answer->m);
+  if (!answer->cv.wait_for(lk, timeout + std::chrono::seconds(5),
+                           [&] { return answer->got.has_value(); }))
     return fail(fmt::format("{}: {}: no answer from the supervisor", script, hook_name(h)));
-  if (got->kind != OutcomeKind::Returned)
-    return fail(fmt::format("{}: {} {}", script, hook_name(h), describe(*got)));
-  return got->ret.flag;
+  if (answer->got->kind != OutcomeKind::Returned)
+    return fail(fmt::format("{}: {} {}", script, hook_name(h), describe(*answer->got)));
+  return answer->got->ret.flag;
 }
 
 namespace {

@@ -153,7 +153,9 @@ Expected<std::optional<JobSwitchState>> decode_job_state(std::string_view bytes)
     return Unexpected<Error>{bad("not a switch/lua record (bad magic)")};
   if (a[1].type != msgpack::type::POSITIVE_INTEGER)
     return Unexpected<Error>{bad("bad version field")};
-  if (a[1].via.u64 > kPersistVersion || a[1].via.u64 == 0)
+  if (a[1].via.u64 == 0)
+    return Unexpected<Error>{bad("record version 0 does not exist")};
+  if (a[1].via.u64 > kPersistVersion)
     return Unexpected<Error>{bad(fmt::format("record version {} is newer than this plugin's {}",
                                              a[1].via.u64, kPersistVersion))};
   if (a[2].type == msgpack::type::NIL)
