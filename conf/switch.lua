@@ -12,7 +12,9 @@
 -- releases it in job_complete.  The "fabric manager" is a state directory,
 -- so the example runs anywhere; replace fabric_* with your site's calls.
 
-local STATE_DIR = os.getenv("SWITCHLUA_EXAMPLE_STATE") or "/var/tmp/switch-lua-example"
+-- The controller hooks run with a clean environment (see switch.lua(5)), so
+-- site settings belong in this file, not in environment variables.
+local STATE_DIR = "/var/tmp/switch-lua-example"
 
 -- Hold nodes in COMPLETING until job_complete reports; lets it return EAGAIN.
 function slurm_switch_block_job_complete()
@@ -74,6 +76,9 @@ function slurm_switch_step_preinit(step, stepinfo)
 end
 
 function slurm_switch_step_init(step, stepinfo)
+	if stepinfo == nil then
+		return slurm.SUCCESS, nil
+	end
 	return slurm.SUCCESS, { FABRIC_VNI = stepinfo.vni, FABRIC_ENABLED = true }
 end
 

@@ -37,8 +37,9 @@ struct SimulateOptions {
   std::string runner;
 };
 
-/// Runs the simulation, prints it to stdout.  Returns the exit status:
-/// 0 when it ran (whatever the job's fate), 1 on a usage or load error.
+/// Runs the simulation, prints it to stdout.  Returns the exit status: 0
+/// whenever it ran, whatever the job's fate (a script that does not load
+/// shows as failed calls in the timeline; `switch-lua check` reports it).
 int run_simulate(const SimulateOptions &o);
 
 /// `switch-lua check FILE`: exit status 0 when the script loads.

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <csignal>
 #include <thread>
 
 namespace switchlua {
@@ -69,6 +70,10 @@ struct CtldCore::Impl {
   std::set<std::uint32_t> retry_wait;
   std::map<CallId, std::pair<std::uint32_t, Hook>> calls;
   CtldConfig cfg;
+  /// Set by stop_children() (switch_p_save before a restart or reconfigure):
+  /// outcomes of the calls it killed are dropped, not applied, so the saved
+  /// state still says what was outstanding and the next slurmctld re-runs it.
+  bool frozen = false;
 
   std::mutex qmu;
   std::condition_variable qcv;
@@ -150,6 +155,13 @@ struct CtldCore::Impl {
       }
       ++n;
       std::lock_guard g(mu);
+      if (frozen) {
+        port.log(LogLevel::Verbose,
+                 fmt::format("switch/lua: JobId={} {} not applied: slurmctld is stopping; the "
+                             "call runs again after the restart",
+                             q.job_id, event_kind_name(q.kind)));
+        continue;
+      }
       auto it = jobs.find(q.job_id);
       if (q.kind != EventKind::LateTeardownResult &&
           (it == jobs.end() || it->second.generation != q.generation)) {
@@ -276,6 +288,7 @@ bool CtldCore::job_start(const JobArgs &job, bool requeue_allowed) {
   if (!job.network || job.network->empty())
     return false; // switch.lua contract: only jobs with a non-empty --network
   std::lock_guard g(impl_->mu);
+  impl_->frozen = false;
   JobSwitchState &s = impl_->jobs[job.job_id];
   if (!is_terminal(s.state))
     impl_->port.log(LogLevel::Error,
@@ -297,6 +310,7 @@ void CtldCore::job_complete(std::uint32_t job_id) {
 
 bool CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
   std::lock_guard g(impl_->mu);
+  impl_->frozen = false; // the restore sweep after a failed reconfigure
   auto it = impl_->jobs.find(job_id);
   if (it == impl_->jobs.end() || !it->second.recovered)
     return false;
@@ -335,7 +349,26 @@ CtldConfig CtldCore::config() const {
   return impl_->cfg;
 }
 
-void CtldCore::stop_children() { impl_->client.shutdown(); }
+void CtldCore::stop_children() {
+  {
+    std::lock_guard g(impl_->mu);
+    impl_->frozen = true;
+    // No call survives: whatever was outstanding is recovered (re-run) by
+    // the next slurmctld, or by this one after a failed reconfigure.
+    for (auto &[id, s] : impl_->jobs)
+      if (!is_terminal(s.state))
+        s.recovered = true;
+    impl_->retry_wait.clear();
+  }
+  // SIGTERM: the supervisor kills every child process group and exits; the
+  // client reports the calls abandoned and restarts it on the next submit.
+  pid_t pid = impl_->client.supervisor_pid();
+  if (pid > 0)
+    ::kill(pid, SIGTERM);
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (calls_in_flight() > 0 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
 
 std::size_t CtldCore::drain_events() {
   impl_->port.lock();

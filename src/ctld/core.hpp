@@ -89,7 +89,11 @@ public:
   /// New SlurmctldParameters values; calls in flight keep their timeout.
   void set_config(const CtldConfig &c);
   CtldConfig config() const;
-  /// Kills every supervised child (their outcomes: Abandoned).
+  /// switch_p_save, before slurmctld exits or re-execs (reconfigure): kills
+  /// every supervised child, and freezes the states so the killed calls'
+  /// outcomes are not applied: the saved state keeps what was outstanding,
+  /// marked recovered, for the next slurmctld (or this one, after a failed
+  /// reconfigure: recover_job() and job_start() unfreeze).  Blocks up to 5 s.
   void stop_children();
   /// Runs queued events now (tests and simulate; the worker does it too).
   /// Returns the number of events applied.

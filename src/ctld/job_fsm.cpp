@@ -167,6 +167,8 @@ const Row kRules[] = {
   {"R-RESTART-TEARDOWN",      S::TeardownRetryWait, E::Recover,     V::Recovered,     S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
   // Restart: a setup whose job had ended, or that was abandoned, is torn down with nil.
+  {"R-RESTART-UNKNOWN",       S::SetupRunning,      E::JobEnded,    V::Recovered,     S::TeardownRunning,
+     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
   {"R-RESTART-UNKNOWN",       S::SetupRunningEnded, E::JobEnded,    V::Recovered,     S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
   {"R-RESTART-UNKNOWN",       S::SetupRunningEnded, E::Recover,     V::Recovered,     S::TeardownRunning,
@@ -191,19 +193,23 @@ std::string rc_text(std::int64_t rc) {
 /// What a call ended with, for reasons and logs ("returned rc=-1",
 /// "raised: switch.lua:12: boom", "timed out after 10 s").
 std::string what_happened(const Outcome &o) {
+  // Reasons and log lines carry the first line; the traceback is logged
+  // once, with the outcome, by the engine.
+  std::string first = o.message.substr(0, o.message.find('\n'));
   switch (o.kind) {
   case OutcomeKind::Returned:
     if (!o.ret.jobinfo_error.empty())
-      return fmt::format("returned a jobinfo that cannot be saved: {}", o.ret.jobinfo_error);
+      return fmt::format("returned a jobinfo that cannot be saved: {}",
+                         o.ret.jobinfo_error.substr(0, o.ret.jobinfo_error.find('\n')));
     return "returned " + rc_text(o.ret.rc);
   case OutcomeKind::LuaError:
-    return "raised an error: " + o.message;
+    return "raised an error: " + first;
   case OutcomeKind::BadReturn:
-    return "broke the return convention: " + o.message;
+    return "broke the return convention: " + first;
   case OutcomeKind::LoadFailed:
-    return "could not load the script: " + o.message;
+    return "could not load the script: " + first;
   case OutcomeKind::SpawnFailed:
-    return "could not be started: " + o.message;
+    return "could not be started: " + first;
   case OutcomeKind::ExitedWithoutReturn:
     return fmt::format("exited with status {} without returning", o.exit_status);
   case OutcomeKind::Signaled:
@@ -212,7 +218,7 @@ std::string what_happened(const Outcome &o) {
     return fmt::format("timed out after {} ms and was killed with its process group",
                        o.elapsed.count());
   case OutcomeKind::Abandoned:
-    return "was abandoned: " + o.message;
+    return "was abandoned: " + first;
   }
   return "ended";
 }
@@ -260,7 +266,10 @@ Verdict verdict_of(const JobSwitchState &s, const Event &e, const CtldConfig &cf
   case E::TeardownResult:
     return e.outcome ? teardown_verdict(*e.outcome, s, cfg) : V::Failure;
   case E::JobEnded:
-    if (s.recovered)
+    // After a restart, a call that was in flight is gone: the states that
+    // waited for one re-run it; the others end as usual.
+    if (s.recovered && (s.state == S::SetupRunning || s.state == S::SetupRunningEnded ||
+                        s.state == S::TeardownRunning || s.state == S::TeardownRetryWait))
       return V::Recovered;
     return s.block_job_complete ? V::Blocking : V::NonBlocking;
   case E::Recover:

@@ -111,8 +111,10 @@ typedef struct slc_ctld_ops {
 	slc_log_fn log;
 } slc_ctld_ops_t;
 
-/* RET 0, or -1 after logging why (bad SlurmctldParameters, script refused,
- * supervisor not startable).  `libexec_dir` holds switch-lua-supervisor and
+/* RET 0, or -1 after logging why (bad SlurmctldParameters).  A script that
+ * does not load is logged, not fatal: every call loads it afresh, so each
+ * job_start then fails ("switch setup failed: ... could not load the
+ * script: file:line: ...") until the file is fixed, without a restart.  `libexec_dir` holds switch-lua-supervisor and
  * switch-lua-runner. */
 int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char *slurmctld_params,
                   const char *libexec_dir);

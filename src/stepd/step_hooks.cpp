@@ -11,10 +11,16 @@ std::string step_tag(const StepArgs &s) {
 }
 
 Expected<StepHooks> StepHooks::load(const std::string &path, LogSink sink) {
-  auto s = Script::load(path, sink);
+  auto tag = std::make_shared<std::string>();
+  auto s = Script::load(path, [tag, sink](LogLevel l, std::string_view text) {
+    if (tag->empty())
+      sink(l, text);
+    else
+      sink(l, fmt::format("{}: {}", *tag, text));
+  });
   if (!s)
     return Unexpected<Error>{s.error()};
-  return StepHooks(std::move(*s), std::move(sink));
+  return StepHooks(std::move(*s), std::move(sink), std::move(tag));
 }
 
 StepVerdict StepHooks::preinit(const StepArgs &step, const MsgpackBytes *stepinfo) {
@@ -31,15 +37,17 @@ StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *ste
   StepVerdict v;
   std::string tag = step_tag(step);
   std::string_view name = hook_name(h);
+  *tag_ = fmt::format("{} {}", tag, name);
   auto r = script_.call(h, nullptr, &step, stepinfo);
+  tag_->clear();
   if (!r) {
     // switch.lua contract: a Lua error in a slurmstepd hook is logged and the
     // step proceeds (fail-open); a broken return is treated the same way.
     v.lua_error = true;
     v.summary = fmt::format("{} {} {}: {}; fail-open: the step proceeds", tag, name,
-                            r.error().kind == CallError::Kind::LuaError
-                                ? "raised an error"
-                                : "broke the return convention",
+                            r.error().kind == CallError::Kind::LuaError      ? "raised an error"
+                            : r.error().kind == CallError::Kind::BadArgument ? "could not be called"
+                                                                             : "broke the return convention",
                             r.error().message);
     sink_(LogLevel::Error, v.summary);
     return v;

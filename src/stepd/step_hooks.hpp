@@ -28,6 +28,7 @@
 #include "lua/contract.hpp"
 #include "lua/runtime.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,10 +65,14 @@ public:
   Script &script() { return script_; }
 
 private:
-  explicit StepHooks(Script s, LogSink sink) : script_(std::move(s)), sink_(std::move(sink)) {}
+  StepHooks(Script s, LogSink sink, std::shared_ptr<std::string> tag)
+      : script_(std::move(s)), sink_(std::move(sink)), tag_(std::move(tag)) {}
   StepVerdict run(Hook h, const StepArgs &step, const MsgpackBytes *stepinfo);
   Script script_;
   LogSink sink_;
+  /// "JobId=N StepId=M node step_init" while a hook runs: prefixed to the
+  /// script's own log lines, so grepping a JobId finds them too.
+  std::shared_ptr<std::string> tag_;
 };
 
 /// "JobId=42 StepId=0 node1" for log lines.

@@ -181,6 +181,18 @@ std::vector<Case> cases() {
       {"R_RESTART_TEARDOWN_RetryWaitReRunsOnRecover",
        with(state(S::TeardownRetryWait), recovered), E::Recover, {}, def, S::TeardownRunning,
        {A::HoldNodes, A::RunJobComplete}, ""},
+      {"R_RESTART_UNKNOWN_OutstandingSetupOfAnEndedJobTearsDownWithNil",
+       with(state(S::SetupRunning), recovered), E::JobEnded, {}, def, S::TeardownRunning,
+       {A::HoldNodes, A::RunJobComplete}, ""},
+      {"R_END_RecoveredRunningJobEndsAsUsual", with(state(S::Running), recovered), E::JobEnded,
+       {}, def, S::TeardownRunning, {A::HoldNodes, A::RunJobComplete}, ""},
+      {"R_END_AFTER_ABANDON_RecoveredAbandonedSetupIsTornDown",
+       with(state(S::SetupAbandoned), recovered), E::JobEnded, {}, def, S::TeardownRunning,
+       {A::HoldNodes, A::RunJobComplete}, ""},
+      {"R_START_FAIL_ReasonCarriesOnlyTheFirstLine", state(S::SetupRunning), E::SetupResult,
+       with_kind(OutcomeKind::LuaError, "switch.lua:7: boom\nstack traceback:\n\t[C]: in ?"),
+       def, S::SetupFailed, {A::Cancel, A::EndConfiguring},
+       "switch setup failed: switch/lua job_start raised an error: switch.lua:7: boom"},
       {"R_IGNORED_StrayRetryTickChangesNothing", state(S::Running), E::RetryTick, {}, def,
        S::Running, {}, ""},
   };
@@ -213,6 +225,7 @@ TEST_P(JobFsmRule, FollowsTheContract) {
   if (!c.reason_has.empty()) {
     EXPECT_NE(reason.find(c.reason_has), std::string::npos) << "reason: " << reason;
   }
+  EXPECT_EQ(reason.find('\n'), std::string::npos) << "a reason is one line: " << reason;
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, JobFsmRule, testing::ValuesIn(cases()),
