@@ -155,7 +155,7 @@ void slc_ctld_pack(void *handle, char **buf, size_t *len);
 int slc_ctld_unpack(const char *buf, size_t len, void **handle);
 
 /* switch_p_build_stepinfo: the stepinfo record for a step of the job (the
- * jobinfo + sluid), malloc'd into *buf/*len.  RET 1 when the job has
+ * jobinfo + sluid), malloc'd into *buf and *len.  RET 1 when the job has
  * jobinfo (a managed, set-up job), 0 when not (no stepinfo: *buf NULL). */
 int slc_ctld_stepinfo(void *handle, char **buf, size_t *len);
 
