@@ -64,47 +64,42 @@ struct StepReport {
 };
 
 /// Runs each step's preinit / init / postfini on each node, in-process as
-/// slurmstepd does.
+/// slurmstepd does: one fresh Lua state per step and node (each slurmstepd
+/// loads the script for itself), so module-level variables are not shared.
 std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
                                   const MsgpackBytes &jobinfo, SimCluster &sim) {
   std::vector<StepReport> out;
-  std::string current_node;
-  auto hooks = StepHooks::load(o.script, [&](LogLevel l, std::string_view t) {
-    sim.note(current_node.empty() ? "slurmstepd" : current_node, "log",
-             fmt::format("switch/lua: {}", t), l == LogLevel::Error);
-  });
-  if (!hooks) {
-    sim.note("slurmstepd", "log",
-             fmt::format("switch/lua: {}; the step hooks will not run", hooks.error().message),
-             true);
-    return out;
-  }
   for (std::uint32_t s = 0; s < o.steps; ++s) {
     StepReport rep{.step_id = s};
-    std::vector<bool> preinit_ok(job.node_names.size(), true);
     for (std::size_t i = 0; i < job.node_names.size(); ++i) {
-      current_node = job.node_names[i];
+      const std::string node = job.node_names[i];
+      auto hooks = StepHooks::load(o.script, [&](LogLevel l, std::string_view t) {
+        sim.note(node, "log", fmt::format("switch/lua: {}", t), l == LogLevel::Error);
+      });
+      if (!hooks) {
+        sim.note(node, "log",
+                 fmt::format("switch/lua: {}; the step hooks will not run", hooks.error().message),
+                 true);
+        continue;
+      }
       StepArgs a{.job_id = job.job_id, .step_id = s, .sluid = job.sluid,
-                 .partition = job.partition, .node_name = current_node,
+                 .partition = job.partition, .node_name = node,
                  .node_id = static_cast<std::uint32_t>(i), .num_nodes = job.num_nodes,
                  .num_tasks = job.num_nodes, .user_id = job.user_id,
                  .user_name = job.user_name, .nodes = job.nodes, .network = job.network};
-      StepVerdict pre = hooks->preinit(a, &jobinfo);
-      if (pre.kind == StepVerdict::Kind::FailStep) {
-        rep.failed = true;
-        preinit_ok[i] = false; // mgr.c: a failed preinit skips init and postfini
+      if (hooks->preinit(a, &jobinfo).kind == StepVerdict::Kind::FailStep) {
+        rep.failed = true; // mgr.c: a failed preinit skips init and postfini
         continue;
       }
       StepVerdict in = hooks->init(a, &jobinfo);
       if (in.kind == StepVerdict::Kind::FailStep)
         rep.failed = true;
       else
-        rep.env[current_node] = in.env;
+        rep.env[node] = in.env;
       StepVerdict post = hooks->postfini(a, &jobinfo);
       if (post.kind == StepVerdict::Kind::DrainNode)
-        sim.drain_node(current_node, post.reason);
+        sim.drain_node(node, post.reason);
     }
-    current_node.clear();
     sim.note("srun", "step",
              rep.failed ? fmt::format("step {}.{}: srun: error: Error configuring interconnect",
                                       job.job_id, s)
