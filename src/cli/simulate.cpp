@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <iostream>
+#include <lua.hpp>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -316,16 +317,32 @@ int run_check(const std::string &script, bool as_json) {
       fmt::print(stderr, "switch-lua check: {}\n", s.error().message);
     return 1;
   }
-  std::vector<std::string> present, missing;
-  for (Hook h : kAllHooks)
-    (s->has_hook(h) ? present : missing).emplace_back(hook_function(h));
+  std::vector<std::string> present, missing, wrong;
+  for (Hook h : kAllHooks) {
+    lua_State *L = s->state();
+    lua_getglobal(L, std::string(hook_function(h)).c_str());
+    int type = lua_type(L, -1);
+    lua_pop(L, 1);
+    if (type == LUA_TFUNCTION)
+      present.emplace_back(hook_function(h));
+    else if (type == LUA_TNIL)
+      missing.emplace_back(hook_function(h));
+    else // every call of it would fail: a script bug, not a default
+      wrong.push_back(fmt::format("{}: {} is a {}, not a function", script, hook_function(h),
+                                  lua_typename(L, type)));
+  }
   if (as_json) {
     j["hooks"] = present;
     j["missing"] = missing;
+    j["errors"] = wrong;
     j["log"] = lines;
     std::cout << j.dump(2) << "\n";
-    return 0;
+    return wrong.empty() ? 0 : 1;
   }
+  for (const std::string &w : wrong)
+    fmt::print(stderr, "switch-lua check: {}\n", w);
+  if (!wrong.empty())
+    return 1;
   fmt::print("{}: loaded\n", script);
   for (const std::string &l : lines)
     fmt::print("  log {}\n", l);

@@ -269,6 +269,16 @@ TEST(Simulate, CancelDuringSetupIsNotAFailureAndTearsDownOnce) {
     EXPECT_EQ(n["state"], "IDLE") << name;
 }
 
+TEST(Check, HookThatIsNotAFunctionIsAnError) {
+  fs::path p = fs::temp_directory_path() / "switchlua-notfn.lua";
+  std::ofstream(p) << "slurm_switch_job_start = 5\n";
+  CmdResult r = run("check " + p.string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find(p.string() + ": slurm_switch_job_start is a number, not a function"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(Check, BrokenScriptNamesFileAndLine) {
   fs::path p = fs::temp_directory_path() / "switchlua-broken.lua";
   std::ofstream(p) << "local x = 1\nfunction oops(\n";
