@@ -19,6 +19,20 @@ std::int64_t SimCluster::now_ms() const {
 void SimCluster::note(std::string source, std::string kind, std::string text, bool error) {
   std::lock_guard g(mu_);
   timeline_.push_back({now_ms(), std::move(source), std::move(kind), std::move(text), error});
+  if (stream_)
+    stream_(timeline_.back());
+}
+
+void SimCluster::user_cancel() {
+  job_state_ = "CANCELLED";
+  note("user", "action", fmt::format("scancel {}: the job is cancelled by its user", job_.job_id));
+  end_job("cancel");
+}
+
+void SimCluster::mark_failed() {
+  std::lock_guard g(mu_);
+  if (job_state_ == "RUNNING")
+    job_state_ = "FAILED";
 }
 
 void SimCluster::log(LogLevel level, const std::string &line) {
@@ -49,9 +63,14 @@ void SimCluster::end_job(const std::string &how) {
     if (n.state == "ALLOCATED")
       n.state = "IDLE";
   note("slurmctld", "action",
-       fmt::format("{}: deallocate_nodes calls switch job_complete", how));
-  if (core_)
+       fmt::format("{}: slurmctld deallocates the nodes (switch_p_job_complete)", how));
+  if (core_) {
+    if (!core_->state_of(job_.job_id))
+      note("slurmctld", "log",
+           "switch/lua has no switch state for the job (declined, or not ours): nothing to "
+           "tear down");
     core_->job_complete(job_.job_id);
+  }
   // Without a switch/lua hold, the job's epilogs finish and its nodes go idle.
   for (auto &[name, n] : nodes_)
     if (n.holds == 0 && n.state == "COMPLETING")

@@ -12,6 +12,7 @@
 #include "ctld/core.hpp"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -55,8 +56,16 @@ public:
   /// The engine to re-enter when the simulated Slurm ends the job itself
   /// (requeue and cancel call job_complete at once, as slurmctld does).
   void attach(CtldCore *core) { core_ = core; }
-  /// Records a timeline line (thread-safe).
+  /// Records a timeline line (thread-safe), and passes it to the stream
+  /// callback, if any, as it happens.
   void note(std::string source, std::string kind, std::string text, bool error = false);
+  /// Called with each timeline line as it is recorded (human output
+  /// streams, so a hook that hangs still shows what it logged).
+  void stream_to(std::function<void(const TimelineEntry &)> f) { stream_ = std::move(f); }
+  /// scancel by the job's user: CANCELLED with no reason (not a failure).
+  void user_cancel();
+  /// A step failed: srun ends the job FAILED (srun's own exit code).
+  void mark_failed();
   /// Ends the job as slurmctld does (deallocate_nodes → job_complete).
   void end_job(const std::string &how);
 
@@ -85,6 +94,7 @@ private:
   bool configuring_ = true;
   bool ended_ = false;
   bool job_held_ = false;
+  std::function<void(const TimelineEntry &)> stream_;
 };
 
 } // namespace switchlua

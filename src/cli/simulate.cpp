@@ -8,6 +8,7 @@
 #include "stepd/step_hooks.hpp"
 
 #include <fmt/format.h>
+#include <cstdio>
 #include <iostream>
 #include <lua.hpp>
 #include <nlohmann/json.hpp>
@@ -75,7 +76,8 @@ std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
     for (std::size_t i = 0; i < job.node_names.size(); ++i) {
       const std::string node = job.node_names[i];
       auto hooks = StepHooks::load(o.script, [&](LogLevel l, std::string_view t) {
-        sim.note(node, "log", fmt::format("switch/lua: {}", t), l == LogLevel::Error);
+        if (l <= LogLevel::Verbose) // debug lines (tracebacks) stay out of the timeline
+          sim.note(node, "log", fmt::format("switch/lua: {}", t), l == LogLevel::Error);
       });
       if (!hooks) {
         sim.note(node, "log",
@@ -157,16 +159,23 @@ bool teardown_pending(const CtldCore &core, std::uint32_t id) {
          core.calls_in_flight() > 0;
 }
 
-void print_human(const SimulateOptions &o, const JobArgs &job, bool bjc, SimCluster &sim,
-                 const std::vector<StepReport> &steps) {
-  fmt::print("switch-lua simulate {}\n  JobId={} Network={} Nodes={} ({}) {} {}\n  {} "
-             "block_job_complete={}\n\n",
+void print_header(const SimulateOptions &o, const JobArgs &job) {
+  fmt::print("switch-lua simulate {}\n  JobId={} Network={} Nodes={} ({}) {} {}\n  {}\n\n",
              o.script, job.job_id, o.network, *job.nodes, job.num_nodes,
              o.batch ? "batch" : "interactive", o.no_requeue || !o.batch ? "no-requeue" : "requeue",
-             describe(o.config), bjc ? "true" : "false");
-  for (const TimelineEntry &e : sim.timeline())
-    fmt::print("{:>7} ms  {:<10} {}{}\n", e.t_ms, e.source, e.error ? "! " : "", e.text);
-  fmt::print("\nWhat an operator sees\n  job:   State={}{}\n", sim.job_state(),
+             describe(o.config));
+  std::fflush(stdout);
+}
+
+void print_entry(const TimelineEntry &e) {
+  fmt::print("{:>7} ms  {:<10} {}{}\n", e.t_ms, e.source, e.error ? "! " : "", e.text);
+  std::fflush(stdout);
+}
+
+void print_human(const SimulateOptions &, const JobArgs &job, bool bjc, SimCluster &sim,
+                 const std::vector<StepReport> &steps) {
+  fmt::print("\nWhat an operator sees (block_job_complete={})\n  job:   State={}{}\n",
+             bjc ? "true" : "false", sim.job_state(),
              sim.job_reason().empty() ? "" : " Reason=" + sim.job_reason());
   for (const auto &[name, n] : sim.nodes())
     fmt::print("  {}: State={}{}\n", name, n.state, n.reason.empty() ? "" : " Reason=" + n.reason);
@@ -181,6 +190,8 @@ void print_human(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClus
       fmt::print("    {} task environment:{}\n", node, line.empty() ? " (no changes)" : line);
     }
   }
+  if (!steps.empty())
+    fmt::print("  (NAME=VALUE: set for the tasks; -NAME: removed from their environment)\n");
 }
 
 void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimCluster &sim,
@@ -216,8 +227,18 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
 } // namespace
 
 int run_simulate(const SimulateOptions &o) {
+  // Preflight: a script that does not load would only show as failed calls.
+  auto pre = Script::load(o.script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
+  if (!pre) {
+    fmt::print(stderr, "switch-lua simulate: {}\n", pre.error().message);
+    return 1;
+  }
   JobArgs job = make_job(o);
   SimCluster sim(job);
+  if (!o.json) {
+    print_header(o, job);
+    sim.stream_to(print_entry);
+  }
   CoreOptions co;
   co.script = o.script;
   co.config = o.config;
@@ -255,10 +276,8 @@ int run_simulate(const SimulateOptions &o) {
   if (ours && o.cancel_during_setup) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::lock_guard g(sim.mutex());
-    if (setup_pending(*core, job.job_id)) {
-      sim.note("user", "action", fmt::format("scancel {}", job.job_id));
-      sim.cancel(job.job_id, "");
-    }
+    if (setup_pending(*core, job.job_id))
+      sim.user_cancel();
   }
   auto limit = o.config.switch_timeout + std::chrono::seconds(10);
   wait_for(*core, [&] { return !setup_pending(*core, job.job_id); }, limit);
@@ -276,8 +295,9 @@ int run_simulate(const SimulateOptions &o) {
     bool failed = false;
     for (const StepReport &s : steps)
       failed = failed || s.failed;
-    sim.note("slurmctld", "action", "the job ends");
-    sim.end_job(failed ? "job finished (a step failed)" : "job finished");
+    if (failed)
+      sim.mark_failed();
+    sim.end_job(failed ? "the job ends FAILED (srun: a step failed)" : "the job ends");
   }
   bool restarted = false;
   wait_for(*core,
@@ -305,9 +325,12 @@ int run_simulate(const SimulateOptions &o) {
 
 int run_check(const std::string &script, bool as_json) {
   std::vector<std::string> lines;
-  auto s = Script::load(script, [&](LogLevel l, std::string_view t) {
-    lines.push_back(fmt::format("{}: {}", log_level_name(l), t));
-  });
+  auto s = Script::load(
+      script,
+      [&](LogLevel l, std::string_view t) {
+        lines.push_back(fmt::format("{}: {}", log_level_name(l), t));
+      },
+      Script::Host::InProcess);
   json j{{"script", script}, {"loaded", bool(s)}};
   if (!s) {
     j["error"] = s.error().message;

@@ -47,7 +47,7 @@ Expected<bool> ask_boolean_hook(SupervisorClient &client, const std::string &scr
                            [&] { return answer->got.has_value(); }))
     return fail(fmt::format("{}: {}: no answer from the supervisor", script, hook_name(h)));
   if (answer->got->kind != OutcomeKind::Returned)
-    return fail(fmt::format("{}: {} {}", script, hook_name(h), describe(*answer->got)));
+    return fail(fmt::format("{} {}", hook_name(h), describe(*answer->got)));
   return answer->got->ret.flag;
 }
 
@@ -221,7 +221,9 @@ struct CtldCore::Impl {
         std::lock_guard g(mu);
         calls.erase(cid);
       }
-      port.log(o.kind == OutcomeKind::Returned ? LogLevel::Info : LogLevel::Error,
+      // The full outcome (a Lua traceback included) at verbose level; the
+      // state machine's own line says what it means, once, at info/error.
+      port.log(LogLevel::Verbose,
                fmt::format("switch/lua: JobId={} {} {}", job_id, hook_name(h), describe(o)));
       enqueue({job_id, gen, result_kind, o});
     });
@@ -250,12 +252,10 @@ struct CtldCore::Impl {
       case ActionKind::EndConfiguring:
         port.end_configuring(id);
         break;
-      case ActionKind::Requeue:
-        port.log(LogLevel::Error, fmt::format("switch/lua: JobId={} requeued: {}", id, a.reason));
+      case ActionKind::Requeue: // the port logs what Slurm did
         port.requeue(id, a.reason);
         break;
       case ActionKind::Cancel:
-        port.log(LogLevel::Error, fmt::format("switch/lua: JobId={} cancelled: {}", id, a.reason));
         port.cancel(id, a.reason);
         break;
       case ActionKind::HoldNodes:
@@ -265,8 +265,6 @@ struct CtldCore::Impl {
         port.release(id, nodes, a.reason == "job+nodes");
         break;
       case ActionKind::DrainNodes:
-        port.log(LogLevel::Error,
-                 fmt::format("switch/lua: JobId={} draining {}: {}", id, nodes, a.reason));
         port.drain(nodes, a.reason);
         break;
       case ActionKind::ScheduleRetry:

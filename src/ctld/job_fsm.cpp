@@ -123,8 +123,8 @@ const Row kRules[] = {
   {"R-END",                   S::Running,           E::JobEnded,    V::NonBlocking,   S::TeardownRunning,
      {Do::HoldJob, Do::RunJobCompleteWithJobinfo}},
   // A failed setup is not torn down.
-  {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::Blocking,      S::Done, {}},
-  {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::NonBlocking,   S::Done, {}},
+  {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::Blocking,      S::Done, {Do::LogInfo}},
+  {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::NonBlocking,   S::Done, {Do::LogInfo}},
   // An abandoned setup (timeout, exit, death) is torn down with nil jobinfo,
   // nodes held whatever block_job_complete says.
   {"R-END-AFTER-ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::Blocking,      S::TeardownRunning,
@@ -308,6 +308,10 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e,
     return fmt::format("{} job_complete returned slurm.EAGAIN: nodes stay held, retry {} of {} at "
                        "the next periodic check",
                        job_tag(s), s.retries + 1, cfg.switch_retries);
+  if (rule == "R-END-AFTER-FAIL")
+    return fmt::format("{} ended after a failed setup: job_complete is not called (job_start "
+                       "undoes its own work before it returns a failure)",
+                       job_tag(s));
   if (rule.starts_with("R-RESTART"))
     return fmt::format("{} recovered after a slurmctld restart in state {}: {}", job_tag(s),
                        job_state_name(s.state),

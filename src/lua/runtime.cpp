@@ -109,7 +109,19 @@ lua_State *Script::state() {
   return impl_->L;
 }
 
+namespace {
+/// os.exit() of an in-process script: a Lua error, not the end of the host.
+int l_refuse_exit(lua_State *L) {
+  return luaL_error(L, "os.exit() is not allowed here: the script runs inside its host "
+                       "process (slurmstepd or switch-lua); return a value instead");
+}
+} // namespace
+
 Expected<Script> Script::load(const std::string &path, LogSink sink) {
+  return load(path, std::move(sink), Host::OwnProcess);
+}
+
+Expected<Script> Script::load(const std::string &path, LogSink sink, Host host) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->sink = std::move(sink);
@@ -122,6 +134,14 @@ Expected<Script> Script::load(const std::string &path, LogSink sink) {
   lua_pushlightuserdata(L, &impl->sink);
   if (lua_pcall(L, 1, 0, 0) != LUA_OK)
     return fail(fmt::format("{}: cannot set up the Lua state: {}", path, pop_message(L)));
+  if (host == Host::InProcess) {
+    lua_getglobal(L, "os");
+    if (lua_istable(L, -1)) {
+      lua_pushcfunction(L, l_refuse_exit);
+      lua_setfield(L, -2, "exit");
+    }
+    lua_pop(L, 1);
+  }
 
   lua_pushcfunction(L, l_traceback);
   const int handler = lua_gettop(L);

@@ -90,6 +90,22 @@ public:
   /// line, during load too.
   static Expected<Script> load(const std::string &path, LogSink sink);
 
+  /// Where the script runs, which decides what os.exit() may do.
+  enum class Host {
+    /// A process of its own (switch-lua-runner): os.exit() ends the child,
+    /// which the supervisor classifies as "exited without returning"
+    /// (switch.lua contract: job_start / job_complete).
+    OwnProcess,
+    /// Inside a process that must survive the script: slurmstepd (step
+    /// hooks) and `switch-lua check|simulate`.  os.exit() then raises
+    /// "os.exit() is not allowed in <where>: ..." instead of ending it,
+    /// so a step hook's os.exit() is a Lua error (fail-open), never the end
+    /// of slurmstepd.
+    InProcess,
+  };
+  /// As load(path, sink), for the given host.
+  static Expected<Script> load(const std::string &path, LogSink sink, Host host);
+
   Script(Script &&) noexcept;
   Script &operator=(Script &&) noexcept;
   ~Script();

@@ -12,12 +12,15 @@ std::string step_tag(const StepArgs &s) {
 
 Expected<StepHooks> StepHooks::load(const std::string &path, LogSink sink) {
   auto tag = std::make_shared<std::string>();
-  auto s = Script::load(path, [tag, sink](LogLevel l, std::string_view text) {
-    if (tag->empty())
-      sink(l, text);
-    else
-      sink(l, fmt::format("{}: {}", *tag, text));
-  });
+  auto s = Script::load(
+      path,
+      [tag, sink](LogLevel l, std::string_view text) {
+        if (tag->empty())
+          sink(l, text);
+        else
+          sink(l, fmt::format("{}: {}", *tag, text));
+      },
+      Script::Host::InProcess); // os.exit() must never end slurmstepd
   if (!s)
     return Unexpected<Error>{s.error()};
   return StepHooks(std::move(*s), std::move(sink), std::move(tag));
@@ -44,11 +47,15 @@ StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *ste
     // switch.lua contract: a Lua error in a slurmstepd hook is logged and the
     // step proceeds (fail-open); a broken return is treated the same way.
     v.lua_error = true;
+    const std::string &msg = r.error().message;
+    std::string first = msg.substr(0, msg.find('\n'));
+    if (first.size() != msg.size())
+      sink_(LogLevel::Debug, fmt::format("{} {}: {}", tag, name, msg));
     v.summary = fmt::format("{} {} {}: {}; fail-open: the step proceeds", tag, name,
                             r.error().kind == CallError::Kind::LuaError      ? "raised an error"
                             : r.error().kind == CallError::Kind::BadArgument ? "could not be called"
                                                                              : "broke the return convention",
-                            r.error().message);
+                            first);
     sink_(LogLevel::Error, v.summary);
     return v;
   }

@@ -193,6 +193,7 @@ TEST_F(Seed, PreinitAndInitFailFailTheStep) {
     json j = simulate(d);
     EXPECT_TRUE(j["result"]["steps"][0]["failed"].get<bool>()) << d;
     EXPECT_EQ(count(j, "srun: error: Error configuring interconnect"), 1) << d;
+    EXPECT_EQ(j["result"]["job_state"], "FAILED") << d;
   }
 }
 
@@ -267,6 +268,35 @@ TEST(Simulate, CancelDuringSetupIsNotAFailureAndTearsDownOnce) {
   EXPECT_EQ(requeues, 0);
   for (const auto &[name, n] : j["result"]["nodes"].items())
     EXPECT_EQ(n["state"], "IDLE") << name;
+}
+
+TEST(Simulate, OsExitInAStepHookIsALuaErrorNotTheEndOfTheHost) {
+  fs::path p = fs::temp_directory_path() / "switchlua-stepexit.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) return slurm.SUCCESS, {x = 1} end\n"
+                      "function slurm_switch_step_init(step, si) os.exit(7) end\n";
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric");
+  ASSERT_EQ(r.status, 0) << r.out; // slurmstepd (here: switch-lua) survives
+  json j = json::parse(r.out);
+  EXPECT_FALSE(j["result"]["steps"][0]["failed"].get<bool>()) << "fail-open";
+  int refused = 0;
+  for (const auto &e : j["timeline"])
+    refused += e["text"].get<std::string>().find("os.exit() is not allowed here") !=
+               std::string::npos;
+  EXPECT_EQ(refused, 2) << r.out; // one per node
+}
+
+TEST(Simulate, MissingScriptIsAnError) {
+  CmdResult r = run("simulate /nonexistent/switch.lua --network fabric");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("cannot open /nonexistent/switch.lua"), std::string::npos) << r.out;
+}
+
+TEST(Check, ChunkCallingOsExitIsRefused) {
+  fs::path p = fs::temp_directory_path() / "switchlua-chunkexit.lua";
+  std::ofstream(p) << "os.exit(0)\n";
+  CmdResult r = run("check " + p.string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("os.exit() is not allowed here"), std::string::npos) << r.out;
 }
 
 TEST(Check, HookThatIsNotAFunctionIsAnError) {
