@@ -53,7 +53,8 @@ int main(int argc, char **argv) {
   sim->add_option("--nodes", so.nodes, "number of nodes (node1..nodeN)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  sim->add_option("--steps", so.steps, "number of job steps")->check(CLI::Range(0, 32))
+  sim->add_option("--steps", so.steps, "number of job steps")
+      ->check(CLI::Range(0, 32))
       ->capture_default_str();
   sim->add_flag("--batch", so.batch, "a batch job (sbatch): requeue-able");
   sim->add_flag("--no-requeue", so.no_requeue, "a batch job that may not be requeued");
@@ -62,7 +63,8 @@ int main(int argc, char **argv) {
   sim->add_option("--timeout", timeout, "switch_timeout, seconds")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
-  sim->add_option("--retries", retries, "switch_retries")->check(CLI::Range(0, 1000))
+  sim->add_option("--retries", retries, "switch_retries")
+      ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   sim->add_option("--drain-on-failure", drain, "switch_drain_on_failure")
       ->check(CLI::IsMember({"yes", "no"}))

@@ -22,18 +22,18 @@ namespace switchlua {
 
 /// One line of the timeline.
 struct TimelineEntry {
-  std::int64_t t_ms = 0;  ///< since the simulation started
-  std::string source;     ///< "slurmctld", "script", "node1", ...
-  std::string kind;       ///< "log", "action", "step", "restart", ...
+  std::int64_t t_ms = 0; ///< since the simulation started
+  std::string source;    ///< "slurmctld", "script", "node1", ...
+  std::string kind;      ///< "log", "action", "step", "restart", ...
   std::string text;
   bool error = false;
 };
 
 /// A simulated node.
 struct SimNode {
-  std::string state = "IDLE";  ///< IDLE, ALLOCATED, COMPLETING, DRAINED, ...
-  std::string reason;          ///< drain reason
-  int holds = 0;               ///< switch/lua holds (COMPLETING)
+  std::string state = "IDLE"; ///< IDLE, ALLOCATED, COMPLETING, DRAINED, ...
+  std::string reason;         ///< drain reason
+  int holds = 0;              ///< switch/lua holds (COMPLETING)
 };
 
 class SimCluster final : public SlurmPort {

@@ -7,8 +7,8 @@
 #include "lua/codec.hpp"
 #include "stepd/step_hooks.hpp"
 
-#include <fmt/format.h>
 #include <cstdio>
+#include <fmt/format.h>
 #include <iostream>
 #include <lua.hpp>
 #include <nlohmann/json.hpp>
@@ -85,11 +85,18 @@ std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
                  true);
         continue;
       }
-      StepArgs a{.job_id = job.job_id, .step_id = s, .sluid = job.sluid,
-                 .partition = job.partition, .node_name = node,
-                 .node_id = static_cast<std::uint32_t>(i), .num_nodes = job.num_nodes,
-                 .num_tasks = job.num_nodes, .user_id = job.user_id,
-                 .user_name = job.user_name, .nodes = job.nodes, .network = job.network};
+      StepArgs a{.job_id = job.job_id,
+                 .step_id = s,
+                 .sluid = job.sluid,
+                 .partition = job.partition,
+                 .node_name = node,
+                 .node_id = static_cast<std::uint32_t>(i),
+                 .num_nodes = job.num_nodes,
+                 .num_tasks = job.num_nodes,
+                 .user_id = job.user_id,
+                 .user_name = job.user_name,
+                 .nodes = job.nodes,
+                 .network = job.network};
       if (hooks->preinit(a, &jobinfo).kind == StepVerdict::Kind::FailStep) {
         rep.failed = true; // mgr.c: a failed preinit skips init and postfini
         continue;
@@ -204,8 +211,11 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
                  {"switch_drain_on_failure", o.config.drain_on_failure},
                  {"block_job_complete", bjc}};
   for (const TimelineEntry &e : sim.timeline())
-    j["timeline"].push_back({{"t_ms", e.t_ms}, {"source", e.source}, {"kind", e.kind},
-                             {"text", e.text}, {"error", e.error}});
+    j["timeline"].push_back({{"t_ms", e.t_ms},
+                             {"source", e.source},
+                             {"kind", e.kind},
+                             {"text", e.text},
+                             {"error", e.error}});
   j["result"]["job_state"] = sim.job_state();
   j["result"]["job_reason"] = sim.job_reason();
   for (const auto &[name, n] : sim.nodes())
@@ -228,7 +238,8 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
 
 int run_simulate(const SimulateOptions &o) {
   // Preflight: a script that does not load would only show as failed calls.
-  auto pre = Script::load(o.script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
+  auto pre = Script::load(
+      o.script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
   if (!pre) {
     fmt::print(stderr, "switch-lua simulate: {}\n", pre.error().message);
     return 1;
@@ -253,8 +264,8 @@ int run_simulate(const SimulateOptions &o) {
     });
     auto bjc = ask_boolean_hook(probe, o.script, Hook::BlockJobComplete, o.config.switch_timeout);
     if (!bjc)
-      sim.note("slurmctld", "log", fmt::format("switch/lua: {}; taken as false", bjc.error().message),
-               true);
+      sim.note("slurmctld", "log",
+               fmt::format("switch/lua: {}; taken as false", bjc.error().message), true);
     co.block_job_complete = bjc && *bjc;
     probe.shutdown();
   }
@@ -280,12 +291,13 @@ int run_simulate(const SimulateOptions &o) {
       sim.user_cancel();
   }
   auto limit = o.config.switch_timeout + std::chrono::seconds(10);
-  wait_for(*core, [&] { return !setup_pending(*core, job.job_id); }, limit);
+  wait_for(
+      *core, [&] { return !setup_pending(*core, job.job_id); }, limit);
   std::vector<StepReport> steps;
   auto st = core->state_of(job.job_id);
   if (st && st->state == JobState::Running && st->jobinfo) {
-    sim.note("slurmctld", "log", fmt::format("jobinfo (stepinfo of every step) = {}",
-                                             jobinfo_json(st->jobinfo)));
+    sim.note("slurmctld", "log",
+             fmt::format("jobinfo (stepinfo of every step) = {}", jobinfo_json(st->jobinfo)));
     steps = run_steps(o, job, *st->jobinfo, sim);
   } else if (!sim.job_ended()) {
     sim.note("slurmctld", "log", "no stepinfo: the step hooks do not run for this job");
@@ -300,21 +312,21 @@ int run_simulate(const SimulateOptions &o) {
     sim.end_job(failed ? "the job ends FAILED (srun: a step failed)" : "the job ends");
   }
   bool restarted = false;
-  wait_for(*core,
-           [&] {
-             if (!restarted && o.restart_during == "teardown") {
-               auto s = core->state_of(job.job_id);
-               if (s && (s->state == JobState::TeardownRunning ||
-                         s->state == JobState::TeardownRetryWait)) {
-                 restarted = true;
-                 restart(core, co, sim, job.job_id);
-               }
-             }
-             return !teardown_pending(*core, job.job_id);
-           },
-           (o.config.switch_timeout + std::chrono::seconds(1)) *
-                   (o.config.switch_retries + 3) +
-               std::chrono::seconds(5));
+  wait_for(
+      *core,
+      [&] {
+        if (!restarted && o.restart_during == "teardown") {
+          auto s = core->state_of(job.job_id);
+          if (s &&
+              (s->state == JobState::TeardownRunning || s->state == JobState::TeardownRetryWait)) {
+            restarted = true;
+            restart(core, co, sim, job.job_id);
+          }
+        }
+        return !teardown_pending(*core, job.job_id);
+      },
+      (o.config.switch_timeout + std::chrono::seconds(1)) * (o.config.switch_retries + 3) +
+          std::chrono::seconds(5));
   core.reset();
   if (o.json)
     print_json(o, job, co.block_job_complete, sim, steps);

@@ -20,20 +20,20 @@ namespace switchlua {
 
 struct SimulateOptions {
   std::string script;
-  std::string network;               ///< the job's --network (empty: not ours)
+  std::string network; ///< the job's --network (empty: not ours)
   std::uint32_t job_id = 1001;
-  std::uint32_t nodes = 2;           ///< node1..nodeN
+  std::uint32_t nodes = 2; ///< node1..nodeN
   std::uint32_t steps = 1;
-  bool batch = false;                ///< sbatch job (requeue-able unless no_requeue)
+  bool batch = false; ///< sbatch job (requeue-able unless no_requeue)
   bool no_requeue = false;
   std::string user = "alice";
   std::string partition = "debug";
-  CtldConfig config;                 ///< switch_timeout, switch_retries, drain
+  CtldConfig config;                      ///< switch_timeout, switch_retries, drain
   std::optional<bool> block_job_complete; ///< nullopt: ask the script
-  std::string restart_during;        ///< "", "setup" or "teardown"
+  std::string restart_during;             ///< "", "setup" or "teardown"
   bool cancel_during_setup = false;
   bool json = false;
-  std::string supervisor;            ///< paths of the helper executables
+  std::string supervisor; ///< paths of the helper executables
   std::string runner;
 };
 

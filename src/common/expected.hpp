@@ -30,12 +30,12 @@ struct Error {
 };
 
 /// Wraps an error value so `Expected<T, E>` can be built from it.
-template <typename E> struct Unexpected {
-  E error;
-};
+template <typename E> struct Unexpected { E error; };
 
 /// Builds an `Unexpected<Error>` from a message.
-inline Unexpected<Error> fail(std::string message) { return {Error{std::move(message)}}; }
+inline Unexpected<Error> fail(std::string message) {
+  return {Error{std::move(message)}};
+}
 
 /// Either a T or an E.  Accessing the wrong alternative is a bug (asserts).
 template <typename T, typename E = Error> class [[nodiscard]] Expected {

@@ -32,8 +32,8 @@ Expected<std::uint64_t> parse_count(const Token &t, std::uint64_t lo, std::uint6
   const char *e = b + t.value.size();
   auto [p, ec] = std::from_chars(b, e, v);
   if (!t.has_value || t.value.empty() || ec != std::errc() || p != e || v < lo || v > hi)
-    return fail(fmt::format("SlurmctldParameters: {}={}: must be an integer {} from {} to {}", t.key,
-                            t.has_value ? t.value : "", what, lo, hi));
+    return fail(fmt::format("SlurmctldParameters: {}={}: must be an integer {} from {} to {}",
+                            t.key, t.has_value ? t.value : "", what, lo, hi));
   return v;
 }
 
@@ -75,8 +75,9 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
       else if (t->has_value && t->value == "no")
         v = false;
       else
-        return fail(fmt::format("SlurmctldParameters: switch_drain_on_failure={}: must be yes or no",
-                                t->has_value ? t->value : ""));
+        return fail(
+            fmt::format("SlurmctldParameters: switch_drain_on_failure={}: must be yes or no",
+                        t->has_value ? t->value : ""));
       if (seen_drain && v != c.drain_on_failure)
         return fail("SlurmctldParameters: switch_drain_on_failure given twice (yes and no)");
       c.drain_on_failure = v;

@@ -13,13 +13,13 @@
 #include "ctld/core.hpp"
 
 #include <condition_variable>
+#include <csignal>
 #include <deque>
 #include <fmt/format.h>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
-#include <csignal>
 #include <thread>
 
 namespace switchlua {
@@ -33,8 +33,8 @@ Expected<bool> ask_boolean_hook(SupervisorClient &client, const std::string &scr
     std::optional<Outcome> got;
   };
   auto answer = std::make_shared<Answer>();
-  CallRequest req{.script = script, .hook = h, .job = {}, .jobinfo = std::nullopt,
-                  .timeout = timeout};
+  CallRequest req{
+      .script = script, .hook = h, .job = {}, .jobinfo = std::nullopt, .timeout = timeout};
   auto id = client.submit(req, [answer](CallId, const Outcome &o) {
     std::lock_guard g(answer->m);
     answer->got = o;
@@ -83,8 +83,8 @@ struct CtldCore::Impl {
 
   Impl(CoreOptions o, SlurmPort &p)
       : opts(std::move(o)), port(p),
-        client(opts.client,
-               [this](CallId id, LogLevel l, std::string_view text) { on_script_log(id, l, text); }),
+        client(opts.client, [this](CallId id, LogLevel l,
+                                   std::string_view text) { on_script_log(id, l, text); }),
         cfg(opts.config) {
     worker = std::thread([this] { run_worker(); });
   }
@@ -190,9 +190,9 @@ struct CtldCore::Impl {
       return;
     StepResult r = step(it->second, e, cfg);
     it->second = r.next;
-    port.log(LogLevel::Debug, fmt::format("switch/lua: JobId={} {} -> {} ({})", job_id,
-                                          event_kind_name(e.kind), job_state_name(r.next.state),
-                                          r.rule));
+    port.log(LogLevel::Debug,
+             fmt::format("switch/lua: JobId={} {} -> {} ({})", job_id, event_kind_name(e.kind),
+                         job_state_name(r.next.state), r.rule));
     execute(r.next, r.actions);
     auto again = jobs.find(job_id); // execute() may have re-entered
     if (again != jobs.end() && is_terminal(again->second.state) &&
@@ -206,16 +206,18 @@ struct CtldCore::Impl {
 
   void submit(const JobSwitchState &s, Hook h, std::optional<MsgpackBytes> jobinfo,
               EventKind result_kind) {
-    CallRequest req{.script = opts.script, .hook = h, .job = s.job, .jobinfo = std::move(jobinfo),
+    CallRequest req{.script = opts.script,
+                    .hook = h,
+                    .job = s.job,
+                    .jobinfo = std::move(jobinfo),
                     .timeout = cfg.switch_timeout};
     std::uint32_t job_id = s.job.job_id;
     std::uint64_t gen = s.generation;
-    port.log(LogLevel::Info,
-             fmt::format("switch/lua: JobId={} {} started{} (switch_timeout={} s)", job_id,
-                         hook_name(h),
-                         result_kind == EventKind::LateTeardownResult ? " for a late setup result"
-                                                                      : "",
-                         cfg.switch_timeout.count()));
+    port.log(
+        LogLevel::Info,
+        fmt::format("switch/lua: JobId={} {} started{} (switch_timeout={} s)", job_id, hook_name(h),
+                    result_kind == EventKind::LateTeardownResult ? " for a late setup result" : "",
+                    cfg.switch_timeout.count()));
     auto id = client.submit(req, [this, job_id, gen, result_kind, h](CallId cid, const Outcome &o) {
       {
         std::lock_guard g(mu);

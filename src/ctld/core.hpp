@@ -37,7 +37,7 @@ namespace switchlua {
 class SlurmPort {
 public:
   virtual ~SlurmPort() = default;
-  virtual void lock() = 0;   ///< conf R, job W, node W, fed R
+  virtual void lock() = 0; ///< conf R, job W, node W, fed R
   virtual void unlock() = 0;
   virtual void end_configuring(std::uint32_t job_id) = 0;
   virtual void requeue(std::uint32_t job_id, const std::string &reason) = 0;
@@ -53,10 +53,10 @@ public:
 };
 
 struct CoreOptions {
-  std::string script;           ///< path of switch.lua
-  CtldConfig config;            ///< from SlurmctldParameters
+  std::string script;              ///< path of switch.lua
+  CtldConfig config;               ///< from SlurmctldParameters
   bool block_job_complete = false; ///< the script's answer, asked once
-  ClientOptions client;         ///< supervisor and runner paths, caps
+  ClientOptions client;            ///< supervisor and runner paths, caps
   /// The periodic check that retries EAGAIN teardowns.
   std::chrono::milliseconds retry_interval{5000};
 };

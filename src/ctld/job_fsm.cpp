@@ -40,11 +40,11 @@ enum class Do : std::uint8_t {
   RunJobCompleteNil,         // nil: the controller cannot say what the setup left
   RunLateJobComplete,        // only if the timed-out setup reported late
   EndConfiguring,
-  FailSetup,                 // Requeue if allowed, else Cancel; reason per verdict
-  HoldJob,                   // keep the job COMPLETING; nodes stay in service
-  HoldJobAndNodes,           // keep the job and its nodes COMPLETING
-  Release,                   // undo HoldJob / HoldJobAndNodes
-  DrainIfConfigured,         // drain unless switch_drain_on_failure=no
+  FailSetup,         // Requeue if allowed, else Cancel; reason per verdict
+  HoldJob,           // keep the job COMPLETING; nodes stay in service
+  HoldJobAndNodes,   // keep the job and its nodes COMPLETING
+  Release,           // undo HoldJob / HoldJobAndNodes
+  DrainIfConfigured, // drain unless switch_drain_on_failure=no
   ScheduleRetry,
   CountRetry,
   StoreJobinfo,
@@ -287,11 +287,12 @@ const Row *find_row(JobState s, EventKind e, Verdict v) {
 }
 
 /// The job as logs name it.
-std::string job_tag(const JobSwitchState &s) { return fmt::format("JobId={}", s.job.job_id); }
+std::string job_tag(const JobSwitchState &s) {
+  return fmt::format("JobId={}", s.job.job_id);
+}
 
 /// The log line of a row's LogInfo / LogError.
-std::string log_text(const Row &r, const JobSwitchState &s, const Event &e,
-                     const CtldConfig &cfg) {
+std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
   std::string hook = e.kind == E::SetupResult ? "job_start" : "job_complete";
   std::string what = e.outcome ? what_happened(*e.outcome) : "";
   std::string_view rule = r.rule;
@@ -319,7 +320,8 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e,
                                                  : "running job_complete again");
   if (rule.starts_with("R-CANCELLED-SETUP"))
     return fmt::format("{} job_start {} after the job had ended: {}", job_tag(s), what,
-                       r.next == S::Done ? "nothing to tear down" : "tearing down with nil jobinfo");
+                       r.next == S::Done ? "nothing to tear down"
+                                         : "tearing down with nil jobinfo");
   return fmt::format("{} {} {}", job_tag(s), hook, what);
 }
 
@@ -367,12 +369,14 @@ std::optional<Action> late_job_complete(const Event &e) {
 
 std::string_view job_state_name(JobState s) {
   static constexpr std::array<std::string_view, 10> names = {
-      "None",           "SetupRunning",    "SetupRunningEnded", "Running",           "Declined",
-      "SetupFailed",    "SetupAbandoned",  "TeardownRunning",   "TeardownRetryWait", "Done"};
+      "None",        "SetupRunning",   "SetupRunningEnded", "Running",           "Declined",
+      "SetupFailed", "SetupAbandoned", "TeardownRunning",   "TeardownRetryWait", "Done"};
   return names.at(static_cast<std::size_t>(s));
 }
 
-bool is_terminal(JobState s) { return s == S::None || s == S::Declined || s == S::Done; }
+bool is_terminal(JobState s) {
+  return s == S::None || s == S::Declined || s == S::Done;
+}
 
 std::string_view event_kind_name(EventKind e) {
   static constexpr std::array<std::string_view, 7> names = {
@@ -383,9 +387,8 @@ std::string_view event_kind_name(EventKind e) {
 
 std::string_view action_kind_name(ActionKind a) {
   static constexpr std::array<std::string_view, 11> names = {
-      "RunJobStart", "RunJobComplete", "RunLateJobComplete", "EndConfiguring",
-      "Requeue",     "Cancel",         "HoldNodes",          "ReleaseNodes",
-      "DrainNodes",  "ScheduleRetry",  "Log"};
+      "RunJobStart", "RunJobComplete", "RunLateJobComplete", "EndConfiguring", "Requeue", "Cancel",
+      "HoldNodes",   "ReleaseNodes",   "DrainNodes",         "ScheduleRetry",  "Log"};
   return names.at(static_cast<std::size_t>(a));
 }
 
@@ -406,11 +409,10 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
   Verdict v = verdict_of(s, e, cfg);
   const Row *r = find_row(from, e.kind, v);
   if (!r) {
-    out.actions.push_back(
-        {.kind = ActionKind::Log,
-         .reason = fmt::format("{} {} ignored in state {}", job_tag(s), event_kind_name(e.kind),
-                               job_state_name(s.state)),
-         .rule = out.rule});
+    out.actions.push_back({.kind = ActionKind::Log,
+                           .reason = fmt::format("{} {} ignored in state {}", job_tag(s),
+                                                 event_kind_name(e.kind), job_state_name(s.state)),
+                           .rule = out.rule});
     return out;
   }
   out.rule = r->rule;

@@ -76,14 +76,14 @@ struct Event {
 /// The switch state of one job; what persist.hpp saves in Slurm's job state.
 struct JobSwitchState {
   JobState state = JobState::None;
-  JobArgs job;                          ///< the job as it was when its setup started
-  std::optional<MsgpackBytes> jobinfo;  ///< what job_start returned (Running and after)
-  bool requeue_allowed = false;         ///< the job may be requeued (batch, --requeue)
-  bool block_job_complete = false;      ///< the script's answer, asked once per daemon
-  bool nodes_held = false;              ///< we hold the job's nodes in COMPLETING
-  std::uint32_t retries = 0;            ///< EAGAIN retries used so far (<= switch_retries)
-  std::uint64_t generation = 0;         ///< bumped per hook call; stale results are ignored
-  bool recovered = false;               ///< loaded after a restart: no call is in flight
+  JobArgs job;                         ///< the job as it was when its setup started
+  std::optional<MsgpackBytes> jobinfo; ///< what job_start returned (Running and after)
+  bool requeue_allowed = false;        ///< the job may be requeued (batch, --requeue)
+  bool block_job_complete = false;     ///< the script's answer, asked once per daemon
+  bool nodes_held = false;             ///< we hold the job's nodes in COMPLETING
+  std::uint32_t retries = 0;           ///< EAGAIN retries used so far (<= switch_retries)
+  std::uint64_t generation = 0;        ///< bumped per hook call; stale results are ignored
+  bool recovered = false;              ///< loaded after a restart: no call is in flight
   bool operator==(const JobSwitchState &) const = default;
 };
 

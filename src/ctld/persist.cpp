@@ -18,7 +18,9 @@ std::optional<JobState> state_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-Error bad(std::string what) { return Error{"switch/lua job state: " + std::move(what)}; }
+Error bad(std::string what) {
+  return Error{"switch/lua job state: " + std::move(what)};
+}
 
 /// Reads map field `key` of the expected msgpack type, or an error.
 Expected<const msgpack::object *> field(const msgpack::object_map &m, std::string_view key,
@@ -75,8 +77,8 @@ Expected<JobSwitchState> decode_v1(const msgpack::object_map &m) {
   if (!retries)
     return Unexpected<Error>{retries.error()};
   if ((*retries)->via.u64 > kMaxSwitchRetries)
-    return Unexpected<Error>{bad(fmt::format("field 'retries': {} is out of range",
-                                             (*retries)->via.u64))};
+    return Unexpected<Error>{
+        bad(fmt::format("field 'retries': {} is out of range", (*retries)->via.u64))};
   s.retries = static_cast<std::uint32_t>((*retries)->via.u64);
   auto gen = field(m, "gen", msgpack::type::POSITIVE_INTEGER);
   if (!gen)
@@ -128,8 +130,8 @@ std::string encode_job_state(const JobSwitchState *s) {
 Expected<std::optional<JobSwitchState>> decode_job_state(std::string_view bytes) {
   using Result = std::optional<JobSwitchState>;
   if (bytes.size() > kPersistMaxBytes)
-    return Unexpected<Error>{bad(fmt::format("record of {} bytes exceeds {}", bytes.size(),
-                                             kPersistMaxBytes))};
+    return Unexpected<Error>{
+        bad(fmt::format("record of {} bytes exceeds {}", bytes.size(), kPersistMaxBytes))};
   msgpack::object_handle oh;
   try {
     std::size_t off = 0;
@@ -137,8 +139,8 @@ Expected<std::optional<JobSwitchState>> decode_job_state(std::string_view bytes)
     msgpack::unpack_limit limit(64, 64, 4096, kPersistMaxBytes, 16, 8);
     oh = msgpack::unpack(bytes.data(), bytes.size(), off, nullptr, nullptr, limit);
     if (off != bytes.size())
-      return Unexpected<Error>{bad(fmt::format("{} trailing bytes after the record",
-                                               bytes.size() - off))};
+      return Unexpected<Error>{
+          bad(fmt::format("{} trailing bytes after the record", bytes.size() - off))};
   } catch (const msgpack::insufficient_bytes &) {
     return Unexpected<Error>{bad(fmt::format("truncated record ({} bytes)", bytes.size()))};
   } catch (const std::exception &e) {

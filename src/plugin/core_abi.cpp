@@ -199,30 +199,29 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
       SupervisorClient probe(o.client, [&](CallId, LogLevel l, std::string_view t) {
         c->port->log(l, fmt::format("switch/lua: {}", t));
       });
-      auto bjc = ask_boolean_hook(probe, script_path, Hook::BlockJobComplete, o.config.switch_timeout);
+      auto bjc =
+          ask_boolean_hook(probe, script_path, Hook::BlockJobComplete, o.config.switch_timeout);
       if (!bjc)
-        ops->log(SLC_LOG_ERROR,
-                 fmt::format("switch/lua: {}; block_job_complete taken as false",
-                             bjc.error().message)
-                     .c_str());
+        ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}; block_job_complete taken as false",
+                                            bjc.error().message)
+                                    .c_str());
       o.block_job_complete = bjc && *bjc;
       c->block_job_complete = o.block_job_complete;
       auto sss =
           ask_boolean_hook(probe, script_path, Hook::SetupSpecialSteps, o.config.switch_timeout);
       if (!sss)
-        ops->log(SLC_LOG_ERROR,
-                 fmt::format("switch/lua: {}; setup_special_steps taken as false",
-                             sss.error().message)
-                     .c_str());
+        ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}; setup_special_steps taken as false",
+                                            sss.error().message)
+                                    .c_str());
       else if (*sss)
         ops->log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true, but Slurm 24.11 "
                                "never calls the step init for batch or interactive steps: ignored");
       probe.shutdown();
     }
-    ops->log(SLC_LOG_INFO, fmt::format("switch/lua: script {} ({}, block_job_complete={})",
-                                       script_path, describe(o.config),
-                                       o.block_job_complete ? "true" : "false")
-                               .c_str());
+    ops->log(SLC_LOG_INFO,
+             fmt::format("switch/lua: script {} ({}, block_job_complete={})", script_path,
+                         describe(o.config), o.block_job_complete ? "true" : "false")
+                 .c_str());
     c->core = std::make_unique<CtldCore>(std::move(o), *c->port);
     return 0;
   } catch (const std::exception &e) {
@@ -256,7 +255,9 @@ void slc_ctld_fini(void) {
   g_ctld->core.reset();
 }
 
-bool slc_ctld_block_job_complete(void) { return g_ctld && g_ctld->block_job_complete; }
+bool slc_ctld_block_job_complete(void) {
+  return g_ctld && g_ctld->block_job_complete;
+}
 
 void *slc_ctld_job_start(const slc_job_t *job) {
   if (!g_ctld || !g_ctld->core || !job)
@@ -311,8 +312,8 @@ int slc_ctld_unpack(const char *buf, size_t len, void **handle) {
   }
   auto s = decode_job_state(bytes);
   if (!s) {
-    g_ctld->port->log(LogLevel::Error,
-                      fmt::format("switch/lua: {}; the job keeps no switch state", s.error().message));
+    g_ctld->port->log(LogLevel::Error, fmt::format("switch/lua: {}; the job keeps no switch state",
+                                                   s.error().message));
     return -1;
   }
   if (!*s)
@@ -339,7 +340,9 @@ int slc_ctld_stepinfo(void *handle, char **buf, size_t *len) {
   return 1;
 }
 
-void slc_free(void *p) { std::free(p); }
+void slc_free(void *p) {
+  std::free(p);
+}
 
 int slc_stepd_init(const char *script_path, slc_log_fn log) {
   g_stepd.log = log;

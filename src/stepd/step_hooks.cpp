@@ -52,9 +52,10 @@ StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *ste
     if (first.size() != msg.size())
       sink_(LogLevel::Debug, fmt::format("{} {}: {}", tag, name, msg));
     v.summary = fmt::format("{} {} {}: {}; fail-open: the step proceeds", tag, name,
-                            r.error().kind == CallError::Kind::LuaError      ? "raised an error"
-                            : r.error().kind == CallError::Kind::BadArgument ? "could not be called"
-                                                                             : "broke the return convention",
+                            r.error().kind == CallError::Kind::LuaError ? "raised an error"
+                            : r.error().kind == CallError::Kind::BadArgument
+                                ? "could not be called"
+                                : "broke the return convention",
                             first);
     sink_(LogLevel::Error, v.summary);
     return v;

@@ -42,11 +42,11 @@ struct StepVerdict {
     DrainNode, ///< postfini returned < 0: drain this node
   };
   Kind kind = Kind::Proceed;
-  std::int64_t rc = 0;      ///< what the hook returned (0 after an error)
-  bool lua_error = false;   ///< the hook raised or broke the convention (fail-open)
-  std::vector<EnvOp> env;   ///< init: environment operations to apply
-  std::string reason;       ///< DrainNode: "switch/lua step_postfini returned -1 (JobId=.. StepId=..)"
-  std::string summary;      ///< one line for logs and timelines
+  std::int64_t rc = 0;    ///< what the hook returned (0 after an error)
+  bool lua_error = false; ///< the hook raised or broke the convention (fail-open)
+  std::vector<EnvOp> env; ///< init: environment operations to apply
+  std::string reason;  ///< DrainNode: "switch/lua step_postfini returned -1 (JobId=.. StepId=..)"
+  std::string summary; ///< one line for logs and timelines
 };
 
 /// The step hooks on one loaded script.  Not thread-safe.

@@ -7,7 +7,9 @@
 namespace switchlua {
 namespace {
 constexpr std::string_view kMagic = "swlua-step";
-Unexpected<Error> bad(std::string what) { return fail("switch/lua stepinfo: " + std::move(what)); }
+Unexpected<Error> bad(std::string what) {
+  return fail("switch/lua stepinfo: " + std::move(what));
+}
 } // namespace
 
 std::string encode_stepinfo(const Stepinfo &s) {

@@ -22,8 +22,8 @@ namespace switchlua {
 inline constexpr std::uint32_t kStepinfoVersion = 1;
 
 struct Stepinfo {
-  MsgpackBytes jobinfo;              ///< the Lua table job_start returned, msgpack
-  std::optional<std::string> sluid;  ///< the job's SLUID text
+  MsgpackBytes jobinfo;             ///< the Lua table job_start returned, msgpack
+  std::optional<std::string> sluid; ///< the job's SLUID text
   bool operator==(const Stepinfo &) const = default;
 };
 

@@ -63,10 +63,9 @@ protected:
     if (!fs::exists(kSeed))
       GTEST_SKIP() << "contract script not found at " << kSeed;
   }
-  json simulate(const std::string &directives, const std::string &extra = "",
-                bool bjc = false) {
-    CmdResult r = run("simulate " + seed_copy(bjc).string() + " --json --network switchlua:" + directives + " " +
-                extra);
+  json simulate(const std::string &directives, const std::string &extra = "", bool bjc = false) {
+    CmdResult r = run("simulate " + seed_copy(bjc).string() +
+                      " --json --network switchlua:" + directives + " " + extra);
     EXPECT_EQ(r.status, 0) << r.out;
     try {
       return json::parse(r.out);
@@ -82,7 +81,8 @@ protected:
         n++;
     return n;
   }
-  static void expect_nodes(const json &j, const std::string &state, const std::string &reason = "") {
+  static void expect_nodes(const json &j, const std::string &state,
+                           const std::string &reason = "") {
     for (const auto &[name, n] : j["result"]["nodes"].items()) {
       EXPECT_EQ(n["state"], state) << name;
       if (!reason.empty())
@@ -132,8 +132,7 @@ TEST_F(Seed, DeferRequeuesARequeueableBatchJob) {
 TEST_F(Seed, DeferCancelsWithoutRequeue) {
   json j = simulate("defer", "--no-requeue");
   EXPECT_EQ(j["result"]["job_state"], "CANCELLED");
-  EXPECT_EQ(j["result"]["job_reason"],
-            "switch setup failed: switch/lua job_start returned rc=-1");
+  EXPECT_EQ(j["result"]["job_reason"], "switch setup failed: switch/lua job_start returned rc=-1");
   expect_nodes(j, "IDLE");
 }
 
@@ -172,8 +171,8 @@ TEST_F(Seed, CompleteCrashWithDrainOffDoesNotDrain) {
 }
 
 TEST_F(Seed, StepdWarnAndCrashDirectivesLetTheStepRun) {
-  for (const char *d : {"preinit_warn", "preinit_crash", "init_warn", "init_crash",
-                        "postfini_warn", "postfini_crash"}) {
+  for (const char *d : {"preinit_warn", "preinit_crash", "init_warn", "init_crash", "postfini_warn",
+                        "postfini_crash"}) {
     json j = simulate(d);
     ASSERT_EQ(j["result"]["steps"].size(), 1u) << d;
     EXPECT_FALSE(j["result"]["steps"][0]["failed"].get<bool>()) << d;
@@ -230,10 +229,11 @@ TEST_F(Seed, RestartDuringSetupRunsJobStartAgain) {
 
 TEST(Simulate, TimedOutSetupFailsAndTearsDownWithNil) {
   fs::path p = fs::temp_directory_path() / "switchlua-hang.lua";
-  std::ofstream(p) << "function slurm_switch_job_start(job) os.execute('sleep 30') "
-                      "return slurm.SUCCESS, {} end\n"
-                      "function slurm_switch_job_complete(job, ji) "
-                      "slurm.log_info('teardown jobinfo=%s', tostring(ji)) return slurm.SUCCESS end\n";
+  std::ofstream(p)
+      << "function slurm_switch_job_start(job) os.execute('sleep 30') "
+         "return slurm.SUCCESS, {} end\n"
+         "function slurm_switch_job_complete(job, ji) "
+         "slurm.log_info('teardown jobinfo=%s', tostring(ji)) return slurm.SUCCESS end\n";
   CmdResult r = run("simulate " + p.string() + " --json --network fabric --timeout 1 --no-requeue");
   ASSERT_EQ(r.status, 0) << r.out;
   json j = json::parse(r.out);
@@ -253,7 +253,8 @@ TEST(Simulate, CancelDuringSetupIsNotAFailureAndTearsDownOnce) {
                       "function slurm_switch_job_complete(job, ji) "
                       "slurm.log_info('teardown vni=%s', tostring(ji and ji.vni)) "
                       "return slurm.SUCCESS end\n";
-  CmdResult r = run("simulate " + p.string() + " --json --network fabric --batch --cancel-during-setup");
+  CmdResult r =
+      run("simulate " + p.string() + " --json --network fabric --batch --cancel-during-setup");
   ASSERT_EQ(r.status, 0) << r.out;
   json j = json::parse(r.out);
   EXPECT_EQ(j["result"]["job_state"], "CANCELLED");
@@ -280,8 +281,8 @@ TEST(Simulate, OsExitInAStepHookIsALuaErrorNotTheEndOfTheHost) {
   EXPECT_FALSE(j["result"]["steps"][0]["failed"].get<bool>()) << "fail-open";
   int refused = 0;
   for (const auto &e : j["timeline"])
-    refused += e["text"].get<std::string>().find("os.exit() is not allowed here") !=
-               std::string::npos;
+    refused +=
+        e["text"].get<std::string>().find("os.exit() is not allowed here") != std::string::npos;
   EXPECT_EQ(refused, 2) << r.out; // one per node
 }
 
