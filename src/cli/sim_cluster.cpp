@@ -36,8 +36,8 @@ void SimCluster::mark_failed() {
 }
 
 void SimCluster::log(LogLevel level, const std::string &line) {
-  if (level > LogLevel::Verbose)
-    return; // debug lines are for slurmctld.log at debug level, not the timeline
+  if (level >= LogLevel::Verbose)
+    return; // verbose/debug lines (full outcomes, transitions) are for slurmctld.log
   note("slurmctld", "log", line, level == LogLevel::Error);
 }
 
