@@ -22,6 +22,11 @@
 #
 #   # e2e-config: --switch-type switch/lua --script test/e2e/lua/basic.lua
 #
+# A test runs with the nearest such line above its e2e_test line (a test
+# above the first one gets the first one), so one file can have sections
+# with different configs.  The line is read as shell words after lib.sh is
+# sourced: "$E2E_GEN/seed.lua" names a generated script (see below).
+#
 # Helpers (all print errors to stderr and return non-zero on failure):
 #   running commands  c_root CMD...   c_user CMD...   (in the chroot)
 #   jobs              submit [-u USER] SBATCH_ARGS...   -> job id
@@ -42,7 +47,25 @@
 #                     resume nodes, wait idle; the runner calls it between tests)
 #   checks            assert_eq EXP ACT MSG   assert_match RE ACT MSG
 #                     assert_contains NEEDLE HAYSTACK MSG   fail MSG
+#                     assert_not_contains NEEDLE HAYSTACK MSG
 #                     skip REASON   note MSG   wait_for TIMEOUT CMD...
+#   switch/lua        job_reason ID (the Reason text as squeue %r shows it;
+#                     scontrol writes it with '_' for ' ')
+#                     assert_job_reason ID RE (both agree, and match RE)
+#                     job_named NAME (id of the job called NAME, any state)
+#                     ctld_job ID RE (ctld_grep "switch/lua: JobId=ID" RE;
+#                     RE begins with a non-digit, e.g. ' job_start started')
+#                     ctld_count RE (lines matching, 0 if none)
+#                     e2e_uniq (a tag unique to this test run, digits only)
+#                     need_seed (skip unless the contract script was found)
+#   generated scripts e2e_generate_scripts (the runner calls it) writes into
+#                     $E2E_GEN (host path; $E2E_GEN_CL inside the chroot):
+#                       seed.lua        the contract script with
+#                                       ALLOW_DIRECTIVES = true
+#                       seed-block.lua  the same with BLOCK_JOB_COMPLETE = true
+#                     from $E2E_SEED (default ../shared/seeds/switch.lua);
+#                     without it both are test/e2e/lua/no-seed.lua and the
+#                     tests that need them skip (need_seed).
 #
 # Timeouts are in seconds; polling is every 0.2 s.
 
@@ -52,12 +75,15 @@ E2E_ROOT=${SWITCHLUA_TESTBED:-/var/tmp/switch-lua-testbed}/root
 E2E_CL=${SWITCHLUA_CLUSTER_DIR:-/var/tmp/switch-lua-cluster} # inside the chroot
 E2E_CLH=$E2E_ROOT$E2E_CL                                      # host path
 E2E_USER=tbuser
+E2E_SEED=${SWITCHLUA_SEED:-$(cd "$E2E_REPO/.." && pwd)/shared/seeds/switch.lua}
+E2E_GEN_CL=$E2E_CL/e2e-lua # generated scripts, inside the chroot
+E2E_GEN=$E2E_ROOT$E2E_GEN_CL # the same, host path
 
 # ------------------------------------------------------------ registration
 # e2e_test TITLE FUNCTION: declare a test.  In list mode (the runner reading
 # the files) it prints "FUNCTION<TAB>TITLE"; when a test runs it does nothing.
 e2e_test() {
-	[ "${E2E_MODE:-}" = list ] && printf '%s\t%s\n' "$2" "$1"
+	[ "${E2E_MODE:-}" = list ] && printf '%s\t%s\t%s\n' "$2" "$1" "${BASH_LINENO[0]}"
 	return 0
 }
 
@@ -81,6 +107,9 @@ assert_match() {
 }
 assert_contains() {
 	[[ $2 == *"$1"* ]] || fail "${3:-not found}: '$1' not in: $2"
+}
+assert_not_contains() {
+	[[ $2 != *"$1"* ]] || fail "${3:-found}: '$1' should not be in: $2"
 }
 
 # wait_for TIMEOUT CMD...: poll CMD until it succeeds; 1 after TIMEOUT s.
@@ -196,7 +225,10 @@ job_output() {
 # ------------------------------------------------------------ nodes
 node_names() { c_root sinfo -h -N -o '%N' | sort -u; }
 # node_state NODE: sinfo's long state, e.g. idle, mixed, drained, idle*, down*
-node_state() { c_root sinfo -h -N -n "$1" -o '%T' | head -n1; }
+# Asks for every node: slurmctld answers `sinfo -n NODE` (one node) without
+# recounting the allocated CPUs, so a node freed a moment ago can show
+# "mixed" there for up to about 10 s.
+node_state() { c_root sinfo -h -N -o '%N %T' | awk -v n="$1" '$1 == n { print $2; exit }'; }
 node_field() {
 	local line
 	line=$(c_root scontrol show node -o "$1") || return 1
@@ -299,7 +331,9 @@ wait_state_saved() {
 	t0=$(date +%s.%N)
 	deadline=$(($(date +%s%N) + ${1:-7} * 1000000000))
 	while (($(date +%s%N) < deadline)); do
-		latest=$(stat -c %.9Y "$E2E_CLH"/state/*_state 2>/dev/null | sort -n | tail -n1)
+		# (|| true: slurmctld renames its state files as it writes them, so
+		# one named by the glob may be gone when stat looks.)
+		latest=$(stat -c %.9Y "$E2E_CLH"/state/*_state 2>/dev/null | sort -n | tail -n1) || true
 		awk -v a="${latest:-0}" -v b="$t0" 'BEGIN { exit !(a > b) }' && return 0
 		sleep 0.2
 	done
@@ -327,3 +361,86 @@ e2e_reset() {
 }
 _no_jobs() { [ -z "$(c_root squeue -h -o %i 2>/dev/null)" ]; }
 _all_idle() { ! c_root sinfo -h -N -o '%T' | grep -qv '^idle$'; }
+
+# ------------------------------------------------------------ switch/lua
+# job_reason ID: the job's Reason as text.  scontrol show job writes the
+# reason with '_' for every space; squeue %r keeps it as the plugin set it.
+job_reason() { c_root squeue -h -t all -j "$1" -o %r 2>/dev/null; }
+
+# assert_job_reason ID RE: the job's Reason matches RE (an extended regexp,
+# anchored by the caller if need be) as squeue prints it, and scontrol show
+# job prints the same text with '_' for ' '.
+assert_job_reason() {
+	local r
+	r=$(job_reason "$1")
+	assert_match "$2" "$r" "Reason of job $1 (squeue %r)"
+	assert_eq "${r// /_}" "$(job_field "$1" Reason)" "Reason of job $1 in scontrol show job"
+}
+
+# job_named NAME: the id of the (newest) job called NAME, in any state.
+job_named() {
+	local id
+	id=$(c_root squeue -h -t all -n "$1" -o %i 2>/dev/null | sort -n | tail -n1)
+	[ -n "$id" ] || {
+		echo "job_named: no job called $1" >&2
+		return 1
+	}
+	echo "$id"
+}
+
+# ctld_job ID RE: the plugin's slurmctld lines for job ID (since the test
+# began) that continue with RE right after "JobId=ID"; RE must begin with a
+# non-digit (' job_start started', ': released').  Status 1 if none.
+ctld_job() { ctld_grep "switch/lua: JobId=$1$2"; }
+
+# ctld_count RE: how many slurmctld lines since the test began match RE.
+ctld_count() {
+	local n
+	n=$(log_since "$(ctld_log)" | grep -cE "$1") || true
+	echo "${n:-0}"
+}
+
+# e2e_uniq: digits unique enough to tag this test's processes and files.
+e2e_uniq() { printf '%d%04d' "$$" "$((RANDOM % 10000))"; }
+
+# need_seed: skip the test unless e2e_generate_scripts found the contract
+# script (fail if it was found but could not be turned into a test copy).
+need_seed() {
+	local st
+	st=$(cat "$E2E_GEN/seed.status" 2>/dev/null || echo "missing: no $E2E_GEN/seed.status (run the tests with test/e2e/run)")
+	case "$st" in
+	ok) return 0 ;;
+	absent:*) skip "no contract script at $E2E_SEED" ;;
+	*) fail "the contract script cannot be used: $st" ;;
+	esac
+}
+
+# e2e_generate_scripts: write the generated switch.lua copies into $E2E_GEN
+# (see the header) and seed.status: "ok", "absent: PATH", or what is wrong.
+e2e_generate_scripts() {
+	local dir=$E2E_GEN seed=$E2E_SEED f
+	mkdir -p "$dir"
+	if [ ! -r "$seed" ]; then
+		for f in seed.lua seed-block.lua; do
+			install -m 0644 "$E2E_REPO/test/e2e/lua/no-seed.lua" "$dir/$f"
+		done
+		echo "absent: $seed" >"$dir/seed.status"
+		echo "no contract script at $seed: the tests that need it will be skipped"
+		return 0
+	fi
+	sed 's/^local ALLOW_DIRECTIVES = false$/local ALLOW_DIRECTIVES = true/' \
+		"$seed" >"$dir/seed.lua.new"
+	sed 's/^local BLOCK_JOB_COMPLETE = false$/local BLOCK_JOB_COMPLETE = true/' \
+		"$dir/seed.lua.new" >"$dir/seed-block.lua.new"
+	chmod 0644 "$dir/seed.lua.new" "$dir/seed-block.lua.new"
+	mv "$dir/seed.lua.new" "$dir/seed.lua"
+	mv "$dir/seed-block.lua.new" "$dir/seed-block.lua"
+	if ! grep -qx 'local ALLOW_DIRECTIVES = true' "$dir/seed.lua"; then
+		echo "no line 'local ALLOW_DIRECTIVES = false' to flip in $seed" >"$dir/seed.status"
+	elif ! grep -qx 'local BLOCK_JOB_COMPLETE = true' "$dir/seed-block.lua"; then
+		echo "no line 'local BLOCK_JOB_COMPLETE = false' to flip in $seed" >"$dir/seed.status"
+	else
+		echo ok >"$dir/seed.status"
+	fi
+	echo "test copies of $seed in ${dir#"$E2E_ROOT"}: $(cat "$dir/seed.status")"
+}
