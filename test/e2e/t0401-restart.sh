@@ -10,7 +10,8 @@
 
 # e2e-config: --switch-type switch/lua --script test/e2e/lua/restart.lua --slurmctld-params switch_timeout=60
 
-# rm_markers TAG: the fixture's marker files and the test's go file.
+# rm_markers TAG: the fixture's marker files and the test's go file (each
+# test removes its own when it ends, whatever the outcome).
 rm_markers() { rm -f "$E2E_ROOT"/tmp/switch-lua-e2e."$1".*; }
 
 e2e_test "switch/lua: restart: slurmctld killed -9 during a slow job_start runs job_start again, then the job runs with its jobinfo" t_restart_setup
@@ -18,7 +19,8 @@ t_restart_setup() {
 	local tag id go out left
 	tag=$(e2e_uniq)
 	go=/tmp/switch-lua-e2e.$tag.go
-	rm_markers "$tag"
+	# shellcheck disable=SC2064 # $tag is fixed now
+	trap "rm_markers $tag" EXIT
 	# The batch script waits for $go, which the test creates once every node
 	# answers the restarted slurmctld: a step requested before that waits
 	# about 60 s ("Requested nodes are busy").
@@ -44,14 +46,14 @@ t_restart_setup() {
 	wait_node node1 idle 10
 	wait_node node2 idle 10
 	assert_eq "" "$(drain_reason node1)" "drain reason of node1"
-	rm_markers "$tag"
 }
 
 e2e_test "switch/lua: restart: slurmctld killed -9 during a held job_complete runs it again with the same jobinfo; nodes end idle" t_restart_teardown
 t_restart_teardown() {
 	local tag id n left
 	tag=$(e2e_uniq)
-	rm_markers "$tag"
+	# shellcheck disable=SC2064 # $tag is fixed now
+	trap "rm_markers $tag" EXIT
 	id=$(submit -N2 --network="e2e:slowend:$tag" --wrap=true)
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete: e2e restart: JobId=$id job_complete token=tok-$tag-$id: first call" 20
 	# block_job_complete is true: job and nodes are held while it runs.
@@ -70,5 +72,4 @@ t_restart_teardown() {
 		wait_node "$n" idle 15
 		assert_eq "" "$(drain_reason "$n")" "drain reason of $n"
 	done
-	rm_markers "$tag"
 }
