@@ -31,7 +31,9 @@ end
 
 -- Idempotent: job_start runs again after a slurmctld restart and on requeue.
 local function fabric_allocate(job)
-	os.execute("mkdir -p " .. STATE_DIR)
+	-- job_start and job_complete run as SlurmUser, `switch-lua simulate` as
+	-- whoever runs it: a sticky, world-writable directory serves both.
+	os.execute("mkdir -p -m 1777 " .. STATE_DIR)
 	local f = io.open(vni_file(job.job_id), "r")
 	if f then
 		local vni = tonumber(f:read("l"))
