@@ -267,6 +267,9 @@ struct CtldCore::Impl {
         port.release(id, nodes, a.reason == "job+nodes");
         break;
       case ActionKind::DrainNodes:
+        // The JobId first, so grepping a job finds which nodes it drained.
+        port.log(LogLevel::Error,
+                 fmt::format("switch/lua: JobId={} draining {}: {}", id, nodes, a.reason));
         port.drain(nodes, a.reason);
         break;
       case ActionKind::ScheduleRetry:

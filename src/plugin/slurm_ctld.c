@@ -468,7 +468,7 @@ static void _kill_job(job_record_t *job_ptr, const char *reason)
 		sl_error("JobId=%u: cannot cancel the job: %s",
 			 job_ptr->job_id, slurm_strerror(rc));
 	else
-		sl_info("JobId=%u: cancelled: %s", job_ptr->job_id, msg);
+		sl_info("JobId=%u cancelled: %s", job_ptr->job_id, msg);
 	xfree(msg);
 }
 
@@ -486,7 +486,7 @@ static void _op_requeue(uint32_t job_id, const char *reason)
 	target = job_ptr->het_job_id ? job_ptr->het_job_id : job_id;
 	rc = job_requeue(0, target, NULL, false, 0);
 	if (rc == SLURM_SUCCESS) {
-		sl_info("JobId=%u: requeued: %s", job_id, job_ptr->state_desc);
+		sl_info("JobId=%u requeued: %s", job_id, job_ptr->state_desc);
 		return;
 	}
 	if (rc == ESLURM_JOB_PENDING) {
