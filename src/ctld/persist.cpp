@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ctld/persist.hpp"
 
+#include "common/record.hpp"
+
 #include <fmt/format.h>
 #include <msgpack.hpp>
 
@@ -132,34 +134,16 @@ Expected<std::optional<JobSwitchState>> decode_job_state(std::string_view bytes)
   if (bytes.size() > kPersistMaxBytes)
     return Unexpected<Error>{
         bad(fmt::format("record of {} bytes exceeds {}", bytes.size(), kPersistMaxBytes))};
-  msgpack::object_handle oh;
-  try {
-    std::size_t off = 0;
-    // Depth and size limits: a record is 3 levels deep; refuse anything odd.
-    msgpack::unpack_limit limit(64, 64, 4096, kPersistMaxBytes, 16, 8);
-    oh = msgpack::unpack(bytes.data(), bytes.size(), off, nullptr, nullptr, limit);
-    if (off != bytes.size())
-      return Unexpected<Error>{
-          bad(fmt::format("{} trailing bytes after the record", bytes.size() - off))};
-  } catch (const msgpack::insufficient_bytes &) {
-    return Unexpected<Error>{bad(fmt::format("truncated record ({} bytes)", bytes.size()))};
-  } catch (const std::exception &e) {
-    return Unexpected<Error>{bad(fmt::format("corrupt record: {}", e.what()))};
-  }
-  const msgpack::object &o = oh.get();
-  if (o.type != msgpack::type::ARRAY || o.via.array.size != 3)
-    return Unexpected<Error>{bad("not a switch/lua record")};
-  const msgpack::object *a = o.via.array.ptr;
-  if (a[0].type != msgpack::type::STR ||
-      std::string_view(a[0].via.str.ptr, a[0].via.str.size) != kMagic)
-    return Unexpected<Error>{bad("not a switch/lua record (bad magic)")};
-  if (a[1].type != msgpack::type::POSITIVE_INTEGER)
-    return Unexpected<Error>{bad("bad version field")};
-  if (a[1].via.u64 == 0)
-    return Unexpected<Error>{bad("record version 0 does not exist")};
-  if (a[1].via.u64 > kPersistVersion)
-    return Unexpected<Error>{bad(fmt::format("record version {} is newer than this plugin's {}",
-                                             a[1].via.u64, kPersistVersion))};
+  // A record is 3 levels deep; refuse anything odd.
+  auto rec =
+      unpack_record(bytes, {.what = "switch/lua job state",
+                            .magic = kMagic,
+                            .max_version = kPersistVersion,
+                            .fields = 3,
+                            .limit = msgpack::unpack_limit(64, 64, 4096, kPersistMaxBytes, 16, 8)});
+  if (!rec)
+    return Unexpected<Error>{rec.error()};
+  const msgpack::object *a = rec->fields;
   if (a[2].type == msgpack::type::NIL)
     return Result{};
   if (a[2].type != msgpack::type::MAP)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "stepd/stepinfo.hpp"
 
+#include "common/record.hpp"
+
 #include <fmt/format.h>
 #include <msgpack.hpp>
 
@@ -28,30 +30,14 @@ std::string encode_stepinfo(const Stepinfo &s) {
 }
 
 Expected<Stepinfo> decode_stepinfo(std::string_view bytes) {
-  msgpack::object_handle oh;
-  try {
-    std::size_t off = 0;
-    msgpack::unpack_limit limit(8, 8, 4096, 1 << 20, 8, 4);
-    oh = msgpack::unpack(bytes.data(), bytes.size(), off, nullptr, nullptr, limit);
-    if (off != bytes.size())
-      return bad("trailing bytes after the record");
-  } catch (const msgpack::insufficient_bytes &) {
-    return bad(fmt::format("truncated record ({} bytes)", bytes.size()));
-  } catch (const std::exception &e) {
-    return bad(fmt::format("corrupt record: {}", e.what()));
-  }
-  const msgpack::object &o = oh.get();
-  if (o.type != msgpack::type::ARRAY || o.via.array.size != 4)
-    return bad("not a stepinfo record");
-  const msgpack::object *a = o.via.array.ptr;
-  if (a[0].type != msgpack::type::STR ||
-      std::string_view(a[0].via.str.ptr, a[0].via.str.size) != kMagic)
-    return bad("not a stepinfo record (bad magic)");
-  if (a[1].type != msgpack::type::POSITIVE_INTEGER || a[1].via.u64 == 0)
-    return bad("bad version field");
-  if (a[1].via.u64 > kStepinfoVersion)
-    return bad(fmt::format("record version {} is newer than this plugin's {}", a[1].via.u64,
-                           kStepinfoVersion));
+  auto rec = unpack_record(bytes, {.what = "switch/lua stepinfo",
+                                   .magic = kMagic,
+                                   .max_version = kStepinfoVersion,
+                                   .fields = 4,
+                                   .limit = msgpack::unpack_limit(8, 8, 4096, 1 << 20, 8, 4)});
+  if (!rec)
+    return Unexpected<Error>{rec.error()};
+  const msgpack::object *a = rec->fields;
   if (a[2].type != msgpack::type::BIN)
     return bad("jobinfo field is not binary");
   Stepinfo s;
