@@ -262,11 +262,9 @@ int run_simulate(const SimulateOptions &o) {
     SupervisorClient probe(co.client, [&](CallId, LogLevel l, std::string_view t) {
       sim.note("script", "log", fmt::format("switch/lua: {}", t), l == LogLevel::Error);
     });
-    auto bjc = ask_boolean_hook(probe, o.script, Hook::BlockJobComplete, o.config.switch_timeout);
-    if (!bjc)
-      sim.note("slurmctld", "log",
-               fmt::format("switch/lua: {}; taken as false", bjc.error().message), true);
-    co.block_job_complete = bjc && *bjc;
+    co.block_job_complete = ask_boolean_hook_or_false(
+        probe, o.script, Hook::BlockJobComplete, o.config.switch_timeout,
+        [&](const std::string &line) { sim.note("slurmctld", "log", line, true); });
     probe.shutdown();
   }
   auto core = std::make_unique<CtldCore>(co, sim);

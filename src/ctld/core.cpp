@@ -51,6 +51,16 @@ Expected<bool> ask_boolean_hook(SupervisorClient &client, const std::string &scr
   return answer->got->ret.flag;
 }
 
+bool ask_boolean_hook_or_false(SupervisorClient &client, const std::string &script, Hook h,
+                               std::chrono::seconds timeout,
+                               const std::function<void(const std::string &)> &log_error) {
+  auto answer = ask_boolean_hook(client, script, h, timeout);
+  if (answer)
+    return *answer;
+  log_error(fmt::format("switch/lua: {}; {} taken as false", answer.error().message, hook_name(h)));
+  return false;
+}
+
 namespace {
 /// A queued input for the worker.
 struct Queued {

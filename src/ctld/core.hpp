@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +67,14 @@ struct CoreOptions {
 /// script, the hook and the outcome; the caller then uses false.
 Expected<bool> ask_boolean_hook(SupervisorClient &client, const std::string &script, Hook h,
                                 std::chrono::seconds timeout);
+
+/// ask_boolean_hook(), with the contract's fallback: on any failure the
+/// answer is false and `log_error` gets one line,
+/// "switch/lua: <error>; <hook> taken as false".  Used by the plugin's init
+/// and by `switch-lua simulate`, so both say the same.
+bool ask_boolean_hook_or_false(SupervisorClient &client, const std::string &script, Hook h,
+                               std::chrono::seconds timeout,
+                               const std::function<void(const std::string &)> &log_error);
 
 class CtldCore {
 public:

@@ -199,21 +199,13 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
       SupervisorClient probe(o.client, [&](CallId, LogLevel l, std::string_view t) {
         c->port->log(l, fmt::format("switch/lua: {}", t));
       });
-      auto bjc =
-          ask_boolean_hook(probe, script_path, Hook::BlockJobComplete, o.config.switch_timeout);
-      if (!bjc)
-        ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}; block_job_complete taken as false",
-                                            bjc.error().message)
-                                    .c_str());
-      o.block_job_complete = bjc && *bjc;
+      auto log_error = [&](const std::string &line) { ops->log(SLC_LOG_ERROR, line.c_str()); };
+      o.block_job_complete = ask_boolean_hook_or_false(probe, script_path, Hook::BlockJobComplete,
+                                                       o.config.switch_timeout, log_error);
       c->block_job_complete = o.block_job_complete;
-      auto sss =
-          ask_boolean_hook(probe, script_path, Hook::SetupSpecialSteps, o.config.switch_timeout);
-      if (!sss)
-        ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}; setup_special_steps taken as false",
-                                            sss.error().message)
-                                    .c_str());
-      else if (*sss)
+      bool sss = ask_boolean_hook_or_false(probe, script_path, Hook::SetupSpecialSteps,
+                                           o.config.switch_timeout, log_error);
+      if (sss)
         ops->log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true, but Slurm 24.11 "
                                "never calls the step init for batch or interactive steps: ignored");
       probe.shutdown();
