@@ -6,6 +6,7 @@
 // hook returns.  Rule source: the contract script shared/seeds/switch.lua;
 // see lua/contract.hpp for the rules themselves.
 #include "lua/contract.hpp"
+#include "common/utf8.hpp"
 #include "lua/codec.hpp"
 #include "lua/detail.hpp"
 
@@ -336,7 +337,10 @@ bool is_boolean_hook(Hook h) {
 
 /// How many values the hook may return (contract: return conventions).
 int max_values(Hook h) {
-  return (h == Hook::JobStart || h == Hook::StepInit) ? 2 : 1;
+  return (h == Hook::JobStart || h == Hook::StepInit || h == Hook::StepPreinit ||
+          h == Hook::StepPostfini)
+             ? 2
+             : 1;
 }
 
 /// The convention in words, for messages.
@@ -346,7 +350,9 @@ std::string_view convention(Hook h) {
   if (h == Hook::JobStart)
     return "rc, jobinfo|nil";
   if (h == Hook::StepInit)
-    return "rc, env|nil";
+    return "rc, env|nil (or rc < 0, message)";
+  if (h == Hook::StepPreinit || h == Hook::StepPostfini)
+    return "rc[, message]";
   return "rc";
 }
 
@@ -389,6 +395,32 @@ Expected<void> parse_env(lua_State *L, int idx, HookReturn &out) {
   return {};
 }
 
+/// A step hook's message (switch.lua(5): `return -1, "fabric port down"`):
+/// a string or nil; made valid UTF-8 and cut at kMaxHookMessageBytes.
+Expected<void> parse_message(lua_State *L, int idx, HookReturn &out) {
+  if (lua_isnil(L, idx))
+    return {};
+  if (lua_type(L, idx) != LUA_TSTRING)
+    return fail(fmt::format("{} returned {} as message, expected a string or nil",
+                            hook_name(out.hook), describe_value(L, idx)));
+  std::size_t len = 0;
+  const char *m = lua_tolstring(L, idx, &len);
+  out.message = utf8_truncate_marked(std::string_view(m, len), kMaxHookMessageBytes, "...");
+  return {};
+}
+
+/// Whether `name` is a portable environment variable name (POSIX: letters,
+/// digits and '_', not starting with a digit): what a shell and every task
+/// can read back.
+bool portable_env_name(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9'))
+    return false;
+  for (char c : name)
+    if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
+      return false;
+  return true;
+}
+
 /// One environment entry (key at -2, value at -1); nullopt when skipped.
 std::optional<EnvOp> env_op(lua_State *L, std::vector<std::string> &warnings) {
   if (lua_type(L, -2) != LUA_TSTRING) {
@@ -411,6 +443,8 @@ std::optional<EnvOp> env_op(lua_State *L, std::vector<std::string> &warnings) {
     return skip("a variable name cannot contain '='");
   if (op.name.find('\0') != std::string::npos)
     return skip("a variable name cannot contain a NUL byte");
+  if (!portable_env_name(op.name))
+    return skip("a variable name must be letters, digits and '_', not starting with a digit");
   if (op.name.rfind("SLURM_", 0) == 0)
     return skip("SLURM_* names belong to Slurm");
   switch (lua_type(L, -1)) {
@@ -419,6 +453,11 @@ std::optional<EnvOp> env_op(lua_State *L, std::vector<std::string> &warnings) {
     op.value.assign(v, len);
     if (op.value.find('\0') != std::string::npos)
       return skip("a value cannot contain a NUL byte");
+    if (!utf8_valid(op.value)) {
+      op.value = utf8_sanitize(op.value);
+      warnings.push_back(
+          fmt::format("{}: the value is not valid UTF-8; invalid bytes replaced by U+FFFD", path));
+    }
     return op;
   }
   case LUA_TNUMBER: {
@@ -429,9 +468,7 @@ std::optional<EnvOp> env_op(lua_State *L, std::vector<std::string> &warnings) {
     const double d = lua_tonumber(L, -1);
     if (!std::isfinite(d))
       return skip(fmt::format("{} is not a finite number", detail::format_float(d)));
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.14g", d);
-    op.value = buf;
+    op.value = detail::format_number(d); // "%.14g" in every locale
     return op;
   }
   case LUA_TBOOLEAN:
@@ -479,8 +516,12 @@ Expected<HookReturn> parse_hook_return(lua_State *L, Hook h, int nret) {
   Expected<void> second;
   if (h == Hook::JobStart && n == 2)
     second = parse_jobinfo(L, first + 1, out);
+  else if (h == Hook::StepInit && n == 2 && out.rc < 0 && lua_type(L, first + 1) == LUA_TSTRING)
+    second = parse_message(L, first + 1, out);
   else if (h == Hook::StepInit && n == 2)
     second = parse_env(L, first + 1, out);
+  else if ((h == Hook::StepPreinit || h == Hook::StepPostfini) && n == 2)
+    second = parse_message(L, first + 1, out);
   if (!second)
     return Unexpected<Error>{second.error()};
   return out;

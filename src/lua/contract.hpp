@@ -10,8 +10,9 @@
 // Return conventions (switch.lua contract):
 //   block_job_complete, setup_special_steps -> boolean
 //   job_start   -> rc, jobinfo|nil      (rc must be an integer number)
-//   job_complete, step_preinit, step_postfini -> rc
-//   step_init   -> rc, env|nil
+//   job_complete -> rc
+//   step_preinit, step_postfini -> rc[, message]
+//   step_init   -> rc, env|nil      or, with rc < 0: rc, message
 // A return that breaks the convention (no value, the string "0", NaN, 0.5,
 // a function) is a `BadReturn` failure with a precise message, never a
 // success.  A missing hook function behaves as documented per hook in
@@ -150,10 +151,18 @@ struct HookReturn {
   /// step_init: whether an env table was returned, and its operations.
   bool has_env = false;
   std::vector<EnvOp> env;
+  /// Step hooks: the message a hook gave with its rc (`return -1, "fabric
+  /// port down"`), valid UTF-8 (invalid bytes replaced), at most
+  /// kMaxHookMessageBytes; empty when none.  It reaches the log line and,
+  /// for step_postfini, the node's drain reason.
+  std::string message;
   /// Entries skipped while parsing (bad env names, nested tables, SLURM_*),
   /// one log line each.
   std::vector<std::string> warnings;
 };
+
+/// Longest step hook message kept, bytes (cut on a character boundary).
+inline constexpr std::size_t kMaxHookMessageBytes = 200;
 
 /// What a hook "returns" when the script does not define it: false for the
 /// boolean hooks; kSuccess with nil jobinfo / no env otherwise (a script

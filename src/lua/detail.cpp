@@ -5,11 +5,14 @@
 // The internal helpers declared in lua/detail.hpp.
 #include "lua/detail.hpp"
 
+#include "common/utf8.hpp"
+
 #include <lua.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -73,14 +76,22 @@ void append_index(std::string &path, std::int64_t index) {
   path += fmt::format("[{}]", index);
 }
 
-std::string format_float(double d) {
+std::string format_number(double d) {
   if (std::isnan(d))
     return "nan";
   if (std::isinf(d))
     return d > 0 ? "inf" : "-inf";
+  // std::to_chars never consults the locale (snprintf would write "0,5"
+  // after a hook's os.setlocale("de_DE.UTF-8")).
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.14g", d);
-  std::string s = buf;
+  auto r = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::general, 14);
+  return std::string(buf, r.ptr);
+}
+
+std::string format_float(double d) {
+  if (std::isnan(d) || std::isinf(d))
+    return format_number(d);
+  std::string s = format_number(d);
   if (s.find_first_not_of("-0123456789") == std::string::npos)
     s += ".0";
   return s;
@@ -97,37 +108,7 @@ int l_push_view(lua_State *L) {
 /// Whether `s` is well-formed UTF-8 (no overlong forms, no surrogates,
 /// nothing above U+10FFFF).
 bool is_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    std::uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      n = 1, cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2, cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size())
-      return false;
-    for (std::size_t k = 1; k <= n; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80)
-        return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    static constexpr std::uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-      return false;
-    i += n + 1;
-  }
-  return true;
+  return utf8_valid(s);
 }
 
 bool push_string_protected(lua_State *L, std::string_view bytes) {

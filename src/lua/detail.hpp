@@ -30,8 +30,11 @@ void append_key(std::string &path, std::string_view key);
 /// Appends the path step of an array index: `[2]`.
 void append_index(std::string &path, std::int64_t index);
 
-/// A float in Lua's own notation ("%.14g", with ".0" on integral values,
-/// "nan", "inf", "-inf").
+/// `d` as C's "%.14g" formats it in the C locale, whatever the process
+/// locale is ("0.5", "1e+20", "nan", "inf"): what Lua's tostring() shows.
+std::string format_number(double d);
+/// A float in Lua's own notation (format_number() with ".0" on integral
+/// values, "nan", "inf", "-inf").  Locale-independent too.
 std::string format_float(double d);
 
 /// Whether `s` is well-formed UTF-8: no overlong forms, no surrogates,

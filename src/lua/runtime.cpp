@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <cassert>
+#include <clocale>
 
 namespace switchlua {
 
@@ -110,6 +111,27 @@ lua_State *Script::state() {
 }
 
 namespace {
+/// Restores the process locale (every category) that was in force when it
+/// was made: a hook that calls os.setlocale("de_DE.UTF-8") cannot leave its
+/// host (slurmstepd, the runner) formatting numbers as "0,5" after it.
+class LocaleGuard {
+public:
+  LocaleGuard() {
+    if (const char *l = std::setlocale(LC_ALL, nullptr))
+      saved_ = l;
+  }
+  ~LocaleGuard() {
+    const char *now = std::setlocale(LC_ALL, nullptr);
+    if (!saved_.empty() && (now == nullptr || saved_ != now))
+      std::setlocale(LC_ALL, saved_.c_str());
+  }
+  LocaleGuard(const LocaleGuard &) = delete;
+  LocaleGuard &operator=(const LocaleGuard &) = delete;
+
+private:
+  std::string saved_;
+};
+
 /// os.exit() of an in-process script: a Lua error, not the end of the host.
 int l_refuse_exit(lua_State *L) {
   return luaL_error(L, "os.exit() is not allowed here: the script runs inside its host "
@@ -122,6 +144,7 @@ Expected<Script> Script::load(const std::string &path, LogSink sink) {
 }
 
 Expected<Script> Script::load(const std::string &path, LogSink sink, Host host) {
+  const LocaleGuard keep_locale; // the chunk's top level may call os.setlocale
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->sink = std::move(sink);
@@ -207,6 +230,7 @@ Expected<int, CallError> push_args(lua_State *L, Hook h, const JobArgs *job, con
 
 Expected<HookReturn, CallError> Script::call(Hook h, const JobArgs *job, const StepArgs *step,
                                              const MsgpackBytes *info) {
+  const LocaleGuard keep_locale; // a hook's os.setlocale ends with the call
   lua_State *L = impl_->L;
   const int base = lua_gettop(L);
   auto error = [&](CallError::Kind kind, std::string message) {

@@ -4,6 +4,7 @@
 // across the ABI: every entry point catches and logs.
 #include "plugin/switch_lua_core.h"
 
+#include "common/utf8.hpp"
 #include "ctld/core.hpp"
 #include "ctld/persist.hpp"
 #include "stepd/step_hooks.hpp"
@@ -37,8 +38,14 @@ public:
   void lock() override { ops_.lock(); }
   void unlock() override { ops_.unlock(); }
   void end_configuring(std::uint32_t id) override { ops_.end_configuring(id); }
-  void requeue(std::uint32_t id, const std::string &r) override { ops_.requeue(id, r.c_str()); }
-  void cancel(std::uint32_t id, const std::string &r) override { ops_.cancel(id, r.c_str()); }
+  // Every string handed to Slurm (reasons, log lines) is valid UTF-8: a
+  // script's bytes are not trusted to be.
+  void requeue(std::uint32_t id, const std::string &r) override {
+    ops_.requeue(id, utf8_sanitize(r).c_str());
+  }
+  void cancel(std::uint32_t id, const std::string &r) override {
+    ops_.cancel(id, utf8_sanitize(r).c_str());
+  }
   void hold(std::uint32_t id, const std::string &n, bool nodes) override {
     ops_.hold(id, n.c_str(), nodes);
   }
@@ -46,12 +53,12 @@ public:
     ops_.release(id, n.c_str(), nodes);
   }
   void drain(const std::string &n, const std::string &r) override {
-    ops_.drain(n.c_str(), r.c_str());
+    ops_.drain(n.c_str(), utf8_sanitize(r).c_str());
   }
   void forget(std::uint32_t id) override;
   void save_state() override { ops_.save_state(); }
   void log(LogLevel l, const std::string &line) override {
-    ops_.log(static_cast<int>(l), line.c_str());
+    ops_.log(static_cast<int>(l), utf8_sanitize(line).c_str());
   }
 
 private:
@@ -136,7 +143,7 @@ Stepd g_stepd;
 
 void stepd_log(LogLevel l, std::string_view text) {
   if (g_stepd.log)
-    g_stepd.log(static_cast<int>(l), fmt::format("switch/lua: {}", text).c_str());
+    g_stepd.log(static_cast<int>(l), utf8_sanitize(fmt::format("switch/lua: {}", text)).c_str());
 }
 
 /// Runs one step hook; nullopt when it must not run (no script, no stepinfo).
@@ -396,7 +403,7 @@ int slc_stepd_postfini(const slc_step_t *step, const char *info, size_t len, cha
     });
     if (!v || v->kind != StepVerdict::Kind::DrainNode)
       return 0;
-    *reason = strdup(v->reason.c_str());
+    *reason = strdup(utf8_sanitize(v->reason).c_str());
     return -1;
   } catch (const std::exception &e) {
     stepd_log(LogLevel::Error, fmt::format("step_postfini: {}; fail-open", e.what()));

@@ -88,8 +88,9 @@ static void _fill_step(stepd_step_rec_t *step, slc_step_t *s)
  * srun reports as "Error configuring interconnect". */
 static int _step_failed(stepd_step_rec_t *step, const char *hook)
 {
-	sl_error("JobId=%u StepId=%u: %s failed, the step fails",
-		 step->step_id.job_id, step->step_id.step_id, hook);
+	sl_error("JobId=%u StepId=%u.%u: %s failed, the step fails",
+		 step->step_id.job_id, step->step_id.job_id,
+		 step->step_id.step_id, hook);
 	errno = ESLURM_INTERCONNECT_FAILURE;
 	return SLURM_ERROR;
 }
@@ -112,8 +113,9 @@ static void _set_env(void *ctx, const char *name, const char *value)
 	stepd_step_rec_t *step = ctx;
 
 	if (!env_array_overwrite(&step->env, name, value))
-		sl_error("JobId=%u StepId=%u: cannot set %s in the step environment",
-			 step->step_id.job_id, step->step_id.step_id, name);
+		sl_error("JobId=%u StepId=%u.%u: cannot set %s in the step environment",
+			 step->step_id.job_id, step->step_id.job_id,
+			 step->step_id.step_id, name);
 }
 
 static void _unset_env(void *ctx, const char *name)
@@ -138,16 +140,45 @@ extern int switch_p_job_init(stepd_step_rec_t *step)
 }
 
 /*
+ * If this node is drained already, the reason an admin (or Slurm) gave.
+ * RET true when drained; *reason is then xmalloc'd (maybe empty).
+ */
+static bool _node_drained(const char *node_name, char **reason)
+{
+	node_info_msg_t *msg = NULL;
+	bool drained = false;
+
+	*reason = NULL;
+	if (!node_name ||
+	    slurm_load_node_single(&msg, (char *) node_name, SHOW_ALL) ||
+	    !msg)
+		return false; /* unknown: drain as usual */
+	if (msg->record_count &&
+	    (msg->node_array[0].node_state & NODE_STATE_DRAIN)) {
+		drained = true;
+		*reason = xstrdup(msg->node_array[0].reason ?
+					  msg->node_array[0].reason :
+					  "");
+	}
+	slurm_free_node_info_msg(msg);
+	return drained;
+}
+
+/*
  * A -1 from the core drains this node with the core's reason.  We drain
  * here and return success: on an error mgr.c sends a second drain
  * request, "switch_g_job_postfini failed", and slurmctld's update_node()
  * replaces the reason of an already drained node, so ours would be lost.
+ *
+ * One rule for every drain of switch/lua, Slurm's own (drain_nodes() in
+ * slurmctld): a node that is drained already keeps its reason.  So we look
+ * first, and only log when an admin's reason is in place.
  */
 extern int switch_p_job_postfini(stepd_step_rec_t *step)
 {
 	switchlua_stepinfo_t *si = _managed_step(step);
 	slc_step_t s;
-	char *reason = NULL, *drain_reason;
+	char *reason = NULL, *drain_reason, *old_reason = NULL;
 
 	if (!si)
 		return SLURM_SUCCESS;
@@ -160,14 +191,24 @@ extern int switch_p_job_postfini(stepd_step_rec_t *step)
 	if (reason && reason[0])
 		drain_reason = xstrdup(reason);
 	else
-		drain_reason = xstrdup_printf("switch/lua: postfini failed (JobId=%u StepId=%u)",
+		drain_reason = xstrdup_printf("switch postfini failed (switch/lua step_postfini JobId=%u StepId=%u.%u)",
+					      step->step_id.job_id,
 					      step->step_id.job_id,
 					      step->step_id.step_id);
 	slc_free(reason);
-	sl_error("JobId=%u StepId=%u: postfini failed, draining node %s: %s",
-		 step->step_id.job_id, step->step_id.step_id,
-		 step->node_name, drain_reason);
-	stepd_drain_node(drain_reason);
+	if (_node_drained(step->node_name, &old_reason)) {
+		sl_error("JobId=%u StepId=%u.%u step_postfini: node %s is drained already, its reason \"%s\" is kept; not set: %s",
+			 step->step_id.job_id, step->step_id.job_id,
+			 step->step_id.step_id, step->node_name, old_reason,
+			 drain_reason);
+	} else {
+		sl_error("JobId=%u StepId=%u.%u step_postfini: draining node %s: %s",
+			 step->step_id.job_id, step->step_id.job_id,
+			 step->step_id.step_id, step->node_name,
+			 drain_reason);
+		stepd_drain_node(drain_reason);
+	}
+	xfree(old_reason);
 	xfree(drain_reason);
 	return SLURM_SUCCESS;
 }

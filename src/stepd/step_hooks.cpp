@@ -5,9 +5,25 @@
 
 namespace switchlua {
 
+std::string step_id_text(std::uint32_t job_id, std::uint32_t step_id) {
+  // Slurm's own spelling of the special steps (slurm.h SLURM_*_STEP/CONT).
+  switch (step_id) {
+  case 0xFFFFFFFA:
+    return fmt::format("{}.interactive", job_id);
+  case 0xFFFFFFFB:
+    return fmt::format("{}.batch", job_id);
+  case 0xFFFFFFFC:
+    return fmt::format("{}.extern", job_id);
+  case 0xFFFFFFFD:
+    return fmt::format("{}.TBD", job_id);
+  default:
+    return fmt::format("{}.{}", job_id, step_id);
+  }
+}
+
 std::string step_tag(const StepArgs &s) {
-  return fmt::format("JobId={} StepId={}{}{}", s.job_id, s.step_id, s.node_name ? " " : "",
-                     s.node_name ? *s.node_name : "");
+  return fmt::format("JobId={} StepId={}{}{}", s.job_id, step_id_text(s.job_id, s.step_id),
+                     s.node_name ? " " : "", s.node_name ? *s.node_name : "");
 }
 
 Expected<StepHooks> StepHooks::load(const std::string &path, LogSink sink) {
@@ -63,15 +79,21 @@ StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *ste
   for (const std::string &w : r->warnings)
     sink_(LogLevel::Error, fmt::format("{} {}: {}", tag, name, w));
   v.rc = r->rc;
+  v.message = r->message;
+  // "returned -1" or "returned -1 (fabric port down)": the script's own words.
+  const std::string said = r->message.empty() ? fmt::format("returned {}", r->rc)
+                                              : fmt::format("returned {} ({})", r->rc, r->message);
   if (r->rc < 0) {
     if (h == Hook::StepPostfini) {
       v.kind = StepVerdict::Kind::DrainNode;
-      v.reason = fmt::format("switch/lua step_postfini returned {} ({})", r->rc, tag);
-      v.summary = fmt::format("{} {} returned {}: the node is drained", tag, name, r->rc);
+      // The first 20 characters (what sinfo -R shows) say what failed.
+      v.reason = fmt::format("switch postfini failed: {} (switch/lua step_postfini {})",
+                             r->message.empty() ? fmt::format("rc={}", r->rc) : r->message, tag);
+      v.summary = fmt::format("{} {} {}: this node is to be drained", tag, name, said);
     } else {
       v.kind = StepVerdict::Kind::FailStep;
-      v.summary = fmt::format("{} {} returned {}: the step fails (Error configuring interconnect)",
-                              tag, name, r->rc);
+      v.summary =
+          fmt::format("{} {} {}: the step fails (Error configuring interconnect)", tag, name, said);
     }
     sink_(LogLevel::Error, v.summary);
     return v;
@@ -79,7 +101,7 @@ StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *ste
   if (h == Hook::StepInit)
     v.env = r->env;
   if (r->rc > 0) {
-    v.summary = fmt::format("{} {} returned {}: logged, the step proceeds", tag, name, r->rc);
+    v.summary = fmt::format("{} {} {}: logged, the step proceeds", tag, name, said);
     sink_(LogLevel::Error, v.summary);
   } else {
     v.summary = fmt::format("{} {} returned 0", tag, name);

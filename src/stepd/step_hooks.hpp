@@ -11,6 +11,8 @@
 //                    srun: "Error configuring interconnect");
 //                    postfini: the node is drained
 //   rc >  0          logged; the step proceeds
+//   rc, "message"    (any rc; step_init only with rc < 0) the message joins
+//                    the log line and postfini's drain reason
 //   Lua error        logged; the step proceeds (fail-open, deliberately weaker
 //                    than an explicit negative return)
 //   bad return       (e.g. the string "0") logged as a script bug; fail-open
@@ -45,7 +47,11 @@ struct StepVerdict {
   std::int64_t rc = 0;    ///< what the hook returned (0 after an error)
   bool lua_error = false; ///< the hook raised or broke the convention (fail-open)
   std::vector<EnvOp> env; ///< init: environment operations to apply
-  std::string reason;  ///< DrainNode: "switch/lua step_postfini returned -1 (JobId=.. StepId=..)"
+  std::string message;    ///< what the hook returned with its rc ("" if nothing)
+  /// DrainNode: "switch postfini failed: <message, or rc=-1> (switch/lua
+  /// step_postfini JobId=42 StepId=42.0 node1)"; its first 20 characters,
+  /// all that sinfo -R shows, say what failed.
+  std::string reason;
   std::string summary; ///< one line for logs and timelines
 };
 
@@ -75,7 +81,9 @@ private:
   std::shared_ptr<std::string> tag_;
 };
 
-/// "JobId=42 StepId=0 node1" for log lines.
+/// "42.0", "42.batch", "42.extern", "42.interactive": a step as Slurm writes it.
+std::string step_id_text(std::uint32_t job_id, std::uint32_t step_id);
+/// "JobId=42 StepId=42.0 node1" for log lines.
 std::string step_tag(const StepArgs &s);
 
 } // namespace switchlua

@@ -204,7 +204,7 @@ TEST_F(Seed, NoenvSetsNothing) {
 
 TEST_F(Seed, PostfiniDrainDrainsTheNode) {
   json j = simulate("postfini_drain");
-  expect_nodes(j, "DRAINED", "switch/lua step_postfini returned -1");
+  expect_nodes(j, "DRAINED", "switch postfini failed: rc=-1 (switch/lua step_postfini JobId=");
 }
 
 TEST_F(Seed, RestartDuringTeardownReRunsJobCompleteWithTheSameJobinfo) {

@@ -57,10 +57,10 @@ t_default_srun() {
 	ctld_job "$id" ' job_complete returned rc=0 \(slurm.SUCCESS\)' >/dev/null || fail "job_complete did not succeed"
 	# Each node ran the three step hooks.
 	for n in node1 node2; do
-		slurmd_grep "$n" "switch/lua: JobId=$id StepId=0 $n step_preinit returned 0" >/dev/null || fail "$n: no step_preinit line"
-		slurmd_grep "$n" "switch/lua: JobId=$id StepId=0 $n step_init returned 0 with 7 environment change\(s\)" >/dev/null ||
+		slurmd_grep "$n" "switch/lua: JobId=$id StepId=$id.0 $n step_preinit returned 0" >/dev/null || fail "$n: no step_preinit line"
+		slurmd_grep "$n" "switch/lua: JobId=$id StepId=$id.0 $n step_init returned 0 with 7 environment change\(s\)" >/dev/null ||
 			fail "$n: no step_init line"
-		slurmd_grep "$n" "switch/lua: JobId=$id StepId=0 $n step_postfini returned 0" >/dev/null || fail "$n: no step_postfini line"
+		slurmd_grep "$n" "switch/lua: JobId=$id StepId=$id.0 $n step_postfini returned 0" >/dev/null || fail "$n: no step_postfini line"
 	done
 	expect_not_drained node1 node2
 }

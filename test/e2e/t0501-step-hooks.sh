@@ -24,19 +24,19 @@ step() {
 }
 
 # both_nodes RE: each node's slurmd log has a line matching
-# "switch/lua: JobId=ID StepId=0 NODE " followed by RE.
+# "switch/lua: JobId=ID StepId=ID.0 NODE " followed by RE.
 both_nodes() {
 	local n
 	for n in node1 node2; do
-		slurmd_grep "$n" "switch/lua: JobId=$ID StepId=0 $n $1" >/dev/null ||
-			fail "slurmd-$n.log: no line 'switch/lua: JobId=$ID StepId=0 $n $1'"
+		slurmd_grep "$n" "switch/lua: JobId=$ID StepId=$ID.0 $n $1" >/dev/null ||
+			fail "slurmd-$n.log: no line 'switch/lua: JobId=$ID StepId=$ID.0 $n $1'"
 	done
 }
 # no_node RE: neither node logged that line.
 no_node() {
 	local n
 	for n in node1 node2; do
-		if slurmd_grep "$n" "switch/lua: JobId=$ID StepId=0 $n $1"; then fail "slurmd-$n.log has '$1' for JobId=$ID"; fi
+		if slurmd_grep "$n" "switch/lua: JobId=$ID StepId=$ID.0 $n $1"; then fail "slurmd-$n.log has '$1' for JobId=$ID"; fi
 	done
 }
 
@@ -142,16 +142,16 @@ t_postfini_warn() {
 	not_drained
 }
 
-e2e_test "switch/lua: step_postfini: postfini_drain (returns -1) drains each node with \"step_postfini returned -1 (JobId=N StepId=0 nodeK)\"" t_postfini_drain
+e2e_test "switch/lua: step_postfini: postfini_drain (returns -1) drains each node with \"switch postfini failed: rc=-1 (switch/lua step_postfini JobId=N StepId=N.0 nodeK)\"" t_postfini_drain
 t_postfini_drain() {
 	need_seed
 	local n
 	step postfini_drain
 	ran_with 6
-	both_nodes 'step_postfini returned -1: the node is drained'
+	both_nodes 'step_postfini returned -1: this node is to be drained'
 	for n in node1 node2; do
 		wait_node "$n" 'drained|draining' 15
-		assert_eq "switch/lua step_postfini returned -1 (JobId=$ID StepId=0 $n)" "$(drain_reason "$n")" "sinfo -R reason of $n"
+		assert_eq "switch postfini failed: rc=-1 (switch/lua step_postfini JobId=$ID StepId=$ID.0 $n)" "$(drain_reason "$n")" "sinfo -R reason of $n"
 	done
 	assert_eq "" "$(drain_reason node3)" "node3 (not in the job)"
 	resume node1 node2

@@ -178,7 +178,8 @@ TEST(Contract, RejectsNoValue) {
             "job_start returned no value, expected rc, jobinfo|nil");
   EXPECT_EQ(bad_return(Hook::JobComplete, "nil"), "job_complete returned nil as rc, expected an "
                                                   "integer number");
-  EXPECT_EQ(bad_return(Hook::StepInit, ""), "step_init returned no value, expected rc, env|nil");
+  EXPECT_EQ(bad_return(Hook::StepInit, ""),
+            "step_init returned no value, expected rc, env|nil (or rc < 0, message)");
   EXPECT_EQ(bad_return(Hook::BlockJobComplete, ""),
             "block_job_complete returned no value, expected a boolean");
 }

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <clocale>
+
 #include <filesystem>
 #include <fstream>
 
@@ -49,7 +51,7 @@ TEST(StepHooks, NegativePreinitFailsTheStep) {
   ASSERT_TRUE(h) << h.error().message;
   StepVerdict v = h->preinit(step(), &kInfo);
   EXPECT_EQ(v.kind, StepVerdict::Kind::FailStep);
-  EXPECT_TRUE(log.has("JobId=42 StepId=3 node2 step_preinit returned -1: the step fails"));
+  EXPECT_TRUE(log.has("JobId=42 StepId=42.3 node2 step_preinit returned -1: the step fails"));
 }
 
 TEST(StepHooks, PositiveRcIsLoggedAndTheStepProceeds) {
@@ -85,7 +87,10 @@ TEST(StepHooks, NegativePostfiniDrainsWithAReasonNamingTheStep) {
   ASSERT_TRUE(h);
   StepVerdict v = h->postfini(step(), &kInfo);
   EXPECT_EQ(v.kind, StepVerdict::Kind::DrainNode);
-  EXPECT_EQ(v.reason, "switch/lua step_postfini returned -2 (JobId=42 StepId=3 node2)");
+  EXPECT_EQ(v.reason,
+            "switch postfini failed: rc=-2 (switch/lua step_postfini JobId=42 StepId=42.3 "
+            "node2)");
+  EXPECT_EQ(v.reason.substr(0, 20), "switch postfini fail"); // what sinfo -R shows
 }
 
 TEST(StepHooks, StringRcIsABrokenConventionAndFailOpen) {
@@ -117,7 +122,102 @@ TEST(StepHooks, ScriptLogLinesCarryTheStep) {
       log.sink());
   ASSERT_TRUE(h);
   h->preinit(step(), &kInfo);
-  EXPECT_TRUE(log.has("JobId=42 StepId=3 node2 step_preinit: v=7")) << log.lines.size();
+  EXPECT_TRUE(log.has("JobId=42 StepId=42.3 node2 step_preinit: v=7")) << log.lines.size();
+}
+
+TEST(StepHooks, PostfiniMessageReachesTheDrainReasonAndTheLog) {
+  // switch.lua(5): a step hook may return a message with its rc.
+  Logged log;
+  auto h = StepHooks::load(
+      write("sh9.lua", "function slurm_switch_step_postfini() return -1, 'fabric port down' end"),
+      log.sink());
+  ASSERT_TRUE(h);
+  StepVerdict v = h->postfini(step(), &kInfo);
+  EXPECT_EQ(v.kind, StepVerdict::Kind::DrainNode);
+  EXPECT_EQ(v.message, "fabric port down");
+  EXPECT_EQ(v.reason, "switch postfini failed: fabric port down (switch/lua step_postfini "
+                      "JobId=42 StepId=42.3 node2)");
+  EXPECT_TRUE(log.has("JobId=42 StepId=42.3 node2 step_postfini returned -1 (fabric port down): "
+                      "this node is to be drained"));
+}
+
+TEST(StepHooks, InitMessageWithNegativeRcFailsTheStepAndIsLogged) {
+  Logged log;
+  auto h = StepHooks::load(
+      write("sh10.lua", "function slurm_switch_step_init() return -1, 'no VNI left' end"),
+      log.sink());
+  ASSERT_TRUE(h);
+  StepVerdict v = h->init(step(), &kInfo);
+  EXPECT_EQ(v.kind, StepVerdict::Kind::FailStep);
+  EXPECT_TRUE(log.has("JobId=42 StepId=42.3 node2 step_init returned -1 (no VNI left): the step "
+                      "fails (Error configuring interconnect)"));
+}
+
+TEST(StepHooks, InitStringWithZeroRcIsStillABrokenConvention) {
+  // With rc >= 0 the second value of step_init is the env table, never a message.
+  Logged log;
+  auto h = StepHooks::load(
+      write("sh11.lua", "function slurm_switch_step_init() return 0, 'hello' end"), log.sink());
+  ASSERT_TRUE(h);
+  StepVerdict v = h->init(step(), &kInfo);
+  EXPECT_TRUE(v.lua_error);
+  EXPECT_NE(v.summary.find("broke the return convention"), std::string::npos) << v.summary;
+}
+
+TEST(StepHooks, MessageIsValidUtf8AndBounded) {
+  Logged log;
+  auto h = StepHooks::load(
+      write("sh12.lua", "function slurm_switch_step_postfini() return -1, ('a'):rep(190) .. "
+                        "('\xc3\xa9'):rep(20) .. '\xe9' end"),
+      log.sink());
+  ASSERT_TRUE(h);
+  StepVerdict v = h->postfini(step(), &kInfo);
+  EXPECT_LE(v.message.size(), kMaxHookMessageBytes);
+  EXPECT_EQ(v.message.substr(v.message.size() - 3), "...");
+  // 197 bytes of room: 190 'a' then 3 whole 'é' (6 bytes) would be 196.
+  EXPECT_EQ(v.message, std::string(190, 'a') + "\xc3\xa9\xc3\xa9\xc3\xa9...");
+}
+
+TEST(StepHooks, ALocaleSetByAHookDoesNotOutliveTheCall) {
+  // switch.lua(5): numbers in the task environment are "%.14g" in the C
+  // locale, whatever locale a hook sets; the host keeps its own locale.
+  Logged log;
+  if (std::setlocale(LC_NUMERIC, "de_DE.UTF-8") == nullptr)
+    GTEST_SKIP() << "no de_DE.UTF-8 locale here (scripts/testbed builds one)";
+  std::setlocale(LC_ALL, "C");
+  // The hook switches to a comma locale and leaves it set.
+  auto h = StepHooks::load(write("sh13.lua", "function slurm_switch_step_init() "
+                                             "assert(os.setlocale('de_DE.UTF-8')) "
+                                             "return 0, {HALF = 0.5, BIG = 1e20} end"),
+                           log.sink());
+  ASSERT_TRUE(h);
+  const std::string before = std::setlocale(LC_ALL, nullptr);
+  StepVerdict v = h->init(step(), &kInfo);
+  EXPECT_EQ(std::string(std::setlocale(LC_ALL, nullptr)), before);
+  ASSERT_EQ(v.env.size(), 2u);
+  EXPECT_EQ(v.env[0], (EnvOp{EnvOp::Kind::Set, "BIG", "1e+20"}));
+  EXPECT_EQ(v.env[1], (EnvOp{EnvOp::Kind::Set, "HALF", "0.5"}));
+}
+
+TEST(StepHooks, EnvNamesMustBePortable) {
+  Logged log;
+  auto h =
+      StepHooks::load(write("sh14.lua", "function slurm_switch_step_init() return 0, "
+                                        "{['A B'] = 1, ['X\\nY'] = 2, ['1X'] = 3, OK_1 = 4} end"),
+                      log.sink());
+  ASSERT_TRUE(h);
+  StepVerdict v = h->init(step(), &kInfo);
+  ASSERT_EQ(v.env.size(), 1u);
+  EXPECT_EQ(v.env[0], (EnvOp{EnvOp::Kind::Set, "OK_1", "4"}));
+  EXPECT_TRUE(
+      log.has("a variable name must be letters, digits and '_', not starting with a digit"));
+}
+
+TEST(StepHooks, StepIdIsWrittenAsSlurmWritesIt) {
+  EXPECT_EQ(step_id_text(42, 0), "42.0");
+  EXPECT_EQ(step_id_text(42, 0xFFFFFFFB), "42.batch");
+  EXPECT_EQ(step_id_text(42, 0xFFFFFFFC), "42.extern");
+  EXPECT_EQ(step_id_text(42, 0xFFFFFFFA), "42.interactive");
 }
 
 TEST(StepHooks, MissingHooksProceed) {
