@@ -231,7 +231,7 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
     }
     j["result"]["steps"].push_back(sj);
   }
-  std::cout << j.dump(2) << "\n";
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 } // namespace
@@ -345,7 +345,7 @@ int run_check(const std::string &script, bool as_json) {
   if (!s) {
     j["error"] = s.error().message;
     if (as_json)
-      std::cout << j.dump(2) << "\n";
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else
       fmt::print(stderr, "switch-lua check: {}\n", s.error().message);
     return 1;
@@ -369,7 +369,7 @@ int run_check(const std::string &script, bool as_json) {
     j["missing"] = missing;
     j["errors"] = wrong;
     j["log"] = lines;
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return wrong.empty() ? 0 : 1;
   }
   for (const std::string &w : wrong)

@@ -286,6 +286,20 @@ TEST(Simulate, OsExitInAStepHookIsALuaErrorNotTheEndOfTheHost) {
   EXPECT_EQ(refused, 2) << r.out; // one per node
 }
 
+TEST(Simulate, NonUtf8LogLineGivesValidJson) {
+  // Issue: one non-UTF-8 byte in a log line made simulate --json abort.
+  fs::path p = fs::temp_directory_path() / "switchlua-latin1.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) slurm.log_info('caf\\xe9') "
+                      "return slurm.SUCCESS, {x = 1} end\n";
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out); // throws on invalid UTF-8 or bad JSON
+  int found = 0;
+  for (const auto &e : j["timeline"])
+    found += e["text"].get<std::string>().find("caf\xef\xbf\xbd") != std::string::npos;
+  EXPECT_EQ(found, 1) << r.out; // the byte became U+FFFD
+}
+
 TEST(Simulate, MissingScriptIsAnError) {
   CmdResult r = run("simulate /nonexistent/switch.lua --network fabric");
   EXPECT_NE(r.status, 0);
