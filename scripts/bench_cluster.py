@@ -318,10 +318,19 @@ def boot(cfg):
         base += ["--extra", "PrologSlurmctld=/etc/slurm/bench_prolog.sh"]
     if cfg == "C":
         base += ["--switch-type", "switch/lua", "--script", HOOK_FILE]
-    cluster("stop", "--fast", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cluster("config", *base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    install_files()
-    cluster("start", stdout=subprocess.DEVNULL)
+    # A slurmd killed a moment ago may still hold its socket: stop cleanly,
+    # and try the start again once.
+    for attempt in range(2):
+        subprocess.run([REPO + "/scripts/cluster", "stop"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        cluster("config", *base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        install_files()
+        r = subprocess.run([REPO + "/scripts/cluster", "start"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL if attempt == 0 else None)
+        if r.returncode == 0:
+            return
+        time.sleep(2)
+    raise SystemExit(f"bench: the cluster did not start for configuration {cfg}")
 
 
 def install_files():

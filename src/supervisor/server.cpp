@@ -143,9 +143,12 @@ void Server::dispatch(RequestFrame req, Clock::time_point queued_at) {
   cb.sweep = [this](const Call &c) { return sweep(c); };
   auto call = std::make_shared<Call>(io_, config_.runner, std::move(req), std::move(cb));
   active_[id] = call;
-  // Before the runner can log: the client sees "started" first.
-  client_->send(encode_frame(StartedFrame{id, queued.count()}));
   call->start(take_idle_runner());
+  // Only for a runner that got the request (a spawn failure is reported by
+  // its outcome alone); sent before this thread reads any of its frames, so
+  // the client sees "started" before the call's log lines.
+  if (call->pgid() > 0)
+    client_->send(encode_frame(StartedFrame{id, queued.count()}));
 }
 
 std::optional<RunnerProcess> Server::take_idle_runner() {
