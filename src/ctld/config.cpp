@@ -18,7 +18,8 @@ struct Token {
 std::optional<Token> split_token(std::string_view tok) {
   auto eq = tok.find('=');
   std::string_view key = tok.substr(0, eq);
-  if (key != "switch_timeout" && key != "switch_retries" && key != "switch_drain_on_failure")
+  if (key != "switch_timeout" && key != "switch_retries" && key != "switch_drain_on_failure" &&
+      key != "switch_max_calls" && key != "switch_max_queue")
     return std::nullopt;
   if (eq == std::string_view::npos)
     return Token{key, {}, false};
@@ -41,7 +42,20 @@ Expected<std::uint64_t> parse_count(const Token &t, std::uint64_t lo, std::uint6
 
 Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
   CtldConfig c;
-  bool seen_timeout = false, seen_retries = false, seen_drain = false;
+  bool seen_timeout = false, seen_retries = false, seen_drain = false, seen_calls = false,
+       seen_queue = false;
+  // switch_max_calls / switch_max_queue: a count in [lo, hi], same rules.
+  auto count_key = [&](const Token &t, std::uint32_t lo, std::uint32_t hi, std::uint32_t &dst,
+                       bool &seen) -> Expected<void> {
+    auto v = parse_count(t, lo, hi, "count");
+    if (!v)
+      return fail(v.error().message);
+    if (seen && *v != dst)
+      return fail(fmt::format("SlurmctldParameters: {} given twice ({} and {})", t.key, dst, *v));
+    dst = static_cast<std::uint32_t>(*v);
+    seen = true;
+    return {};
+  };
   while (!params.empty()) {
     auto comma = params.find(',');
     std::string_view tok = params.substr(0, comma);
@@ -68,6 +82,12 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
                                 c.switch_retries, *v));
       c.switch_retries = static_cast<std::uint32_t>(*v);
       seen_retries = true;
+    } else if (t->key == "switch_max_calls") {
+      if (auto ok = count_key(*t, 1, kMaxSwitchMaxCalls, c.max_calls, seen_calls); !ok)
+        return fail(ok.error().message);
+    } else if (t->key == "switch_max_queue") {
+      if (auto ok = count_key(*t, 1, kMaxSwitchMaxQueue, c.max_queue, seen_queue); !ok)
+        return fail(ok.error().message);
     } else {
       bool v;
       if (t->has_value && t->value == "yes")
@@ -88,8 +108,10 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
 }
 
 std::string describe(const CtldConfig &c) {
-  return fmt::format("switch_timeout={} switch_retries={} switch_drain_on_failure={}",
-                     c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no");
+  return fmt::format("switch_timeout={} switch_retries={} switch_drain_on_failure={} "
+                     "switch_max_calls={} switch_max_queue={}",
+                     c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no",
+                     c.max_calls, c.max_queue);
 }
 
 } // namespace switchlua

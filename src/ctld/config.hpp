@@ -11,6 +11,15 @@
 //                                   nodes are drained; integer 0..1000, default 3
 //   switch_drain_on_failure=yes|no  drain the job's nodes when job_complete
 //                                   fails; default yes
+//   switch_max_calls=<count>        hook calls running at once; integer
+//                                   1..4096, default 512
+//   switch_max_queue=<count>        calls waiting per lane (teardown,
+//                                   interactive, batch); integer 1..100000,
+//                                   default 10000
+//
+// switch_max_calls and switch_max_queue are read when the plugin starts
+// (slurmctld's start and every reconfigure, which restarts it in 24.11):
+// they size the supervisor, which is restarted then.
 //
 // Keys are matched as Slurm matches its own (case-sensitive, lower case);
 // tokens that are not ours are ignored, as Slurm ignores unknown tokens.
@@ -32,6 +41,10 @@ inline constexpr std::chrono::seconds kDefaultSwitchTimeout{10};
 inline constexpr std::uint32_t kDefaultSwitchRetries = 3;
 inline constexpr std::chrono::seconds kMaxSwitchTimeout{86400};
 inline constexpr std::uint32_t kMaxSwitchRetries = 1000;
+inline constexpr std::uint32_t kDefaultSwitchMaxCalls = 512;
+inline constexpr std::uint32_t kMaxSwitchMaxCalls = 4096;
+inline constexpr std::uint32_t kDefaultSwitchMaxQueue = 10000;
+inline constexpr std::uint32_t kMaxSwitchMaxQueue = 100000;
 
 /// The parsed settings.  A hook call keeps the timeout it started with
 /// across a reconfigure (the supervisor gets it with the request).
@@ -39,6 +52,8 @@ struct CtldConfig {
   std::chrono::seconds switch_timeout = kDefaultSwitchTimeout;
   std::uint32_t switch_retries = kDefaultSwitchRetries;
   bool drain_on_failure = true;
+  std::uint32_t max_calls = kDefaultSwitchMaxCalls; ///< switch_max_calls
+  std::uint32_t max_queue = kDefaultSwitchMaxQueue; ///< switch_max_queue
   bool operator==(const CtldConfig &) const = default;
 };
 
@@ -49,7 +64,8 @@ struct CtldConfig {
 /// different value; switch_drain_on_failure other than yes/no.
 Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params);
 
-/// "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes".
+/// "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes
+/// switch_max_calls=512 switch_max_queue=10000".
 std::string describe(const CtldConfig &c);
 
 } // namespace switchlua

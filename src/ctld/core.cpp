@@ -91,10 +91,20 @@ struct CtldCore::Impl {
   bool stopping = false;
   std::thread worker;
 
+  /// The supervisor's size comes from SlurmctldParameters (switch_max_calls,
+  /// switch_max_queue), fixed for the supervisor's life.
+  static ClientOptions sized(ClientOptions c, const CtldConfig &cfg) {
+    c.max_concurrent = cfg.max_calls;
+    c.max_queue = cfg.max_queue;
+    c.max_queued = cfg.max_calls + 3 * cfg.max_queue; // the lanes refuse first
+    return c;
+  }
+
   Impl(CoreOptions o, SlurmPort &p)
-      : opts(std::move(o)), port(p),
-        client(opts.client, [this](CallId id, LogLevel l,
-                                   std::string_view text) { on_script_log(id, l, text); }),
+      : opts(std::move(o)), port(p), client(sized(opts.client, opts.config),
+                                            [this](CallId id, LogLevel l, std::string_view text) {
+                                              on_script_log(id, l, text);
+                                            }),
         cfg(opts.config) {
     worker = std::thread([this] { run_worker(); });
   }
@@ -223,22 +233,30 @@ struct CtldCore::Impl {
                     .timeout = cfg.switch_timeout};
     std::uint32_t job_id = s.job.job_id;
     std::uint64_t gen = s.generation;
-    port.log(
-        LogLevel::Info,
-        fmt::format("switch/lua: JobId={} {} started{} (switch_timeout={} s)", job_id, hook_name(h),
-                    result_kind == EventKind::LateTeardownResult ? " for a late setup result" : "",
-                    cfg.switch_timeout.count()));
-    auto id = client.submit(req, [this, job_id, gen, result_kind, h](CallId cid, const Outcome &o) {
-      {
-        std::lock_guard g(mu);
-        calls.erase(cid);
-      }
-      // The full outcome (a Lua traceback included) at verbose level; the
-      // state machine's own line says what it means, once, at info/error.
-      port.log(LogLevel::Verbose,
-               fmt::format("switch/lua: JobId={} {} {}", job_id, hook_name(h), describe(o)));
-      enqueue({job_id, gen, result_kind, o});
-    });
+    const std::string late =
+        result_kind == EventKind::LateTeardownResult ? " for a late setup result" : "";
+    const auto timeout = cfg.switch_timeout.count();
+    // "started" when the call's process gets the request, not when queued.
+    auto on_started = [this, job_id, h, late, timeout](CallId, std::chrono::milliseconds queued) {
+      port.log(LogLevel::Info,
+               fmt::format("switch/lua: JobId={} {} started{} (queued {} ms, switch_timeout={} s)",
+                           job_id, hook_name(h), late, queued.count(), timeout));
+    };
+    auto id = client.submit(
+        req,
+        [this, job_id, gen, result_kind, h](CallId cid, const Outcome &o) {
+          {
+            std::lock_guard g(mu);
+            calls.erase(cid);
+          }
+          // The full outcome (a Lua traceback included) at verbose level; the
+          // state machine's own line says what it means, once, at info/error.
+          port.log(LogLevel::Verbose,
+                   fmt::format("switch/lua: JobId={} {} {} (queued {} ms, ran {} ms)", job_id,
+                               hook_name(h), describe(o), o.queued.count(), o.elapsed.count()));
+          enqueue({job_id, gen, result_kind, o});
+        },
+        on_started);
     if (!id) {
       Outcome o{.kind = OutcomeKind::SpawnFailed, .message = id.error().message};
       enqueue({job_id, gen, result_kind, o});

@@ -36,35 +36,44 @@ Call::Call(asio::io_context &io, const RunnerConfig &config, RequestFrame reques
     : io_(io), config_(config), request_(std::move(request)), cb_(std::move(callbacks)),
       deadline_timer_(io), drain_timer_(io) {}
 
-void Call::start() {
-  started_ = Clock::now();
-  deadline_ = started_ + std::chrono::seconds(request_.timeout_s);
+Expected<RunnerProcess> spawn_runner(asio::io_context &io, const RunnerConfig &config, CallId tag) {
   auto sv = make_socketpair();
-  if (!sv) {
-    obs_.spawn_error = sv.error().message;
-    asio::post(io_, [self = shared_from_this()] { self->deliver(); });
-    return;
-  }
+  if (!sv)
+    return fail(sv.error().message);
   SpawnSpec spec;
-  spec.path = config_.runner;
+  spec.path = config.runner;
   spec.args = {fmt::format("--channel-fd={}", kChildChannelFd)};
   spec.channel_fd = (*sv)[1];
   spec.env = base_child_env();
-  spec.env.push_back(fmt::format("{}={}", kCallTagVar, request_.id));
-  spec.env.insert(spec.env.end(), config_.child_env.begin(), config_.child_env.end());
+  if (tag != 0)
+    spec.env.push_back(fmt::format("{}={}", kCallTagVar, tag));
+  spec.env.insert(spec.env.end(), config.child_env.begin(), config.child_env.end());
   // SIGTERM on the supervisor's death: the runner then kills its own group.
   spec.death_signal = SIGTERM;
-  auto pid = spawn_child(io_, spec);
+  auto pid = spawn_child(io, spec);
   ::close((*sv)[1]);
   if (!pid) {
     ::close((*sv)[0]);
-    obs_.spawn_error = pid.error().message;
-    asio::post(io_, [self = shared_from_this()] { self->deliver(); });
-    return;
+    return fail(pid.error().message);
   }
-  pid_ = *pid;
+  return RunnerProcess{*pid, (*sv)[0]};
+}
+
+void Call::start(std::optional<RunnerProcess> ready) {
+  started_ = Clock::now();
+  deadline_ = started_ + std::chrono::seconds(request_.timeout_s);
+  if (!ready) {
+    auto r = spawn_runner(io_, config_, request_.id);
+    if (!r) {
+      obs_.spawn_error = r.error().message;
+      asio::post(io_, [self = shared_from_this()] { self->deliver(); });
+      return;
+    }
+    ready = *r;
+  }
+  pid_ = ready->pid;
   obs_.spawned = true;
-  channel_ = FrameChannel::adopt(io_, (*sv)[0]);
+  channel_ = FrameChannel::adopt(io_, ready->fd);
   channel_->send(encode_frame(request_));
   auto self = shared_from_this();
   channel_->start([self](Frame f) { self->on_frame(std::move(f)); },

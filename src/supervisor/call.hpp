@@ -30,6 +30,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -43,6 +44,20 @@ struct RunnerConfig {
   std::string runner;                 ///< path of switch-lua-runner
   std::vector<std::string> child_env; ///< appended to base_child_env() and the call tag
 };
+
+/// A started runner and the supervisor's end of its channel (owned by whoever
+/// holds it: close `fd` and reap `pid` when not handing it to a Call).
+struct RunnerProcess {
+  pid_t pid = -1; ///< leader of its own process group (pgid == pid), unreaped
+  int fd = -1;    ///< connected socket; the runner waits on it for one request
+};
+
+/// Starts one switch-lua-runner in a new process group, with the clean
+/// environment, `config.child_env` and, when `tag` is not 0, the call tag
+/// (kCallTagVar=<tag>); a runner started without a tag (ahead of demand) sets
+/// the tag itself from the request it gets.  Errors: socketpair or spawn failed.
+Expected<RunnerProcess> spawn_runner(boost::asio::io_context &io, const RunnerConfig &config,
+                                     CallId tag);
 
 /// What a sweep of the process table found for a finishing call.
 struct SweepResult {
@@ -61,9 +76,11 @@ public:
   Call(boost::asio::io_context &io, const RunnerConfig &config, RequestFrame request,
        Callbacks callbacks);
 
-  /// Spawns the runner and arms the deadline.  A spawn failure is delivered
+  /// Spawns the runner, or takes `ready` (a runner started ahead of demand,
+  /// used for this one call only), sends it the request and arms the deadline
+  /// (switch_timeout counts from here).  A spawn failure is delivered
   /// (SpawnFailed) from a posted handler, never from inside start().
-  void start();
+  void start(std::optional<RunnerProcess> ready = std::nullopt);
   /// The server's SIGCHLD handler saw (WNOWAIT) that the leader exited.
   /// Kills the group's leftovers, then reaps the leader.
   void on_leader_exited();

@@ -7,7 +7,8 @@
 // I/O thread:
 //
 //   send_call ──ensure_supervisor (spawn once)──> channel_ ──RequestFrame──> supervisor
-//   channel_ ──LogFrame──> on_log callback
+//   channel_ ──StartedFrame──> started callback (the call's process got it)
+//            ──LogFrame──> on_log callback
 //            ──OutcomeFrame──> complete ──> done callback
 //            ──EOF / error──> on_supervisor_gone: reap it, every call in
 //                             flight completes Abandoned; the next
@@ -91,10 +92,14 @@ struct SupervisorClient::Impl {
 
   // I/O thread only.
   std::shared_ptr<FrameChannel> channel;
-  std::map<CallId, CallDone> inflight;
+  struct Inflight {
+    CallDone done;
+    CallStarted started;
+  };
+  std::map<CallId, Inflight> inflight;
   bool shutting_down = false;
 
-  void send_call(CallId id, std::string bytes, CallDone done);
+  void send_call(CallId id, std::string bytes, Inflight cbs);
   Expected<void> ensure_supervisor();
   void on_frame(Frame f);
   void on_supervisor_gone(std::optional<Error> why);
@@ -103,8 +108,8 @@ struct SupervisorClient::Impl {
   void do_shutdown();
 };
 
-void SupervisorClient::Impl::send_call(CallId id, std::string bytes, CallDone done) {
-  inflight.emplace(id, std::move(done));
+void SupervisorClient::Impl::send_call(CallId id, std::string bytes, Inflight cbs) {
+  inflight.emplace(id, std::move(cbs));
   if (shutting_down)
     return complete(id, abandoned("the supervisor client is shutting down"));
   if (auto ok = ensure_supervisor(); !ok) {
@@ -125,7 +130,9 @@ Expected<void> SupervisorClient::Impl::ensure_supervisor() {
   SpawnSpec spec;
   spec.path = opts.supervisor;
   spec.args = {fmt::format("--channel-fd={}", kChildChannelFd), "--runner=" + opts.runner,
-               fmt::format("--max-concurrent={}", opts.max_concurrent)};
+               fmt::format("--max-concurrent={}", opts.max_concurrent),
+               fmt::format("--max-queue={}", opts.max_queue),
+               fmt::format("--prestart={}", opts.prestart)};
   for (const std::string &e : opts.child_env)
     spec.args.push_back("--child-env=" + e);
   spec.channel_fd = (*sv)[1];
@@ -151,6 +158,10 @@ void SupervisorClient::Impl::on_frame(Frame f) {
       on_log(log->id, log->level, log->text);
   } else if (auto *out = std::get_if<OutcomeFrame>(&f)) {
     complete(out->id, out->outcome);
+  } else if (auto *st = std::get_if<StartedFrame>(&f)) {
+    auto it = inflight.find(st->id);
+    if (it != inflight.end() && it->second.started)
+      it->second.started(st->id, std::chrono::milliseconds(st->queued_ms));
   }
 }
 
@@ -169,7 +180,7 @@ void SupervisorClient::Impl::complete(CallId id, const Outcome &o) {
   auto it = inflight.find(id);
   if (it == inflight.end())
     return;
-  CallDone done = std::move(it->second);
+  CallDone done = std::move(it->second.done);
   inflight.erase(it);
   {
     std::lock_guard lock(mu);
@@ -207,15 +218,19 @@ SupervisorClient::~SupervisorClient() {
   shutdown();
 }
 
-Expected<CallId> SupervisorClient::submit(CallRequest req, CallDone done) {
+Expected<CallId> SupervisorClient::submit(CallRequest req, CallDone done, CallStarted started) {
   if (req.hook != Hook::JobStart && req.hook != Hook::JobComplete &&
       req.hook != Hook::BlockJobComplete && req.hook != Hook::SetupSpecialSteps)
     return fail(fmt::format("submit: hook {} does not run in the supervisor", hook_name(req.hook)));
   if (req.timeout < std::chrono::seconds(1))
     return fail(fmt::format("submit: timeout {} s, must be at least 1 s", req.timeout.count()));
-  RequestFrame frame{0,           std::move(req.script),
-                     req.hook,    req.job.to_msgpack(),
-                     req.jobinfo, static_cast<std::uint32_t>(req.timeout.count())};
+  RequestFrame frame{0,
+                     std::move(req.script),
+                     req.hook,
+                     req.job.to_msgpack(),
+                     req.jobinfo,
+                     static_cast<std::uint32_t>(req.timeout.count()),
+                     lane_of(req.hook, req.job.batch)};
   std::lock_guard lock(impl_->mu);
   if (impl_->stopped)
     return fail("submit: the supervisor client is stopped");
@@ -226,8 +241,8 @@ Expected<CallId> SupervisorClient::submit(CallRequest req, CallDone done) {
   ++impl_->outstanding;
   // Posted under the lock: shutdown() posts after every accepted call.
   asio::post(impl_->io, [impl = impl_.get(), id = frame.id, bytes = encode_frame(frame),
-                         done = std::move(done)]() mutable {
-    impl->send_call(id, std::move(bytes), std::move(done));
+                         cbs = Impl::Inflight{std::move(done), std::move(started)}]() mutable {
+    impl->send_call(id, std::move(bytes), std::move(cbs));
   });
   return frame.id;
 }

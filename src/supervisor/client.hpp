@@ -49,10 +49,18 @@ struct CallRequest {
 
 /// Options of the client.
 struct ClientOptions {
-  std::string supervisor;            ///< path of the switch-lua-supervisor executable
-  std::string runner;                ///< path of the switch-lua-runner executable (passed on)
-  std::uint32_t max_concurrent = 16; ///< children at once; more wait FIFO in the supervisor
-  std::uint32_t max_queued = 4096;   ///< submitted but not finished; beyond: submit() fails
+  std::string supervisor; ///< path of the switch-lua-supervisor executable
+  std::string runner;     ///< path of the switch-lua-runner executable (passed on)
+  /// Calls running at once (switch_max_calls); more wait in the supervisor's
+  /// lanes (see server.hpp: teardown > interactive > batch, with a reserve
+  /// batch setups may not take).
+  std::uint32_t max_concurrent = 512;
+  /// Waiting calls per lane in the supervisor (switch_max_queue); beyond, a
+  /// call completes at once with SpawnFailed, "... queue is full ...".
+  std::uint32_t max_queue = 10000;
+  /// Runners kept started ahead of demand (each serves one call); 0: none.
+  std::uint32_t prestart = 2;
+  std::uint32_t max_queued = 4096; ///< submitted but not finished; beyond: submit() fails
   /// Environment of every runner besides the fixed clean set
   /// (PATH=/usr/sbin:/usr/bin:/sbin:/bin, LANG=C, SWITCHLUA_CALL_ID=<CallId>);
   /// e.g. {"SLURM_CONF=/etc/slurm/slurm.conf"}.  Nothing else is inherited.
@@ -63,6 +71,10 @@ struct ClientOptions {
 using CallDone = std::function<void(CallId, const Outcome &)>;
 /// Log callback for the script's lines, as they happen; same thread.
 using CallLog = std::function<void(CallId, LogLevel, std::string_view)>;
+/// Start callback: the call left its lane and its process got the request,
+/// after waiting `queued` in the supervisor; same thread, before any log line
+/// of the call.  Not called for a call refused or failed before it started.
+using CallStarted = std::function<void(CallId, std::chrono::milliseconds queued)>;
 
 class SupervisorClient {
 public:
@@ -75,8 +87,10 @@ public:
   /// thread, by the first call that needs it).  Errors: the queue is full
   /// (max_queued), the client is stopped, a hook other than the four
   /// slurmctld hooks, a timeout under 1 s.  `done` is called exactly once
-  /// otherwise, on the I/O thread.  Thread-safe.
-  Expected<CallId> submit(CallRequest req, CallDone done);
+  /// otherwise, on the I/O thread, and `started` (optional) before it when
+  /// the call's process starts.  The lane is lane_of(hook, job.batch).
+  /// Thread-safe.
+  Expected<CallId> submit(CallRequest req, CallDone done, CallStarted started = {});
 
   /// Kills every call in flight (their `done` gets Abandoned) and stops the
   /// supervisor; used before slurmctld re-execs on reconfigure.  Blocks

@@ -51,7 +51,8 @@ struct Outcome {
   /// Pids of processes that had left the call's process group (setsid) and
   /// were found and killed when the call ended.
   std::vector<pid_t> escapees;
-  std::chrono::milliseconds elapsed{0}; ///< spawn to reap
+  std::chrono::milliseconds elapsed{0}; ///< process got the request (dispatch) to reap
+  std::chrono::milliseconds queued{0};  ///< waited in the supervisor's lane before that
 };
 
 /// What the supervisor saw of one finished call; input of classify().

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <msgpack.hpp>
 
+#include <algorithm>
 #include <limits>
 
 namespace switchlua {
@@ -86,7 +87,7 @@ std::string_view result_kind_name(ResultFrame::Kind k) {
 }
 
 void pack_frame(Packer &pk, const RequestFrame &f) {
-  pack_header(pk, "request", 6);
+  pack_header(pk, "request", 7);
   pack_str(pk, "id");
   pk.pack(f.id);
   pack_str(pk, "script");
@@ -99,6 +100,16 @@ void pack_frame(Packer &pk, const RequestFrame &f) {
   pack_opt_bin(pk, f.jobinfo);
   pack_str(pk, "timeout_s");
   pk.pack(f.timeout_s);
+  pack_str(pk, "lane");
+  pack_str(pk, lane_name(f.lane));
+}
+
+void pack_frame(Packer &pk, const StartedFrame &f) {
+  pack_header(pk, "started", 2);
+  pack_str(pk, "id");
+  pk.pack(f.id);
+  pack_str(pk, "queued_ms");
+  pk.pack(f.queued_ms);
 }
 
 void pack_frame(Packer &pk, const LogFrame &f) {
@@ -123,7 +134,7 @@ void pack_frame(Packer &pk, const ResultFrame &f) {
 
 void pack_frame(Packer &pk, const OutcomeFrame &f) {
   const Outcome &o = f.outcome;
-  pack_header(pk, "outcome", 10);
+  pack_header(pk, "outcome", 11);
   pack_str(pk, "id");
   pk.pack(f.id);
   pack_str(pk, "kind");
@@ -149,9 +160,35 @@ void pack_frame(Packer &pk, const OutcomeFrame &f) {
     pk.pack(static_cast<std::int64_t>(p));
   pack_str(pk, "elapsed_ms");
   pk.pack(static_cast<std::int64_t>(o.elapsed.count()));
+  pack_str(pk, "queued_ms");
+  pk.pack(static_cast<std::int64_t>(o.queued.count()));
 }
 
 } // namespace
+
+std::string_view lane_name(Lane l) {
+  switch (l) {
+  case Lane::Teardown:
+    return "teardown";
+  case Lane::Interactive:
+    return "interactive";
+  case Lane::Batch:
+    return "batch";
+  }
+  return "?";
+}
+
+Lane lane_of(Hook h, bool batch_job) {
+  if (h != Hook::JobStart)
+    return Lane::Teardown;
+  return batch_job ? Lane::Batch : Lane::Interactive;
+}
+
+std::uint32_t reserved_slots(std::uint32_t max_calls) {
+  if (max_calls <= 1)
+    return 0;
+  return std::max<std::uint32_t>(1, max_calls / 8);
+}
 
 std::string encode_frame(const Frame &f) {
   msgpack::sbuffer body;
@@ -359,6 +396,22 @@ Expected<Frame> read_request(Reader &r) {
   if (t < 1 || t > std::numeric_limits<std::uint32_t>::max())
     r.set_error(fmt::format("timeout_s {} out of range", t));
   f.timeout_s = static_cast<std::uint32_t>(t);
+  const std::string lane = r.str("lane");
+  bool known = false;
+  for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch})
+    if (lane_name(l) == lane) {
+      f.lane = l;
+      known = true;
+    }
+  if (!known && !r.error)
+    r.set_error(fmt::format("unknown lane '{}'", lane));
+  return finish(r, f);
+}
+
+Expected<Frame> read_started(Reader &r) {
+  StartedFrame f;
+  f.id = r.u64("id");
+  f.queued_ms = r.i64("queued_ms");
   return finish(r, f);
 }
 
@@ -429,6 +482,7 @@ Expected<Frame> read_outcome(Reader &r) {
     o.escapees.push_back(static_cast<pid_t>(p->via.u64));
   }
   o.elapsed = std::chrono::milliseconds(r.i64("elapsed_ms"));
+  o.queued = std::chrono::milliseconds(r.i64("queued_ms"));
   return finish(r, f);
 }
 
@@ -451,6 +505,8 @@ Expected<Frame> read_frame(const msgpack::object &root) {
     return read_result(body);
   if (t == "outcome")
     return read_outcome(body);
+  if (t == "started")
+    return read_started(body);
   return fail(fmt::format("protocol: unknown frame type '{}'", t));
 }
 

@@ -8,13 +8,16 @@
 //   frame   = length (4 bytes, big-endian, of body) + body
 //   body    = msgpack map {"v": kProtocolVersion, "t": "<type>", ...fields}
 //
-//   client -> supervisor : request   {id, script, hook, job, jobinfo, timeout_s}
+//   client -> supervisor : request   {id, script, hook, job, jobinfo, timeout_s, lane}
 //   supervisor -> runner : request   (the same frame, forwarded)
 //   runner -> supervisor : log       {id (0), level, text}   one per script line
 //                          result    {kind, ret, message}    at most one
-//   supervisor -> client : log       {id, level, text}       as they arrive
+//   supervisor -> client : started   {id, queued_ms}         when the call's process
+//                                                            got the request
+//                          log       {id, level, text}       as they arrive
 //                          outcome   {id, kind, ret, message, exit_status, signal,
-//                                     late_return, late_exit, escapees, elapsed_ms}
+//                                     late_return, late_exit, escapees, elapsed_ms,
+//                                     queued_ms}
 //
 //   std::string wire = encode_frame(LogFrame{.id = 7, .level = LogLevel::Info, .text = "hi"});
 //   FrameDecoder d;
@@ -44,9 +47,27 @@
 namespace switchlua {
 
 /// Value of the "v" field of every frame; a frame with another value is refused.
-inline constexpr std::uint32_t kProtocolVersion = 1;
+/// 2: lanes (request "lane"), the started frame and the outcome's "queued_ms".
+inline constexpr std::uint32_t kProtocolVersion = 2;
 /// Largest accepted body, bytes (the 4-byte length prefix not counted).
 inline constexpr std::size_t kMaxFrameBytes = 1024 * 1024;
+
+/// The supervisor's waiting lines, served in this order (teardown first):
+/// a teardown or an interactive setup never waits behind batch setups.
+enum class Lane : std::uint8_t {
+  Teardown,    ///< job_complete and the boolean hooks (block_job_complete, setup_special_steps)
+  Interactive, ///< job_start of an allocation that is not a batch job (srun, salloc)
+  Batch,       ///< job_start of a batch job (sbatch)
+};
+/// "teardown", "interactive", "batch".
+std::string_view lane_name(Lane l);
+/// The lane of a call: Batch for job_start of a batch job, Interactive for
+/// job_start of any other job, Teardown for every other hook.
+Lane lane_of(Hook h, bool batch_job);
+/// Of `max_calls` slots, how many batch setups may not take (kept for the
+/// teardown and interactive lanes): max(1, max_calls / 8), and 0 when
+/// max_calls is 1 (every lane then shares the one slot).
+std::uint32_t reserved_slots(std::uint32_t max_calls);
 
 /// client -> supervisor -> runner: run one hook.
 struct RequestFrame {
@@ -56,6 +77,14 @@ struct RequestFrame {
   MsgpackBytes job;                    ///< JobArgs::to_msgpack()
   std::optional<MsgpackBytes> jobinfo; ///< nil when absent
   std::uint32_t timeout_s = 10;        ///< seconds, >= 1
+  Lane lane = Lane::Batch;             ///< sent as lane_name()
+};
+
+/// supervisor -> client: call `id` left its lane and its process got the
+/// request (its switch_timeout counts from now).
+struct StartedFrame {
+  CallId id = 0;
+  std::int64_t queued_ms = 0; ///< time spent waiting in the supervisor's lane
 };
 
 /// A script log line.  `id` is 0 on the runner's channel (one call per channel).
@@ -80,7 +109,7 @@ struct OutcomeFrame {
 };
 
 /// Any frame of the protocol.
-using Frame = std::variant<RequestFrame, LogFrame, ResultFrame, OutcomeFrame>;
+using Frame = std::variant<RequestFrame, LogFrame, ResultFrame, OutcomeFrame, StartedFrame>;
 
 /// The complete wire bytes of `f` (length prefix included).  A body larger
 /// than kMaxFrameBytes is still encoded; the peer's decoder refuses it.

@@ -7,12 +7,14 @@
 //
 //   switch-lua-runner --channel-fd=3
 //
-// Reads one request frame from the channel, loads the script into a fresh
+// Reads one request frame from the channel (it may have been started ahead of
+// demand and wait there), sets the call tag from it, loads the script into a fresh
 // Lua state, sends each script log line at once as a log frame (a hook that
 // then hangs has still logged), calls the hook, sends one result frame and
 // exits 0 without closing the Lua state (its finalizers must not delay or
 // change the reported result).  Exit status 2: no usable request.
 #include "lua/runtime.hpp"
+#include "supervisor/proc_scan.hpp"
 #include "supervisor/protocol.hpp"
 
 #include <cerrno>
@@ -119,6 +121,9 @@ int main(int argc, char **argv) {
   auto req = read_request(fd);
   if (!req)
     return 2;
+  // A runner started ahead of demand has no tag yet; what the script starts
+  // inherits it, so the supervisor can tell whose escapee a process is.
+  ::setenv(std::string(kCallTagVar).c_str(), std::to_string(req->id).c_str(), 1);
   LogSink sink = [fd](LogLevel level, std::string_view text) noexcept {
     try {
       write_all(fd, encode_frame(LogFrame{0, level, std::string(text)}));

@@ -4,8 +4,12 @@
 //
 // Handlers of switch-lua-supervisor (one thread, one io_context):
 //
-//   start_read_client ──frame──> on_client_frame ──> queue_ ──> start_next_calls
-//          │                                                        │ (< max_concurrent)
+//   start_read_client ──frame──> on_client_frame ──> lanes_ ──> start_next_calls
+//          │      (lane full: SpawnFailed outcome at once)         │ (< max_concurrent;
+//          │                                    teardown > interactive > batch, batch
+//          │                                    leaves reserved_slots() free)
+//          │                                                 dispatch: StartedFrame,
+//          │                                    an idle runner (idle_) or a fresh spawn
 //          └──EOF/error──> on_client_closed ──> terminate_everything │
 //                                                                   v
 //   start_wait_sigterm ──SIGTERM──> terminate_everything        Call::start
@@ -31,6 +35,10 @@
 #include "supervisor/channel.hpp"
 #include "supervisor/proc_scan.hpp"
 
+#include <boost/asio/post.hpp>
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -48,12 +56,15 @@ Server::Server(asio::io_context &io, ServerConfig config)
     : io_(io), config_(std::move(config)), sigchld_(io, SIGCHLD), sigterm_(io, SIGTERM) {
   if (config_.max_concurrent == 0)
     config_.max_concurrent = 1;
+  if (config_.max_queue == 0)
+    config_.max_queue = 1;
 }
 
 int Server::run() {
   start_wait_sigchld();
   start_wait_sigterm();
   start_read_client();
+  refill_idle_runners();
   io_.run();
   return 0;
 }
@@ -68,7 +79,20 @@ void Server::on_client_frame(Frame f) {
   auto *req = std::get_if<RequestFrame>(&f);
   if (req == nullptr || stopping_)
     return; // only requests come from the client
-  queue_.push_back(std::move(*req));
+  auto &lane = lanes_[static_cast<std::size_t>(req->lane)];
+  if (lane.size() >= config_.max_queue) {
+    // Refused at once: the client applies it as a failed start of the call
+    // (switch.lua contract: a failed setup requeues or cancels, a failed
+    // teardown drains).
+    Outcome o;
+    o.kind = OutcomeKind::SpawnFailed;
+    o.message = fmt::format("the supervisor's {} queue is full ({} calls waiting, "
+                            "SlurmctldParameters switch_max_queue={})",
+                            lane_name(req->lane), lane.size(), config_.max_queue);
+    client_->send(encode_frame(OutcomeFrame{req->id, std::move(o)}));
+    return;
+  }
+  lane.push_back({std::move(*req), Clock::now()});
   start_next_calls();
 }
 
@@ -77,26 +101,86 @@ void Server::on_client_closed() {
 }
 
 void Server::start_next_calls() {
-  while (!stopping_ && active_.size() < config_.max_concurrent && !queue_.empty()) {
-    RequestFrame req = std::move(queue_.front());
-    queue_.pop_front();
-    const CallId id = req.id;
-    if (active_.count(id) != 0) {
-      Outcome o;
-      o.kind = OutcomeKind::SpawnFailed;
-      o.message = "duplicate call id from the client";
-      client_->send(encode_frame(OutcomeFrame{id, std::move(o)}));
-      continue;
+  const std::uint32_t batch_limit = config_.max_concurrent - reserved_slots(config_.max_concurrent);
+  while (!stopping_ && active_.size() < config_.max_concurrent) {
+    std::deque<Waiting> *from = nullptr;
+    for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch}) {
+      auto &q = lanes_[static_cast<std::size_t>(l)];
+      if (q.empty())
+        continue;
+      if (l == Lane::Batch && active_.size() >= batch_limit)
+        break; // the reserve is for teardowns and interactive setups
+      from = &q;
+      break;
     }
-    Call::Callbacks cb;
-    cb.on_log = [this](CallId cid, LogLevel level, std::string_view text) {
-      client_->send(encode_frame(LogFrame{cid, level, std::string(text)}));
-    };
-    cb.on_done = [this](CallId cid, Outcome o) { on_call_done(cid, std::move(o)); };
-    cb.sweep = [this](const Call &c) { return sweep(c); };
-    auto call = std::make_shared<Call>(io_, config_.runner, std::move(req), std::move(cb));
-    active_[id] = call;
-    call->start();
+    if (from == nullptr)
+      break;
+    Waiting w = std::move(from->front());
+    from->pop_front();
+    dispatch(std::move(w.req), w.queued_at);
+  }
+}
+
+void Server::dispatch(RequestFrame req, Clock::time_point queued_at) {
+  const CallId id = req.id;
+  if (active_.count(id) != 0) {
+    Outcome o;
+    o.kind = OutcomeKind::SpawnFailed;
+    o.message = "duplicate call id from the client";
+    client_->send(encode_frame(OutcomeFrame{id, std::move(o)}));
+    return;
+  }
+  const auto queued =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - queued_at);
+  Call::Callbacks cb;
+  cb.on_log = [this](CallId cid, LogLevel level, std::string_view text) {
+    client_->send(encode_frame(LogFrame{cid, level, std::string(text)}));
+  };
+  cb.on_done = [this, queued](CallId cid, Outcome o) {
+    o.queued = queued;
+    on_call_done(cid, std::move(o));
+  };
+  cb.sweep = [this](const Call &c) { return sweep(c); };
+  auto call = std::make_shared<Call>(io_, config_.runner, std::move(req), std::move(cb));
+  active_[id] = call;
+  call->start(take_idle_runner());
+  // Only for a runner that got the request (a spawn failure is reported by
+  // its outcome alone); sent before this thread reads any of its frames, so
+  // the client sees "started" before the call's log lines.
+  if (call->pgid() > 0)
+    client_->send(encode_frame(StartedFrame{id, queued.count()}));
+}
+
+std::optional<RunnerProcess> Server::take_idle_runner() {
+  if (config_.prestart > 0 && !refill_posted_) {
+    refill_posted_ = true; // after this dispatch: the request goes out first
+    asio::post(io_, [this] {
+      refill_posted_ = false;
+      refill_idle_runners();
+    });
+  }
+  while (!idle_.empty()) {
+    RunnerProcess r = idle_.front();
+    idle_.pop_front();
+    siginfo_t si{};
+    // Still alive?  (A runner that died idle was not yet seen by on_sigchld.)
+    if (::waitid(P_PID, r.pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0)
+      return r;
+    ::close(r.fd);
+    while (::waitpid(r.pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  return std::nullopt;
+}
+
+void Server::refill_idle_runners() {
+  // Idle runners count against nothing: they run no script until a call
+  // takes one.  Not while stopping, and at most `prestart` of them.
+  while (!stopping_ && idle_.size() < config_.prestart) {
+    auto r = spawn_runner(io_, config_.runner, 0);
+    if (!r)
+      return; // the call that needs one spawns it itself and reports why
+    idle_.push_back(*r);
   }
 }
 
@@ -130,6 +214,13 @@ void Server::on_sigchld() {
       leader->on_leader_exited(); // reaps it
       continue;
     }
+    // An idle runner died (killed from outside): drop it, start another later.
+    for (auto it = idle_.begin(); it != idle_.end(); ++it)
+      if (it->pid == si.si_pid) {
+        ::close(it->fd);
+        idle_.erase(it);
+        break;
+      }
     while (::waitpid(si.si_pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
@@ -151,9 +242,15 @@ SweepResult Server::sweep(const Call &ending) {
     return false;
   };
   const auto &before = ending.escapees();
+  auto idle = [&](pid_t pid) {
+    return std::any_of(idle_.begin(), idle_.end(),
+                       [pid](const RunnerProcess &r) { return r.pid == pid; });
+  };
   for (const ProcEntry &e : scan_children()) {
     if (other_live([&](const Call &c) { return c.unreaped_leader() == e.pid; }))
       continue; // another call's runner: reaped by its Call
+    if (idle(e.pid))
+      continue; // a runner started ahead of demand, no call yet
     if (e.state == 'Z') {
       ::waitpid(e.pid, nullptr, WNOHANG); // dead leftovers and escapees
       continue;
@@ -206,7 +303,11 @@ void Server::terminate_everything() {
       break;
     std::this_thread::sleep_for(5ms);
   }
-  queue_.clear();
+  for (auto &l : lanes_)
+    l.clear();
+  for (const RunnerProcess &r : idle_)
+    ::close(r.fd); // killed and reaped above with the other children
+  idle_.clear();
   io_.stop();
 }
 

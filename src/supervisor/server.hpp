@@ -4,14 +4,28 @@
 //
 // The switch-lua-supervisor process: reads requests from the client
 // (slurmctld) on one socket, runs each in a supervised runner (see call.hpp)
-// with at most `max_concurrent` at once and the rest waiting FIFO, streams
-// log frames back, sends one outcome frame per request.  When the client
+// with at most `max_concurrent` at once, streams log frames back, sends one
+// started frame when a call's process gets its request and one outcome frame
+// per request.
+//
+// Lanes.  A request that cannot start at once waits in the lane the client
+// chose (RequestFrame::lane); each lane is FIFO and holds at most `max_queue`
+// requests (beyond: an immediate SpawnFailed outcome saying the lane is
+// full).  A free slot goes to the teardown lane first, then interactive, then
+// batch, and batch setups never take the last reserved_slots() slots: a
+// teardown or an interactive setup waits at most for one running call to end,
+// never behind a backlog of batch setups.
+//
+// Runners ahead of demand.  Up to `prestart` runners are kept started and
+// idle, each waiting for one request; a call takes one (fresh process, fresh
+// Lua state, the script read when the request arrives) and a new one is
+// started after the dispatch.  When the client
 // socket reaches EOF (slurmctld died or shut down) or SIGTERM arrives (the
 // parent-death signal), it kills every call's process group and every other
 // child, reaps them, and run() returns.
 //
 //   asio::io_context io;
-//   Server server(io, {.client_fd = 3, .runner = "...", .max_concurrent = 16});
+//   Server server(io, {.client_fd = 3, .runner = {...}, .max_concurrent = 512});
 //   return server.run();
 //
 // The process must be a child subreaper (PR_SET_CHILD_SUBREAPER) so that a
@@ -24,10 +38,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace switchlua {
 
@@ -35,9 +52,11 @@ class FrameChannel;
 
 /// Settings of the supervisor, from its command line.
 struct ServerConfig {
-  int client_fd = -1;                ///< connected socket to the client (owned)
-  RunnerConfig runner;               ///< how to start runners
-  std::uint32_t max_concurrent = 16; ///< runners at once (>= 1)
+  int client_fd = -1;                 ///< connected socket to the client (owned)
+  RunnerConfig runner;                ///< how to start runners
+  std::uint32_t max_concurrent = 512; ///< calls at once (>= 1; switch_max_calls)
+  std::uint32_t max_queue = 10000;    ///< waiting requests per lane (>= 1; switch_max_queue)
+  std::uint32_t prestart = 2;         ///< idle runners kept started (0: spawn per call)
 };
 
 class Server {
@@ -54,6 +73,9 @@ private:
   void on_sigchld();
   void start_wait_sigterm();
   void start_next_calls();
+  void dispatch(RequestFrame req, std::chrono::steady_clock::time_point queued_at);
+  std::optional<RunnerProcess> take_idle_runner();
+  void refill_idle_runners();
   void on_call_done(CallId id, Outcome o);
   SweepResult sweep(const Call &ending);
   void terminate_everything();
@@ -63,7 +85,13 @@ private:
   std::shared_ptr<FrameChannel> client_;
   boost::asio::signal_set sigchld_;
   boost::asio::signal_set sigterm_;
-  std::deque<RequestFrame> queue_;
+  struct Waiting {
+    RequestFrame req;
+    std::chrono::steady_clock::time_point queued_at;
+  };
+  std::array<std::deque<Waiting>, 3> lanes_; ///< indexed by Lane
+  std::deque<RunnerProcess> idle_;           ///< runners started ahead of demand
+  bool refill_posted_ = false;
   std::map<CallId, std::shared_ptr<Call>> active_;
   bool stopping_ = false;
 };

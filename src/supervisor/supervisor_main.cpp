@@ -5,7 +5,7 @@
 // switch-lua-supervisor: started once by SupervisorClient, never by hand.
 //
 //   switch-lua-supervisor --channel-fd=3 --runner=PATH [--max-concurrent=N]
-//                         [--child-env=NAME=value]...
+//                         [--max-queue=N] [--prestart=N] [--child-env=NAME=value]...
 //
 // Exit status: 0 after the client went away (or SIGTERM), 2 on bad usage.
 #include "supervisor/server.hpp"
@@ -43,6 +43,12 @@ bool parse_args(int argc, char **argv, switchlua::ServerConfig &cfg) {
     } else if (auto v = value("--max-concurrent=")) {
       if (!parse_number(*v, cfg.max_concurrent) || cfg.max_concurrent == 0)
         return false;
+    } else if (auto v = value("--max-queue=")) {
+      if (!parse_number(*v, cfg.max_queue) || cfg.max_queue == 0)
+        return false;
+    } else if (auto v = value("--prestart=")) {
+      if (!parse_number(*v, cfg.prestart))
+        return false;
     } else if (auto v = value("--child-env=")) {
       if (v->find('=') == std::string_view::npos)
         return false;
@@ -60,7 +66,8 @@ int main(int argc, char **argv) {
   switchlua::ServerConfig cfg;
   if (!parse_args(argc, argv, cfg)) {
     std::fprintf(stderr, "usage: switch-lua-supervisor --channel-fd=N --runner=PATH "
-                         "[--max-concurrent=N] [--child-env=NAME=value]...\n");
+                         "[--max-concurrent=N] [--max-queue=N] [--prestart=N] "
+                         "[--child-env=NAME=value]...\n");
     return 2;
   }
   // Orphans and setsid() escapees of the calls are reparented to us.

@@ -90,11 +90,18 @@ void SyncClient::set_log_observer(std::function<void(CallId, const std::string &
 }
 
 CallId SyncClient::submit(CallRequest req) {
-  auto id = client_->submit(std::move(req), [this](CallId cid, const Outcome &o) {
-    std::lock_guard lock(mu_);
-    outcomes_[cid] = o;
-    cv_.notify_all();
-  });
+  auto id = client_->submit(
+      std::move(req),
+      [this](CallId cid, const Outcome &o) {
+        std::lock_guard lock(mu_);
+        outcomes_[cid] = o;
+        cv_.notify_all();
+      },
+      [this](CallId cid, std::chrono::milliseconds) {
+        std::lock_guard lock(mu_);
+        started_.push_back(cid);
+        cv_.notify_all();
+      });
   EXPECT_TRUE(id.has_value()) << (id ? "" : id.error().message);
   return id ? *id : 0;
 }
@@ -121,6 +128,11 @@ bool SyncClient::wait_for_log(CallId id, const std::string &text, std::chrono::s
         return true;
     return false;
   });
+}
+
+std::vector<CallId> SyncClient::started_order() {
+  std::lock_guard lock(mu_);
+  return started_;
 }
 
 bool SyncClient::finished(CallId id) {

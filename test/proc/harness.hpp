@@ -58,6 +58,9 @@ public:
                     std::chrono::seconds limit = std::chrono::seconds(10));
   /// Whether call `id` has completed.
   bool finished(CallId id);
+  /// Ids of the calls whose process started, in the order the supervisor
+  /// reported it (its dispatch order).
+  std::vector<CallId> started_order();
   /// Called on the I/O thread for every log line (before it is stored).
   void set_log_observer(std::function<void(CallId, const std::string &)> f);
 
@@ -70,6 +73,7 @@ private:
   std::condition_variable cv_;
   std::map<CallId, std::vector<std::string>> logs_;
   std::map<CallId, Outcome> outcomes_;
+  std::vector<CallId> started_;
   std::function<void(CallId, const std::string &)> observer_;
   std::unique_ptr<SupervisorClient> client_;
 };

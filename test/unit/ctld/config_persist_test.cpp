@@ -13,6 +13,17 @@ TEST(Config, DefaultsAreFinite) {
   EXPECT_EQ(c->switch_timeout.count(), 10);
   EXPECT_EQ(c->switch_retries, 3u);
   EXPECT_TRUE(c->drain_on_failure);
+  EXPECT_EQ(c->max_calls, 512u);
+  EXPECT_EQ(c->max_queue, 10000u);
+}
+
+TEST(Config, ReadsTheLaneSizes) {
+  auto c = parse_slurmctld_parameters("switch_max_calls=4096,foo,switch_max_queue=1");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->max_calls, 4096u);
+  EXPECT_EQ(c->max_queue, 1u);
+  EXPECT_EQ(describe(*c), "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes "
+                          "switch_max_calls=4096 switch_max_queue=1");
 }
 
 TEST(Config, ReadsOurKeysAmongOthers) {
@@ -48,6 +59,15 @@ TEST(Config, BadValuesNameKeyAndValue) {
       {"switch_drain_on_failure=maybe", "switch_drain_on_failure=maybe: must be yes or no"},
       {"switch_drain_on_failure=YES", "switch_drain_on_failure=YES"},
       {"switch_timeout=5,switch_timeout=6", "switch_timeout given twice (5 and 6)"},
+      {"switch_max_calls=0", "SlurmctldParameters: switch_max_calls=0: must be an integer count "
+                             "from 1 to 4096"},
+      {"switch_max_calls=4097", "switch_max_calls=4097: must be"},
+      {"switch_max_calls", "switch_max_calls=: must be"},
+      {"switch_max_queue=0", "SlurmctldParameters: switch_max_queue=0: must be an integer count "
+                             "from 1 to 100000"},
+      {"switch_max_queue=100001", "switch_max_queue=100001: must be"},
+      {"switch_max_calls=8,switch_max_calls=9", "switch_max_calls given twice (8 and 9)"},
+      {"switch_max_queue=8,switch_max_queue=9", "switch_max_queue given twice (8 and 9)"},
   };
   for (const Bad &b : bad) {
     auto c = parse_slurmctld_parameters(b.params);

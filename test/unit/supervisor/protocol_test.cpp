@@ -67,8 +67,47 @@ TEST(Protocol, RequestRoundTrips) {
   EXPECT_EQ(out.job, in.job);
   EXPECT_EQ(out.jobinfo, in.jobinfo);
   EXPECT_EQ(out.timeout_s, 12u);
+  EXPECT_EQ(out.lane, Lane::Batch);
   in.jobinfo.reset();
   EXPECT_FALSE(std::get<RequestFrame>(round_trip(in)).jobinfo.has_value());
+  for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch}) {
+    in.lane = l;
+    EXPECT_EQ(std::get<RequestFrame>(round_trip(in)).lane, l) << lane_name(l);
+  }
+}
+
+TEST(Protocol, LaneOfACall) {
+  EXPECT_EQ(lane_of(Hook::JobStart, true), Lane::Batch);
+  EXPECT_EQ(lane_of(Hook::JobStart, false), Lane::Interactive);
+  EXPECT_EQ(lane_of(Hook::JobComplete, true), Lane::Teardown);
+  EXPECT_EQ(lane_of(Hook::JobComplete, false), Lane::Teardown);
+  EXPECT_EQ(lane_of(Hook::BlockJobComplete, false), Lane::Teardown);
+  EXPECT_EQ(lane_of(Hook::SetupSpecialSteps, false), Lane::Teardown);
+}
+
+TEST(Protocol, ReservedSlotsLeaveRoomForTeardownAndInteractive) {
+  EXPECT_EQ(reserved_slots(1), 0u);
+  EXPECT_EQ(reserved_slots(2), 1u);
+  EXPECT_EQ(reserved_slots(16), 2u);
+  EXPECT_EQ(reserved_slots(512), 64u);
+  EXPECT_EQ(reserved_slots(4096), 512u);
+}
+
+TEST(Protocol, StartedRoundTrips) {
+  auto out = std::get<StartedFrame>(round_trip(StartedFrame{5, 1234}));
+  EXPECT_EQ(out.id, 5u);
+  EXPECT_EQ(out.queued_ms, 1234);
+}
+
+TEST(DecodeBody, UnknownLaneIsRefused) {
+  RequestFrame in{1, "/s.lua", Hook::JobStart, std::string("\x80", 1), std::nullopt, 5};
+  std::string body = encode_frame(in).substr(4);
+  const auto at = body.find("batch");
+  ASSERT_NE(at, std::string::npos);
+  body.replace(at, 5, "bulky");
+  auto r = decode_body(body);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message, "protocol: request frame: unknown lane 'bulky'");
 }
 
 TEST(Protocol, LogRoundTrips) {
@@ -107,6 +146,7 @@ TEST(Protocol, OutcomeRoundTripsWithEveryField) {
   in.outcome.message = "m";
   in.outcome.escapees = {10, 20};
   in.outcome.elapsed = std::chrono::milliseconds(2001);
+  in.outcome.queued = std::chrono::milliseconds(77);
   auto out = std::get<OutcomeFrame>(round_trip(in));
   EXPECT_EQ(out.id, 99u);
   EXPECT_EQ(out.outcome.kind, OutcomeKind::TimedOut);
@@ -116,6 +156,7 @@ TEST(Protocol, OutcomeRoundTripsWithEveryField) {
   EXPECT_EQ(out.outcome.signal, 9);
   EXPECT_EQ(out.outcome.escapees, (std::vector<pid_t>{10, 20}));
   EXPECT_EQ(out.outcome.elapsed.count(), 2001);
+  EXPECT_EQ(out.outcome.queued.count(), 77);
 }
 
 TEST(FrameDecoder, ByteByByteFeedingYieldsFramesInOrder) {
@@ -161,25 +202,25 @@ TEST(DecodeBody, TruncatedBodyIsAnError) {
 }
 
 TEST(DecodeBody, OtherVersionIsRefused) {
-  auto r = decode_body(body_of({{"v", 2}, {"t", std::string("log")}}));
+  auto r = decode_body(body_of({{"v", 1}, {"t", std::string("log")}}));
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "protocol: frame version 2, expected 1");
+  EXPECT_EQ(r.error().message, "protocol: frame version 1, expected 2");
 }
 
 TEST(DecodeBody, UnknownTypeIsRefused) {
-  auto r = decode_body(body_of({{"v", 1}, {"t", std::string("hello")}}));
+  auto r = decode_body(body_of({{"v", 2}, {"t", std::string("hello")}}));
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().message, "protocol: unknown frame type 'hello'");
 }
 
 TEST(DecodeBody, MissingFieldIsNamed) {
-  auto r = decode_body(body_of({{"v", 1}, {"t", std::string("log")}, {"id", 1}}));
+  auto r = decode_body(body_of({{"v", 2}, {"t", std::string("log")}, {"id", 1}}));
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().message, "protocol: log frame: field 'level' missing");
 }
 
 TEST(DecodeBody, WrongFieldTypeIsNamed) {
-  auto r = decode_body(body_of({{"v", 1},
+  auto r = decode_body(body_of({{"v", 2},
                                 {"t", std::string("log")},
                                 {"id", std::string("7")},
                                 {"level", std::string("info")},
@@ -209,7 +250,7 @@ TEST(DecodeBody, HugeDeclaredContainerIsRefusedWithoutAllocating) {
 
 TEST(DecodeBody, PrefixedWrongTypeStreamClosesWithError) {
   FrameDecoder d;
-  d.feed(with_prefix(body_of({{"v", 1}, {"t", std::string("outcome")}})));
+  d.feed(with_prefix(body_of({{"v", 2}, {"t", std::string("outcome")}})));
   auto r = d.next();
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("outcome frame"), std::string::npos);

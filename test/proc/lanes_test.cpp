@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The supervisor's lanes with real processes: a teardown and an interactive
+// setup overtake batch setups that fill their share of the slots, a free slot
+// goes to teardown > interactive > batch, a full lane refuses a call with a
+// reason naming switch_max_queue, and a script changed on disk is what the
+// very next call runs (runners started ahead of demand included).
+#include "harness.hpp"
+
+#include "supervisor/protocol.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+using namespace switchlua;
+using namespace switchlua::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A gate file of lane_gate.lua: absent until open() creates it.
+class Gate {
+public:
+  Gate() {
+    char tmpl[] = "/tmp/switchlua-gate-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    path_ = dir_ + "/open";
+  }
+  ~Gate() { std::filesystem::remove_all(dir_); }
+  const std::string &path() const { return path_; }
+  void open() { std::ofstream(path_) << "open\n"; }
+
+private:
+  std::string dir_, path_;
+};
+
+/// A lane_gate.lua call waiting on `gate` (an existing path: no wait).
+CallRequest gated(const std::string &gate, Hook h, bool batch) {
+  CallRequest r = request("lane_gate", 60s);
+  r.hook = h;
+  r.job.network = gate;
+  r.job.batch = batch;
+  return r;
+}
+
+/// Waits until `n` calls of `c` have logged "start".
+bool wait_started_logs(SyncClient &c, const std::vector<CallId> &ids, std::size_t n) {
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < until) {
+    std::size_t k = 0;
+    for (CallId id : ids)
+      k += c.wait_for_log(id, "start", 0s) ? 1 : 0;
+    if (k >= n)
+      return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+std::size_t count_in(const std::vector<CallId> &order, const std::vector<CallId> &ids) {
+  std::size_t n = 0;
+  for (CallId id : order)
+    n += std::find(ids.begin(), ids.end(), id) != ids.end();
+  return n;
+}
+
+} // namespace
+
+TEST(Lanes, TeardownAndInteractiveSetupOvertakeAFullSetOfSlowBatchSetups) {
+  ClientOptions o = default_options();
+  o.max_concurrent = 4; // one slot reserved: batch setups take at most 3
+  SyncClient c(o);
+  Gate gate;
+  std::vector<CallId> batch;
+  for (int i = 0; i < 6; ++i)
+    batch.push_back(c.submit(gated(gate.path(), Hook::JobStart, true)));
+  ASSERT_TRUE(wait_started_logs(c, batch, 3));
+
+  // The batch setups hold their 3 slots and 3 more wait; these still run now.
+  CallResult interactive = c.run(gated("/", Hook::JobStart, false));
+  EXPECT_EQ(interactive.outcome.kind, OutcomeKind::Returned) << describe(interactive.outcome);
+  CallResult teardown = c.run(gated("/", Hook::JobComplete, true));
+  EXPECT_EQ(teardown.outcome.kind, OutcomeKind::Returned) << describe(teardown.outcome);
+  EXPECT_EQ(count_in(c.started_order(), batch), 3u) << "a waiting batch setup started first";
+  for (CallId id : batch)
+    EXPECT_FALSE(c.finished(id));
+
+  gate.open();
+  for (CallId id : batch) {
+    auto r = c.wait(id, 60s);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->outcome.kind, OutcomeKind::Returned) << describe(r->outcome);
+  }
+}
+
+TEST(Lanes, AFreeSlotGoesToTeardownThenInteractiveThenBatch) {
+  ClientOptions o = default_options();
+  o.max_concurrent = 2; // batch setups take at most 1
+  SyncClient c(o);
+  Gate gate;
+  const CallId b1 = c.submit(gated(gate.path(), Hook::JobStart, true));
+  const CallId i1 = c.submit(gated(gate.path(), Hook::JobStart, false));
+  ASSERT_TRUE(wait_started_logs(c, {b1, i1}, 2));
+  // Both slots taken; these wait, submitted in the reverse of their priority.
+  const CallId b2 = c.submit(gated("/", Hook::JobStart, true));
+  const CallId i2 = c.submit(gated("/", Hook::JobStart, false));
+  const CallId t = c.submit(gated("/", Hook::JobComplete, false));
+  std::this_thread::sleep_for(200ms); // all three reach the supervisor first
+  EXPECT_EQ(c.started_order(), (std::vector<CallId>{b1, i1}));
+  gate.open();
+  for (CallId id : {b1, i1, b2, i2, t}) {
+    auto r = c.wait(id, 60s);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->outcome.kind, OutcomeKind::Returned) << describe(r->outcome);
+  }
+  EXPECT_EQ(c.started_order(), (std::vector<CallId>{b1, i1, t, i2, b2}));
+}
+
+TEST(Lanes, AFullLaneRefusesTheCallAndNamesTheSetting) {
+  ClientOptions o = default_options();
+  o.max_concurrent = 1;
+  o.max_queue = 2;
+  SyncClient c(o);
+  Gate gate;
+  const CallId running = c.submit(gated(gate.path(), Hook::JobStart, true));
+  ASSERT_TRUE(wait_started_logs(c, {running}, 1));
+  const CallId w1 = c.submit(gated("/", Hook::JobStart, true));
+  const CallId w2 = c.submit(gated("/", Hook::JobStart, true));
+  const CallId refused = c.submit(gated("/", Hook::JobStart, true));
+  auto r = c.wait(refused, 30s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome.kind, OutcomeKind::SpawnFailed);
+  EXPECT_EQ(r->outcome.message, "the supervisor's batch queue is full (2 calls waiting, "
+                                "SlurmctldParameters switch_max_queue=2)");
+  EXPECT_EQ(describe(r->outcome),
+            "could not start the runner: the supervisor's batch queue is full (2 calls waiting, "
+            "SlurmctldParameters switch_max_queue=2)");
+  // Each lane has its own bound: a teardown still queues.
+  const CallId teardown = c.submit(gated("/", Hook::JobComplete, true));
+  gate.open();
+  for (CallId id : {running, w1, w2, teardown}) {
+    auto done = c.wait(id, 60s);
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->outcome.kind, OutcomeKind::Returned) << describe(done->outcome);
+  }
+}
+
+TEST(Lanes, QueuedTimeIsReportedAndTheRunTimeExcludesIt) {
+  ClientOptions o = default_options();
+  o.max_concurrent = 1;
+  SyncClient c(o);
+  Gate gate;
+  const CallId first = c.submit(gated(gate.path(), Hook::JobStart, false));
+  ASSERT_TRUE(wait_started_logs(c, {first}, 1));
+  const CallId second = c.submit(gated("/", Hook::JobStart, false));
+  std::this_thread::sleep_for(300ms);
+  gate.open();
+  auto r = c.wait(second, 60s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome.kind, OutcomeKind::Returned) << describe(r->outcome);
+  EXPECT_GE(r->outcome.queued.count(), 300);
+  auto f = c.wait(first, 60s);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_LT(f->outcome.queued.count(), r->outcome.queued.count());
+  EXPECT_GE(f->outcome.elapsed.count(), 300);
+}
+
+class ScriptOnDisk : public ::testing::TestWithParam<std::uint32_t> {};
+
+TEST_P(ScriptOnDisk, TheNextCallRunsTheFileAsItIsNow) {
+  ClientOptions o = default_options();
+  o.prestart = GetParam();
+  SyncClient c(o);
+  Gate dir; // a private folder for the script
+  const std::string script = std::filesystem::path(dir.path()).parent_path() / "switch.lua";
+  auto write = [&](int version) {
+    std::ofstream(script + ".new")
+        << "function slurm_switch_job_start(job)\n  slurm.log_info(\"version " << version
+        << "\")\n  return slurm.SUCCESS, nil\nend\n";
+    std::filesystem::rename(script + ".new", script);
+  };
+  CallRequest req = request("returns_normally");
+  req.script = script;
+  for (int version = 1; version <= 3; ++version) {
+    write(version);
+    CallResult r = c.run(req);
+    ASSERT_EQ(r.outcome.kind, OutcomeKind::Returned) << describe(r.outcome);
+    ASSERT_EQ(r.logs, (std::vector<std::string>{"version " + std::to_string(version)}));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Prestart, ScriptOnDisk, ::testing::Values(0u, 2u));
