@@ -47,7 +47,7 @@ t_default_srun() {
 	id=$(job_named "$name")
 	expect_env "$out" "$id" 2
 	wait_job "$id" COMPLETED 15
-	ctld_job "$id" ' job_start started \(switch_timeout=10 s\)' >/dev/null || fail "no 'job_start started' line"
+	ctld_job "$id" ' job_start started \(queued [0-9]+ ms, switch_timeout=10 s\)' >/dev/null || fail "no 'job_start started' line"
 	ctld_job "$id" ' job_start: switchlua: job_start\(\): accepted JobId='"$id"', jobinfo=.*"token":"tok-'"$id"'"' >/dev/null ||
 		fail "the script's 'accepted' line with the jobinfo is not logged"
 	ctld_job "$id" ' job_start returned rc=0 with jobinfo' >/dev/null || fail "no 'returned rc=0 with jobinfo' line"
@@ -196,7 +196,7 @@ t_hang_timeout() {
 	(((t1 - t0) >= 3 && (t1 - t0) <= 15)) || fail "srun ended after $((t1 - t0)) s, expected about switch_timeout=3 s"
 	wait_job "$id" CANCELLED 10
 	assert_job_reason "$id" '^switch setup timed out: switch/lua job_start timed out after 3[0-9]{3} ms and was killed with its process group$'
-	ctld_job "$id" ' job_start started \(switch_timeout=3 s\)' >/dev/null || fail "no 'job_start started' line"
+	ctld_job "$id" ' job_start started \(queued [0-9]+ ms, switch_timeout=3 s\)' >/dev/null || fail "no 'job_start started' line"
 	ctld_job "$id" ' job_start: e2e hang: ' >/dev/null || fail "the hook did not start"
 	ctld_job "$id" " job_start timed out after 3[0-9]{3} ms; killed 1 process\(es\) that had left its process group" >/dev/null ||
 		fail "no line about the grandchild that left the process group"
