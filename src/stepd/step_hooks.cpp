@@ -66,7 +66,8 @@ StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *ste
   if (r->rc < 0) {
     if (h == Hook::StepPostfini) {
       v.kind = StepVerdict::Kind::DrainNode;
-      v.reason = fmt::format("switch/lua step_postfini returned {} ({})", r->rc, tag);
+      v.reason = fmt::format(
+          "switch step cleanup failed: switch/lua step_postfini returned {} ({})", r->rc, tag);
       v.summary = fmt::format("{} {} returned {}: the node is drained", tag, name, r->rc);
     } else {
       v.kind = StepVerdict::Kind::FailStep;

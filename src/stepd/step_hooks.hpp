@@ -45,7 +45,8 @@ struct StepVerdict {
   std::int64_t rc = 0;    ///< what the hook returned (0 after an error)
   bool lua_error = false; ///< the hook raised or broke the convention (fail-open)
   std::vector<EnvOp> env; ///< init: environment operations to apply
-  std::string reason;  ///< DrainNode: "switch/lua step_postfini returned -1 (JobId=.. StepId=..)"
+  std::string reason; ///< DrainNode: "switch step cleanup failed: switch/lua step_postfini returned
+                      ///< -1 (JobId=.. StepId=..)"
   std::string summary; ///< one line for logs and timelines
 };
 

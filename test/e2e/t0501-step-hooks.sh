@@ -151,7 +151,7 @@ t_postfini_drain() {
 	both_nodes 'step_postfini returned -1: the node is drained'
 	for n in node1 node2; do
 		wait_node "$n" 'drained|draining' 15
-		assert_eq "switch/lua step_postfini returned -1 (JobId=$ID StepId=0 $n)" "$(drain_reason "$n")" "sinfo -R reason of $n"
+		assert_eq "switch step cleanup failed: switch/lua step_postfini returned -1 (JobId=$ID StepId=0 $n)" "$(drain_reason "$n")" "sinfo -R reason of $n"
 	done
 	assert_eq "" "$(drain_reason node3)" "node3 (not in the job)"
 	resume node1 node2

@@ -85,7 +85,9 @@ TEST(StepHooks, NegativePostfiniDrainsWithAReasonNamingTheStep) {
   ASSERT_TRUE(h);
   StepVerdict v = h->postfini(step(), &kInfo);
   EXPECT_EQ(v.kind, StepVerdict::Kind::DrainNode);
-  EXPECT_EQ(v.reason, "switch/lua step_postfini returned -2 (JobId=42 StepId=3 node2)");
+  EXPECT_EQ(
+      v.reason,
+      "switch step cleanup failed: switch/lua step_postfini returned -2 (JobId=42 StepId=3 node2)");
 }
 
 TEST(StepHooks, StringRcIsABrokenConventionAndFailOpen) {
