@@ -23,7 +23,12 @@
  *                  re-asserts the flag and bits every few seconds, since a
  *                  restart or a DOWN/reboot can set the idle bit again.
  *   restart        switch_p_restore() starts a thread that waits for the
- *                  startup locks and re-arms the jobs the core re-runs.
+ *                  startup locks and re-arms the jobs the core re-runs;
+ *                  a job whose launch the core's journal says was released
+ *                  before the crash gets job_config_fini() (CONFIGURING
+ *                  ended) without launch_job(), so job_time_limit() does
+ *                  not launch its batch script a second time; then the
+ *                  core tears down the journal's orphaned attempts.
  *
  * Locking: Slurm's locks always come first; hold_mutex, armed_mutex and
  * svc_mutex are leaves taken under them (or alone) and never held while

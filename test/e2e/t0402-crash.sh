@@ -12,18 +12,28 @@
 rm_markers() { rm -f "$E2E_ROOT"/tmp/switch-lua-e2e."$1".*; }
 ledger() { cat "$E2E_ROOT/tmp/switch-lua-e2e.$1.ledger" 2>/dev/null || true; }
 
-e2e_test "switch/lua: crash: slurmctld killed -9 0.3 s after job_start returned: not run again, not launched twice, no drain, one job_complete" t_crash_after_setup
+e2e_test "switch/lua: crash: slurmctld killed -9 0.3 s after job_start returned (saved state older): not run again, not launched twice, no drain, one job_complete" t_crash_after_setup
 t_crash_after_setup() {
 	local tag id node runs attempt led
 	tag=$(e2e_uniq)
 	# shellcheck disable=SC2064 # $tag is fixed now
 	trap "rm_markers $tag" EXIT
 	runs=/tmp/switch-lua-e2e.$tag.runs
-	id=$(submit -N1 --network="e2e:slow3:$tag" --wrap="echo run >> $runs; sleep 10")
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start accepted the job" 15
+	# slurmctld writes its state at most every 5 s (state_save.c): after 5 s
+	# without a write, the submission is written at once (S); the job starts
+	# at its BeginTime (S+2..S+4, sched_interval=2) and that is written at
+	# S+5, while job_start (4 s) runs; the accept at S+6..S+9 then waits for
+	# S+10, and the kill 0.3 s after it leaves a saved record that says
+	# "setup running" (the issue's scenario, without luck).
+	wait_state_saved
+	sleep 5.5
+	id=$(submit -N1 --begin=now+2 --network="e2e:slow4:$tag" --wrap="echo run >> $runs; sleep 10")
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start accepted the job" 20
 	sleep 0.3
-	node=$(job_field "$id" NodeList)
 	restart_ctld --kill9
+	node=$(job_field "$id" NodeList)
+	ctld_job "$id" " switch state SetupRunning recovered from the job state" >/dev/null ||
+		fail "precondition: slurmctld's saved record should say SetupRunning: $(ctld_job "$id" " switch state")"
 	wait_job "$id" COMPLETED 40
 	wait_node "$node" idle 15
 	led=$(ledger "$tag")
@@ -71,10 +81,10 @@ t_killed_teardown() {
 	tag=$(e2e_uniq)
 	# shellcheck disable=SC2064 # $tag is fixed now
 	trap "rm_markers $tag" EXIT
-	id=$(submit -N1 --network="e2e:killend:$tag" --wrap=true)
+	node=node1 # a completing job's NodeList is empty
+	id=$(submit -N1 -w "$node" --network="e2e:killend:$tag" --wrap=true)
 	wait_for 20 test -s "$E2E_ROOT/tmp/switch-lua-e2e.$tag.pid" || fail "job_complete never started"
 	pid=$(cat "$E2E_ROOT/tmp/switch-lua-e2e.$tag.pid")
-	node=$(job_field "$id" NodeList)
 	c_root kill -9 "$pid"
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete died on signal 9: nodes held, running it again at the next periodic check \(retry 1 of [0-9]+\)" 15
 	assert_match '^completing' "$(node_state "$node")" "state of $node while the retry waits"

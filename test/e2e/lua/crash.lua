@@ -7,7 +7,7 @@
 --
 -- --network=e2e:MODE:TAG, MODE one of
 --   plain      job_start and job_complete return at once
---   slow3      every job_start sleeps 3 s (`sleep 3.TAG`)
+--   slow4      every job_start sleeps 4 s (`sleep 4.TAG`)
 --   slowfirst  the first job_start for TAG sleeps 30 s (`sleep 30.TAG`), a
 --              later one returns at once
 --   killend    the first job_complete for TAG writes its process id to
@@ -51,8 +51,8 @@ end
 function slurm_switch_job_start(job)
 	local mode, tag = parse(job)
 	append(tag, string.format("start %d %d %d", job.job_id, job.attempt or 0, job.submit_time or 0))
-	if mode == "slow3" then
-		os.execute("sleep 3." .. tag)
+	if mode == "slow4" then
+		os.execute("sleep 4." .. tag)
 	elseif mode == "slowfirst" and first_call(tag, "start") then
 		slurm.log_info("e2e crash: JobId=%d job_start attempt=%d: first call, sleeping 30 s", job.job_id, job.attempt or 0)
 		os.execute("sleep 30." .. tag)
