@@ -39,6 +39,10 @@ JobArgs make_job(const SimulateOptions &o) {
   j.account = "sim";
   j.sluid = fmt::format("s{:010X}", o.job_id);
   j.batch = o.batch;
+  // As details->submit_time: the job record's key with job_id.
+  j.submit_time = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
   return j;
 }
 

@@ -396,7 +396,7 @@ Journal::Journal(std::string path, LogFn log) : path_(std::move(path)), log_(std
   }
   compact();
   if (!table_.live.empty())
-    say(false, fmt::format("{} setup attempts not over, {} remembered as over", table_.live.size(),
+    say(false, fmt::format("{} setup attempt(s) not over, {} remembered as over", table_.live.size(),
                            table_.forgotten.size()));
 }
 
