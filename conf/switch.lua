@@ -25,30 +25,36 @@ function slurm_switch_setup_special_steps()
 	return false
 end
 
-local function vni_file(job_id)
-	return string.format("%s/job-%d.vni", STATE_DIR, job_id)
+-- The allocation's key.  job_id alone is not safe: after a slurmctld crash
+-- Slurm can give a lost job's id to the next job.  (job_id, submit_time)
+-- names the job record, attempt the setup: job_complete gets the same
+-- attempt as the job_start whose work it undoes.
+local function vni_file(job)
+	return string.format("%s/job-%d-%d-%d.vni", STATE_DIR, job.job_id, job.submit_time or 0,
+		job.attempt or 0)
 end
 
--- Idempotent: job_start runs again after a slurmctld restart and on requeue.
+-- Idempotent by the key: asked twice for one attempt, it answers the same.
 local function fabric_allocate(job)
 	-- job_start and job_complete run as SlurmUser, `switch-lua simulate` as
 	-- whoever runs it: a sticky, world-writable directory serves both.
 	os.execute("mkdir -p -m 1777 " .. STATE_DIR)
-	local f = io.open(vni_file(job.job_id), "r")
+	local f = io.open(vni_file(job), "r")
 	if f then
 		local vni = tonumber(f:read("l"))
 		f:close()
 		return vni
 	end
 	local vni = 1000 + job.job_id % 3000
-	f = assert(io.open(vni_file(job.job_id), "w"))
+	f = assert(io.open(vni_file(job), "w"))
 	f:write(tostring(vni), "\n")
 	f:close()
 	return vni
 end
 
-local function fabric_release(job_id)
-	os.remove(vni_file(job_id)) -- nil, "No such file" when already gone: fine
+-- Releases only what this attempt allocated, never another job's VNI.
+local function fabric_release(job)
+	os.remove(vni_file(job)) -- nil, "No such file" when already gone: fine
 	return true
 end
 
@@ -63,9 +69,9 @@ function slurm_switch_job_start(job)
 end
 
 -- slurmctld, in a supervised child: tear it down.  jobinfo is nil after a
--- setup that timed out: then look at the fabric itself.
+-- setup that timed out or was killed: the key still names what it made.
 function slurm_switch_job_complete(job, jobinfo)
-	if not fabric_release(job.job_id) then
+	if not fabric_release(job) then
 		return slurm.EAGAIN -- the fabric manager is busy: try again later
 	end
 	slurm.log_info("JobId=%d: VNI %s released", job.job_id, jobinfo and jobinfo.vni or "?")

@@ -8,6 +8,8 @@
 #include "stepd/step_hooks.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 #include <lua.hpp>
@@ -37,6 +39,10 @@ JobArgs make_job(const SimulateOptions &o) {
   j.account = "sim";
   j.sluid = fmt::format("s{:010X}", o.job_id);
   j.batch = o.batch;
+  // As details->submit_time: the job record's key with job_id.
+  j.submit_time = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
   return j;
 }
 
@@ -153,11 +159,13 @@ void restart(std::unique_ptr<CtldCore> &core, const CoreOptions &co, SimCluster 
   if (sim.job_ended()) // read_config.c: COMPLETING jobs get job_complete again
     core->job_complete(job_id);
   core->recover_job(job_id, sim.job_configuring());
+  core->reconcile_journal();
 }
 
 bool setup_pending(const CtldCore &core, std::uint32_t id) {
   auto s = core.state_of(id);
-  return s && (s->state == JobState::SetupRunning || s->state == JobState::SetupRunningEnded);
+  return s && (s->state == JobState::SetupRunning || s->state == JobState::SetupRunningEnded ||
+               s->state == JobState::SetupUndoing || s->state == JobState::SetupUndoingEnded);
 }
 
 bool teardown_pending(const CtldCore &core, std::uint32_t id) {
@@ -256,6 +264,20 @@ int run_simulate(const SimulateOptions &o) {
   co.client.supervisor = o.supervisor;
   co.client.runner = o.runner;
   co.retry_interval = std::chrono::milliseconds(200); // the "periodic check", compressed
+  // The journal, as slurmctld keeps it under StateSaveLocation: a fresh
+  // folder per run, removed at the end.
+  std::string state_dir =
+      (std::filesystem::temp_directory_path() / "switch-lua-sim.XXXXXX").string();
+  if (::mkdtemp(state_dir.data()))
+    co.journal_path = state_dir + "/switch_lua.journal";
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() {
+      std::error_code ec;
+      if (!dir.empty())
+        std::filesystem::remove_all(dir, ec);
+    }
+  } remove_dir{co.journal_path.empty() ? std::string() : state_dir};
   if (o.block_job_complete) {
     co.block_job_complete = *o.block_job_complete;
   } else {

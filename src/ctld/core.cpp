@@ -68,7 +68,22 @@ struct Queued {
   std::uint64_t generation; // of the call that produced it (0: RetryTick)
   EventKind kind;
   Outcome outcome;
+  std::int64_t orphan = 0; // the attempt of an orphan teardown, else 0
 };
+
+/// A setup attempt the journal says is not over and whose job record no
+/// longer carries it: torn down on its own (R-ORPHAN-*).
+struct Orphan {
+  JobArgs job;
+  std::optional<MsgpackBytes> jobinfo;
+  std::uint32_t retries = 0;
+  bool in_flight = false;
+};
+
+JournalRecord journal_record(JournalKind k, const JobArgs &job) {
+  return JournalRecord{
+      .kind = k, .attempt = job.attempt, .job_id = job.job_id, .submit_time = job.submit_time};
+}
 } // namespace
 
 struct CtldCore::Impl {
@@ -84,6 +99,11 @@ struct CtldCore::Impl {
   /// outcomes of the calls it killed are dropped, not applied, so the saved
   /// state still says what was outstanding and the next slurmctld re-runs it.
   bool frozen = false;
+  std::unique_ptr<Journal> journal;
+  std::int64_t last_attempt = 0;           // without a journal
+  std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
+  std::map<std::int64_t, Orphan> orphans;
+  std::set<std::int64_t> orphan_wait;
 
   std::mutex qmu;
   std::condition_variable qcv;
@@ -106,6 +126,11 @@ struct CtldCore::Impl {
                                               on_script_log(id, l, text);
                                             }),
         cfg(opts.config) {
+    if (!opts.journal_path.empty())
+      journal =
+          std::make_unique<Journal>(opts.journal_path, [this](bool error, const std::string &l) {
+            port.log(error ? LogLevel::Error : LogLevel::Info, l);
+          });
     worker = std::thread([this] { run_worker(); });
   }
 
@@ -175,6 +200,10 @@ struct CtldCore::Impl {
       }
       ++n;
       std::lock_guard g(mu);
+      if (q.orphan && !frozen) {
+        apply_orphan(q.orphan, q.outcome);
+        continue;
+      }
       if (frozen) {
         port.log(LogLevel::Verbose,
                  fmt::format("switch/lua: JobId={} {} not applied: slurmctld is stopping; the "
@@ -200,6 +229,154 @@ struct CtldCore::Impl {
     due.swap(retry_wait);
     for (std::uint32_t id : due)
       apply(id, Event{.kind = EventKind::RetryTick});
+    std::set<std::int64_t> odue;
+    odue.swap(orphan_wait);
+    for (std::int64_t a : odue)
+      run_orphan(a);
+  }
+
+  std::int64_t next_attempt() {
+    if (journal)
+      return journal->next_attempt();
+    std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    last_attempt = std::max(now, last_attempt + 1);
+    return last_attempt;
+  }
+
+  void journal_append(const std::vector<JournalRecord> &recs) {
+    if (journal)
+      journal->append(recs);
+  }
+
+  /// The journal records of one transition, written (fsync'ed) before its
+  /// actions run: the durable record comes before the effect.
+  void journal_step(const JobSwitchState &old, const Event &e, const StepResult &r) {
+    if (!journal)
+      return;
+    const JobSwitchState &n = r.next;
+    std::vector<JournalRecord> recs;
+    bool starts = false;
+    for (const Action &a : r.actions)
+      starts = starts || a.kind == ActionKind::RunJobStart;
+    if (starts && old.job.attempt != 0 && old.job.attempt != n.job.attempt &&
+        !is_terminal(old.state) && old.state != JobState::SetupFailed)
+      recs.push_back(journal_record(JournalKind::Forgotten, old.job)); // R-UNDO-OK
+    if (n.job.attempt == 0) { // a state saved by an older plugin: no key to journal
+      journal_append(recs);
+      return;
+    }
+    if (starts) {
+      JournalRecord st = journal_record(JournalKind::SetupStarted, n.job);
+      st.job = n.job;
+      recs.push_back(std::move(st));
+    }
+    if (e.kind == EventKind::SetupResult && n.jobinfo && !old.jobinfo) {
+      JournalRecord acc = journal_record(JournalKind::SetupAccepted, n.job);
+      acc.jobinfo = n.jobinfo;
+      recs.push_back(std::move(acc));
+    }
+    for (const Action &a : r.actions) {
+      if (a.kind == ActionKind::EndConfiguring &&
+          (n.state == JobState::Running || n.state == JobState::Declined))
+        recs.push_back(journal_record(JournalKind::LaunchReleased, n.job));
+      if (a.kind == ActionKind::RunJobComplete) {
+        JournalRecord td = journal_record(JournalKind::TeardownStarted, n.job);
+        td.jobinfo = a.jobinfo;
+        recs.push_back(std::move(td));
+      }
+    }
+    bool over = is_terminal(n.state) || n.state == JobState::SetupFailed;
+    bool was_over = is_terminal(old.state) || old.state == JobState::SetupFailed;
+    if (over && (!was_over || e.kind == EventKind::SetupRequested))
+      recs.push_back(journal_record(JournalKind::Forgotten, n.job));
+    journal_append(recs);
+  }
+
+  /// Starts (again) the teardown of an orphaned attempt.
+  void run_orphan(std::int64_t attempt) {
+    auto it = orphans.find(attempt);
+    if (it == orphans.end() || it->second.in_flight)
+      return;
+    Orphan &o = it->second;
+    JournalRecord td = journal_record(JournalKind::TeardownStarted, o.job);
+    td.jobinfo = o.jobinfo;
+    journal_append({td});
+    o.in_flight = true;
+    std::uint32_t job_id = o.job.job_id;
+    port.log(LogLevel::Info,
+             fmt::format("switch/lua: JobId={} job_complete started for attempt {} whose job "
+                         "record is gone, with {} (switch_timeout={} s)",
+                         job_id, attempt, o.jobinfo ? "its jobinfo" : "nil jobinfo",
+                         cfg.switch_timeout.count()));
+    CallRequest req{.script = opts.script,
+                    .hook = Hook::JobComplete,
+                    .job = o.job,
+                    .jobinfo = o.jobinfo,
+                    .timeout = cfg.switch_timeout};
+    auto id = client.submit(req, [this, job_id, attempt](CallId cid, const Outcome &out) {
+      {
+        std::lock_guard g(mu);
+        calls.erase(cid);
+      }
+      port.log(LogLevel::Verbose, fmt::format("switch/lua: JobId={} job_complete (attempt {}) {}",
+                                              job_id, attempt, describe(out)));
+      enqueue({job_id, 0, EventKind::TeardownResult, out, attempt});
+    });
+    if (!id) {
+      Outcome out{.kind = OutcomeKind::SpawnFailed, .message = id.error().message};
+      enqueue({job_id, 0, EventKind::TeardownResult, out, attempt});
+      return;
+    }
+    calls[*id] = {job_id, Hook::JobComplete};
+  }
+
+  /// The result of an orphan teardown (R-ORPHAN-OK / -RETRY / -FAIL).
+  void apply_orphan(std::int64_t attempt, const Outcome &out) {
+    auto it = orphans.find(attempt);
+    if (it == orphans.end())
+      return;
+    Orphan &o = it->second;
+    o.in_flight = false;
+    const std::uint32_t id = o.job.job_id;
+    const std::string what = outcome_text(out);
+    const bool ok = out.kind == OutcomeKind::Returned && out.ret.rc >= 0 && out.ret.rc != kEagain;
+    const bool again = (out.kind == OutcomeKind::Returned && out.ret.rc == kEagain) ||
+                       out.kind == OutcomeKind::Signaled || out.kind == OutcomeKind::Abandoned;
+    if (ok) {
+      port.log(LogLevel::Info,
+               fmt::format("switch/lua: JobId={} job_complete for attempt {} (job record gone) "
+                           "{}: torn down (R-ORPHAN-OK)",
+                           id, attempt, what));
+    } else if (again && o.retries < cfg.switch_retries) {
+      o.retries++;
+      orphan_wait.insert(attempt);
+      port.log(LogLevel::Info,
+               fmt::format("switch/lua: JobId={} job_complete for attempt {} (job record gone) "
+                           "{}: running it again at the next periodic check (retry {} of {}) "
+                           "(R-ORPHAN-RETRY)",
+                           id, attempt, what, o.retries, cfg.switch_retries));
+      return;
+    } else {
+      std::string reason = fmt::format("{}: JobId={} switch/lua job_complete (job record gone) {}",
+                                       kReasonTeardownFailed, id, what);
+      const std::string nodes = o.job.nodes.value_or("");
+      if (cfg.drain_on_failure && !nodes.empty()) {
+        port.log(
+            LogLevel::Error,
+            fmt::format("switch/lua: JobId={} draining {}: {} (R-ORPHAN-FAIL)", id, nodes, reason));
+        port.drain(nodes, reason);
+      } else {
+        port.log(
+            LogLevel::Error,
+            fmt::format("switch/lua: JobId={} not draining {}: {} (R-ORPHAN-FAIL)", id,
+                        nodes.empty() ? "(no nodes)" : nodes,
+                        cfg.drain_on_failure ? reason : reason + "; switch_drain_on_failure=no"));
+      }
+    }
+    journal_append({journal_record(JournalKind::Forgotten, o.job)});
+    orphans.erase(it);
   }
 
   /// One event for one job; locks held.
@@ -209,6 +386,10 @@ struct CtldCore::Impl {
     if (it == jobs.end())
       return;
     StepResult r = step(it->second, e, cfg);
+    for (const Action &a : r.actions)
+      if (a.kind == ActionKind::RunJobStart)
+        r.next.job.attempt = next_attempt(); // a new setup attempt
+    journal_step(it->second, e, r);
     it->second = r.next;
     port.log(LogLevel::Debug,
              fmt::format("switch/lua: JobId={} {} -> {} ({})", job_id, event_kind_name(e.kind),
@@ -245,15 +426,24 @@ struct CtldCore::Impl {
     auto id = client.submit(
         req,
         [this, job_id, gen, result_kind, h](CallId cid, const Outcome &o) {
+          bool stopping_now;
           {
             std::lock_guard g(mu);
             calls.erase(cid);
+            stopping_now = frozen;
           }
           // The full outcome (a Lua traceback included) at verbose level; the
           // state machine's own line says what it means, once, at info/error.
-          port.log(LogLevel::Verbose,
-                   fmt::format("switch/lua: JobId={} {} {} (queued {} ms, ran {} ms)", job_id,
-                               hook_name(h), describe(o), o.queued.count(), o.elapsed.count()));
+          if (stopping_now && o.kind == OutcomeKind::Abandoned)
+            port.log(LogLevel::Verbose,
+                     fmt::format("switch/lua: JobId={} {} stopped with the supervisor: slurmctld "
+                                 "is stopping or reconfiguring; the next slurmctld recovers the "
+                                 "call",
+                                 job_id, hook_name(h)));
+          else if (h != Hook::JobComplete || o.kind != OutcomeKind::Returned) // the rule says it
+            port.log(LogLevel::Verbose,
+                     fmt::format("switch/lua: JobId={} {} {} (queued {} ms, ran {} ms)", job_id,
+                                 hook_name(h), describe(o), o.queued.count(), o.elapsed.count()));
           enqueue({job_id, gen, result_kind, o});
         },
         on_started);
@@ -320,6 +510,7 @@ bool CtldCore::job_start(const JobArgs &job, bool requeue_allowed) {
     return false; // switch.lua contract: only jobs with a non-empty --network
   std::lock_guard g(impl_->mu);
   impl_->frozen = false;
+  impl_->hints.erase(job.job_id);
   JobSwitchState &s = impl_->jobs[job.job_id];
   if (!is_terminal(s.state))
     impl_->port.log(LogLevel::Error,
@@ -339,27 +530,124 @@ void CtldCore::job_complete(std::uint32_t job_id) {
   impl_->apply(job_id, Event{.kind = EventKind::JobEnded});
 }
 
-bool CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
+Recovery CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
   std::lock_guard g(impl_->mu);
   impl_->frozen = false; // the restore sweep after a failed reconfigure
+  Recovery hint = Recovery::Nothing;
+  if (auto h = impl_->hints.find(job_id); h != impl_->hints.end()) {
+    hint = configuring ? h->second : Recovery::Nothing;
+    impl_->hints.erase(h);
+  }
   auto it = impl_->jobs.find(job_id);
   if (it == impl_->jobs.end() || !it->second.recovered)
-    return false;
-  if (it->second.state == JobState::SetupRunning && !configuring) {
+    return Recovery::Nothing;
+  JobSwitchState &s = it->second;
+  if (is_terminal(s.state)) { // the journal says the attempt is over
+    impl_->jobs.erase(it);
+    impl_->port.forget(job_id);
+    return hint;
+  }
+  if (s.state == JobState::SetupRunning && !configuring) {
     // The setup was outstanding but Slurm no longer waits for it (the job
     // ended meanwhile): treat as a job that ended during its setup.
-    it->second.state = JobState::SetupRunningEnded;
+    s.state = JobState::SetupRunningEnded;
   }
-  bool rerun_setup = it->second.state == JobState::SetupRunning;
+  if (s.state == JobState::SetupUndoing && !configuring)
+    s.state = JobState::SetupUndoingEnded;
+  bool delay = s.state == JobState::SetupRunning || s.state == JobState::SetupUndoing;
+  if (hint == Recovery::LaunchNow) // written before the glue launches it
+    impl_->journal_append({journal_record(JournalKind::LaunchReleased, s.job)});
   impl_->apply(job_id, Event{.kind = EventKind::Recover});
-  return rerun_setup;
+  return delay ? Recovery::DelayLaunch : hint;
 }
 
 void CtldCore::adopt(JobSwitchState s) {
   std::lock_guard g(impl_->mu);
   s.recovered = true;
   std::uint32_t id = s.job.job_id;
+  Journal *j = impl_->journal.get();
+  const std::int64_t attempt = s.job.attempt;
+  if (j && attempt != 0) {
+    const JournalTable &t = j->table();
+    auto e = t.live.find(attempt);
+    if (t.forgotten.count(attempt) && !is_terminal(s.state)) {
+      impl_->port.log(LogLevel::Info,
+                      fmt::format("switch/lua: JobId={} recovery: the journal says attempt {} "
+                                  "needs nothing more (Slurm's saved state {} is older): "
+                                  "forgotten; not launched again",
+                                  id, attempt, job_state_name(s.state)));
+      s.state = JobState::Done;
+      s.jobinfo.reset();
+      impl_->hints[id] = Recovery::ClearConfiguring;
+    } else if (e != t.live.end() && e->second.job.job_id == id &&
+               e->second.job.submit_time == s.job.submit_time) {
+      const JournalEntry &je = e->second;
+      bool setup_state = s.state == JobState::SetupRunning ||
+                         s.state == JobState::SetupRunningEnded ||
+                         s.state == JobState::SetupAbandoned;
+      if (je.teardown_started && setup_state && je.jobinfo) {
+        impl_->port.log(LogLevel::Info,
+                        fmt::format("switch/lua: JobId={} recovery: the journal says the "
+                                    "teardown of attempt {} had started with its jobinfo (Slurm's "
+                                    "saved state {} is older): job_start is not run again",
+                                    id, attempt, job_state_name(s.state)));
+        s.state = JobState::TeardownRunning;
+        s.jobinfo = je.jobinfo;
+        impl_->hints[id] = Recovery::ClearConfiguring;
+      } else if (je.accepted && s.state == JobState::SetupRunning) {
+        impl_->port.log(
+            LogLevel::Info,
+            fmt::format("switch/lua: JobId={} recovery: the journal says job_start of attempt {} "
+                        "returned SUCCESS with a jobinfo before the crash (Slurm's saved state "
+                        "SetupRunning is older): restored with it, job_start is not run again; {}",
+                        id, attempt,
+                        je.launch_released ? "the launch was released before the crash: not "
+                                             "launched again"
+                                           : "the launch was not released: launching it now"));
+        s.state = JobState::Running;
+        s.jobinfo = je.jobinfo;
+        impl_->hints[id] = je.launch_released ? Recovery::ClearConfiguring : Recovery::LaunchNow;
+      }
+    }
+  }
   impl_->jobs[id] = std::move(s);
+}
+
+void CtldCore::reconcile_journal() {
+  std::lock_guard g(impl_->mu);
+  impl_->frozen = false;
+  if (!impl_->journal)
+    return;
+  std::set<std::int64_t> carried;
+  for (const auto &[id, s] : impl_->jobs)
+    if (!is_terminal(s.state))
+      carried.insert(s.job.attempt);
+  std::vector<std::int64_t> start;
+  for (const auto &[attempt, e] : impl_->journal->table().live) {
+    if (carried.count(attempt))
+      continue;
+    auto [it, fresh] = impl_->orphans.try_emplace(attempt);
+    if (fresh) {
+      it->second.job = e.job;
+      // The jobinfo its job_start returned, or that its teardown was given;
+      // nil when job_start never reported (an abandoned attempt).
+      it->second.jobinfo = (e.accepted || e.teardown_started) ? e.jobinfo : std::nullopt;
+      impl_->port.log(
+          LogLevel::Info,
+          fmt::format("switch/lua: JobId={} recovery: the journal has attempt {} (submitted at "
+                      "{}) {}, and no job record carries it (the record was lost, or its job id "
+                      "now belongs to a newer job): tearing it down with {} (R-ORPHAN-TEARDOWN)",
+                      e.job.job_id, attempt, e.job.submit_time,
+                      e.teardown_started ? "with its teardown started"
+                      : e.accepted       ? "set up (job_start returned a jobinfo)"
+                                         : "with job_start started but not reported",
+                      it->second.jobinfo ? "its jobinfo" : "nil jobinfo"));
+    }
+    if (!it->second.in_flight)
+      start.push_back(attempt);
+  }
+  for (std::int64_t a : start)
+    impl_->run_orphan(a);
 }
 
 std::optional<JobSwitchState> CtldCore::state_of(std::uint32_t job_id) const {
@@ -390,6 +678,9 @@ void CtldCore::stop_children() {
       if (!is_terminal(s.state))
         s.recovered = true;
     impl_->retry_wait.clear();
+    impl_->orphan_wait.clear();
+    for (auto &[a, o] : impl_->orphans)
+      o.in_flight = false; // killed below; reconcile_journal() runs them again
   }
   // SIGTERM: the supervisor kills every child process group and exits; the
   // client reports the calls abandoned and restarts it on the next submit.

@@ -20,6 +20,7 @@
 
 #include "ctld/config.hpp"
 #include "ctld/job_fsm.hpp"
+#include "ctld/journal.hpp"
 #include "supervisor/client.hpp"
 
 #include <chrono>
@@ -60,6 +61,19 @@ struct CoreOptions {
   ClientOptions client;            ///< supervisor and runner paths, caps
   /// The periodic check that retries EAGAIN teardowns.
   std::chrono::milliseconds retry_interval{5000};
+  /// The journal file (ctld/journal.hpp), e.g.
+  /// "<StateSaveLocation>/switch_lua.journal"; empty: no journal.
+  std::string journal_path;
+};
+
+/// What the glue must do with a recovered job's launch (recover_job()).
+enum class Recovery : int {
+  Nothing = 0,          ///< nothing to do with the job's launch
+  DelayLaunch = 1,      ///< a setup (or its undo) runs again: prolog_running++
+  ClearConfiguring = 2, ///< the journal says the launch was released before
+                        ///< the crash: end CONFIGURING without launching again
+  LaunchNow = 3,        ///< the setup had returned but the launch was not
+                        ///< released: end CONFIGURING and launch now
 };
 
 /// Asks the script a boolean hook (block_job_complete / setup_special_steps)
@@ -89,10 +103,17 @@ public:
   /// switch_p_job_complete.  Nothing for jobs without switch state.
   void job_complete(std::uint32_t job_id);
   /// After a restart (restore thread, locks held): Recover for the job.
-  /// Returns true when job_start runs again (caller: prolog_running++).
-  bool recover_job(std::uint32_t job_id, bool configuring);
-  /// A state unpacked from Slurm's job state file (marked recovered).
+  /// `configuring`: the job is RUNNING+CONFIGURING.  Says what the glue
+  /// must do with the job's launch (see Recovery).
+  Recovery recover_job(std::uint32_t job_id, bool configuring);
+  /// A state unpacked from Slurm's job state file (marked recovered),
+  /// merged with the journal: a setup the journal says returned with a
+  /// jobinfo is restored as Running with it (never run again).
   void adopt(JobSwitchState s);
+  /// After the restore walk (locks held): every attempt the journal says is
+  /// not over and no job's switch state carries is torn down, with its own
+  /// job table and jobinfo (nil if its job_start never reported).
+  void reconcile_journal();
   /// The current state of a job, if any (copy).
   std::optional<JobSwitchState> state_of(std::uint32_t job_id) const;
   /// New SlurmctldParameters values; calls in flight keep their timeout.

@@ -27,7 +27,9 @@ enum class Verdict : std::uint8_t {
   EagainExhausted, // job_complete: EAGAIN, nodes held, switch_retries used up
   EagainUnheld,    // job_complete: EAGAIN but nodes not held: a failure
   OtherPositive,   // job_complete: positive rc other than EAGAIN: logged
-  Failure,         // job_complete: negative rc, error, timeout, death
+  Failure,         // job_complete: negative rc, error, the plugin's own timeout kill
+  KilledRetry,     // job_complete: killed from outside or lost with the supervisor, retries left
+  KilledExhausted, // job_complete: the same, switch_retries used up
   Blocking,        // JobEnded with block_job_complete true
   NonBlocking,     // JobEnded with block_job_complete false
   Recovered,       // JobEnded / Recover of a state loaded after a restart
@@ -150,12 +152,72 @@ const Row kRules[] = {
   // rc < 0 or an error: drain the job's nodes unless switch_drain_on_failure=no.
   {"R-COMPLETE-FAIL",         S::TeardownRunning,   E::TeardownResult, V::Failure,    S::Done,
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+  // Killed by a signal that was not the plugin's timeout kill (the OOM
+  // killer), or lost with the supervisor: job_complete is safe to repeat, so
+  // the nodes stay held and it runs again at the next periodic check ...
+  {"R-COMPLETE-KILLED",       S::TeardownRunning,   E::TeardownResult, V::KilledRetry, S::TeardownRetryWait,
+     {Do::CountRetry, Do::HoldJobAndNodes, Do::LogInfo, Do::ScheduleRetry}},
+  // ... up to switch_retries times, then drained like any failure.
+  {"R-COMPLETE-KILLED-EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::KilledExhausted, S::Done,
+     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
   {"R-RETRY",                 S::TeardownRetryWait, E::RetryTick,   V::None,          S::TeardownRunning,
      {Do::RunJobCompleteWithJobinfo}},
 
-  // Restart: an outstanding setup runs job_start again (the job is still CONFIGURING).
-  {"R-RESTART-SETUP",         S::SetupRunning,      E::Recover,     V::Recovered,     S::SetupRunning,
+  // A job_start killed before it reported (slurmctld restart or reconfigure)
+  // is abandoned: job_complete(job, nil) for that attempt runs first, the
+  // job still waiting in CONFIGURING ...
+  {"R-RESTART-SETUP",         S::SetupRunning,      E::Recover,     V::Recovered,     S::SetupUndoing,
+     {Do::LogInfo, Do::RunJobCompleteNil}},
+  // ... then job_start runs again, as a new attempt, if it succeeded (any
+  // rc >= 0 but EAGAIN) ...
+  {"R-UNDO-OK",               S::SetupUndoing,      E::TeardownResult, V::Success,    S::SetupRunning,
      {Do::LogInfo, Do::RunJobStart}},
+  {"R-UNDO-OK",               S::SetupUndoing,      E::TeardownResult, V::OtherPositive, S::SetupRunning,
+     {Do::LogInfo, Do::RunJobStart}},
+  // ... else the job fails as a failed setup and its nodes are drained as
+  // after a failed teardown.
+  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::Failure,    S::SetupFailed,
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
+  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainRetry, S::SetupFailed,
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
+  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainExhausted, S::SetupFailed,
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
+  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainUnheld, S::SetupFailed,
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
+  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::KilledRetry, S::SetupFailed,
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
+  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::KilledExhausted, S::SetupFailed,
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
+  // The job ended while that job_complete ran: hold the job and its nodes
+  // until it reports; no job_start then.
+  {"R-UNDO-ENDED",            S::SetupUndoing,      E::JobEnded,    V::Blocking,      S::SetupUndoingEnded,
+     {Do::HoldJobAndNodes, Do::LogInfo}},
+  {"R-UNDO-ENDED",            S::SetupUndoing,      E::JobEnded,    V::NonBlocking,   S::SetupUndoingEnded,
+     {Do::HoldJobAndNodes, Do::LogInfo}},
+  {"R-UNDO-ENDED-OK",         S::SetupUndoingEnded, E::TeardownResult, V::Success,    S::Done,
+     {Do::LogInfo, Do::EndConfiguring, Do::Release}},
+  {"R-UNDO-ENDED-OK",         S::SetupUndoingEnded, E::TeardownResult, V::OtherPositive, S::Done,
+     {Do::LogInfo, Do::EndConfiguring, Do::Release}},
+  {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::Failure,    S::Done,
+     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
+  {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainRetry, S::Done,
+     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
+  {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainExhausted, S::Done,
+     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
+  {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::KilledRetry, S::Done,
+     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
+  {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::KilledExhausted, S::Done,
+     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
+  // Restart during that job_complete: it runs again (still with nil).
+  {"R-RESTART-UNDO",          S::SetupUndoing,      E::Recover,     V::Recovered,     S::SetupUndoing,
+     {Do::LogInfo, Do::RunJobCompleteNil}},
+  {"R-RESTART-UNDO",          S::SetupUndoing,      E::JobEnded,    V::Recovered,     S::SetupUndoingEnded,
+     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
+  {"R-RESTART-UNDO",          S::SetupUndoingEnded, E::Recover,     V::Recovered,     S::SetupUndoingEnded,
+     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
+  {"R-RESTART-UNDO",          S::SetupUndoingEnded, E::JobEnded,    V::Recovered,     S::SetupUndoingEnded,
+     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
+
   // Restart: a teardown that was running or waiting runs job_complete again
   // with the same jobinfo, the nodes held whatever block_job_complete says.
   {"R-RESTART-TEARDOWN",      S::TeardownRunning,   E::JobEnded,    V::Recovered,     S::TeardownRunning,
@@ -247,6 +309,10 @@ Verdict setup_verdict(const Outcome &o) {
 }
 
 Verdict teardown_verdict(const Outcome &o, const JobSwitchState &s, const CtldConfig &cfg) {
+  // Killed from outside (not the plugin's own timeout kill: TimedOut) or
+  // lost with the supervisor: retried (R-COMPLETE-KILLED).
+  if (o.kind == OutcomeKind::Signaled || o.kind == OutcomeKind::Abandoned)
+    return s.retries < cfg.switch_retries ? V::KilledRetry : V::KilledExhausted;
   if (o.kind != OutcomeKind::Returned)
     return V::Failure;
   if (o.ret.rc == kSuccess)
@@ -269,7 +335,8 @@ Verdict verdict_of(const JobSwitchState &s, const Event &e, const CtldConfig &cf
     // After a restart, a call that was in flight is gone: the states that
     // waited for one re-run it; the others end as usual.
     if (s.recovered && (s.state == S::SetupRunning || s.state == S::SetupRunningEnded ||
-                        s.state == S::TeardownRunning || s.state == S::TeardownRetryWait))
+                        s.state == S::TeardownRunning || s.state == S::TeardownRetryWait ||
+                        s.state == S::SetupUndoing || s.state == S::SetupUndoingEnded))
       return V::Recovered;
     return s.block_job_complete ? V::Blocking : V::NonBlocking;
   case E::Recover:
@@ -313,11 +380,40 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
     return fmt::format("{} ended after a failed setup: job_complete is not called (job_start "
                        "undoes its own work before it returns a failure)",
                        job_tag(s));
+  if (rule == "R-RESTART-SETUP")
+    return fmt::format("{} recovered after a slurmctld restart in state SetupRunning: the "
+                       "job_start of attempt {} was killed before it reported; running "
+                       "job_complete with nil jobinfo for it, then job_start again (the job has "
+                       "not launched)",
+                       job_tag(s), s.job.attempt);
+  if (rule == "R-RESTART-UNDO")
+    return fmt::format("{} recovered after a slurmctld restart in state {}: running "
+                       "job_complete with nil jobinfo for the killed job_start of attempt {} "
+                       "again",
+                       job_tag(s), job_state_name(s.state), s.job.attempt);
   if (rule.starts_with("R-RESTART"))
-    return fmt::format("{} recovered after a slurmctld restart in state {}: {}", job_tag(s),
-                       job_state_name(s.state),
-                       r.next == S::SetupRunning ? "running job_start again"
-                                                 : "running job_complete again");
+    return fmt::format("{} recovered after a slurmctld restart in state {}: running "
+                       "job_complete again",
+                       job_tag(s), job_state_name(s.state));
+  if (rule == "R-COMPLETE-KILLED")
+    return fmt::format("{} job_complete {}: nodes held, running it again at the next periodic "
+                       "check (retry {} of {})",
+                       job_tag(s), what, s.retries + 1, cfg.switch_retries);
+  if (rule == "R-UNDO-OK")
+    return fmt::format("{} job_complete for the killed job_start of attempt {} {}: running "
+                       "job_start again",
+                       job_tag(s), s.job.attempt, what);
+  if (rule == "R-UNDO-FAIL" || rule == "R-UNDO-ENDED-FAIL")
+    return fmt::format("{} job_complete for the killed job_start of attempt {} {}", job_tag(s),
+                       s.job.attempt, what);
+  if (rule == "R-UNDO-ENDED")
+    return fmt::format("{} ended while job_complete for its killed job_start runs: holding its "
+                       "nodes until it reports; job_start is not run again",
+                       job_tag(s));
+  if (rule == "R-UNDO-ENDED-OK")
+    return fmt::format("{} job_complete for the killed job_start of attempt {} {} after the job "
+                       "had ended: nothing more to do",
+                       job_tag(s), s.job.attempt, what);
   if (rule.starts_with("R-CANCELLED-SETUP"))
     return fmt::format("{} job_start {} after the job had ended: {}", job_tag(s), what,
                        r.next == S::Done ? "nothing to tear down"
@@ -330,6 +426,9 @@ std::string setup_reason(const Event &e, Verdict v) {
   std::string what = e.outcome ? what_happened(*e.outcome) : "no result";
   if (what.size() > 160)
     what = what.substr(0, 157) + "...";
+  if (e.kind == E::TeardownResult) // R-UNDO-FAIL
+    return fmt::format("{}: switch/lua job_complete for a killed job_start {}", kReasonSetupFailed,
+                       what);
   return fmt::format("{}: switch/lua job_start {}", head, what);
 }
 
@@ -344,7 +443,9 @@ std::string drain_reason(const JobSwitchState &s, const Event &e, Verdict v,
     what = e.outcome ? what_happened(*e.outcome) : "failed";
   if (what.size() > 160)
     what = what.substr(0, 157) + "...";
-  return fmt::format("switch/lua job_complete {} (JobId={})", what, s.job.job_id);
+  // sinfo -R shows 20 characters: they say what failed.
+  return fmt::format("{}: JobId={} switch/lua job_complete {}", kReasonTeardownFailed, s.job.job_id,
+                     what);
 }
 
 /// The late job_complete of a timed-out setup (switch.lua contract: job_start
@@ -368,9 +469,10 @@ std::optional<Action> late_job_complete(const Event &e) {
 } // namespace
 
 std::string_view job_state_name(JobState s) {
-  static constexpr std::array<std::string_view, 10> names = {
-      "None",        "SetupRunning",   "SetupRunningEnded", "Running",           "Declined",
-      "SetupFailed", "SetupAbandoned", "TeardownRunning",   "TeardownRetryWait", "Done"};
+  static constexpr std::array<std::string_view, 12> names = {
+      "None",         "SetupRunning",     "SetupRunningEnded", "Running",           "Declined",
+      "SetupFailed",  "SetupAbandoned",   "TeardownRunning",   "TeardownRetryWait", "Done",
+      "SetupUndoing", "SetupUndoingEnded"};
   return names.at(static_cast<std::size_t>(s));
 }
 
@@ -390,6 +492,10 @@ std::string_view action_kind_name(ActionKind a) {
       "RunJobStart", "RunJobComplete", "RunLateJobComplete", "EndConfiguring", "Requeue", "Cancel",
       "HoldNodes",   "ReleaseNodes",   "DrainNodes",         "ScheduleRetry",  "Log"};
   return names.at(static_cast<std::size_t>(a));
+}
+
+std::string outcome_text(const Outcome &o) {
+  return what_happened(o);
 }
 
 StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {

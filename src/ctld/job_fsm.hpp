@@ -51,6 +51,11 @@ enum class JobState : std::uint8_t {
   TeardownRunning,   ///< job_complete in flight
   TeardownRetryWait, ///< job_complete said EAGAIN; nodes held; waiting for a tick
   Done,              ///< torn down (or failed and drained); nodes released
+  /// job_complete(job, nil) runs for a job_start killed before it reported
+  /// (restart, reconfigure); the job still waits in CONFIGURING; job_start
+  /// runs again (a new attempt) once it succeeded.
+  SetupUndoing,
+  SetupUndoingEnded, ///< the same, after the job ended; job and nodes held
 };
 std::string_view job_state_name(JobState s);
 /// Whether nothing more can happen to this run of the job.
@@ -123,10 +128,18 @@ struct StepResult {
 /// Log, and rule "R-IGNORED".
 StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg);
 
+/// What a call ended with, in words, for reasons and logs ("returned
+/// rc=-1", "raised an error: switch.lua:12: boom", "died on signal 9"); the
+/// first line of a message only.
+std::string outcome_text(const Outcome &o);
+
 /// Reasons, fixed by the contract ("switch setup failed", "switch setup
 /// timed out"), followed by what happened, e.g.
 /// "switch setup failed: switch/lua job_start returned rc=-1".
 inline constexpr std::string_view kReasonSetupFailed = "switch setup failed";
 inline constexpr std::string_view kReasonSetupTimedOut = "switch setup timed out";
+/// The drain reason of a failed teardown: "switch teardown failed: JobId=N
+/// switch/lua job_complete returned rc=-1" (sinfo -R shows 20 characters).
+inline constexpr std::string_view kReasonTeardownFailed = "switch teardown failed";
 
 } // namespace switchlua

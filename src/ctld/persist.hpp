@@ -14,7 +14,9 @@
 //               "jobinfo": <bin: msgpack of the Lua table> | nil,
 //               "requeue": bool, "bjc": bool, "held": bool,
 //               "retries": uint, "gen": uint } ]
-// Version 1 is the only one so far (kPersistVersion).  A decoder of version N
+// Version 2 (kPersistVersion) adds the job's submit_time and attempt inside
+// "job" and the states SetupUndoing / SetupUndoingEnded; version 1 records
+// (no submit_time / attempt: read as 0) decode as before.  A decoder of version N
 // reads every version <= N; a newer version is refused with an error (the
 // job's switch state is then lost and logged, never invented).
 #pragma once
@@ -28,7 +30,7 @@
 
 namespace switchlua {
 
-inline constexpr std::uint32_t kPersistVersion = 1;
+inline constexpr std::uint32_t kPersistVersion = 2;
 /// Upper bound of one record, bytes (jobinfo is itself capped at 64 KiB).
 inline constexpr std::size_t kPersistMaxBytes = 1 << 20;
 

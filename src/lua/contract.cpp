@@ -51,7 +51,7 @@ const HookNames &names_of(Hook h) {
 /// One field of an argument table: its Lua / msgpack key and its member.
 template <class T>
 using Member = std::variant<std::uint32_t T::*, std::optional<std::string> T::*, bool T::*,
-                            std::vector<std::string> T::*>;
+                            std::vector<std::string> T::*, std::int64_t T::*>;
 template <class T> struct Field {
   const char *name;
   Member<T> member;
@@ -73,7 +73,13 @@ const Field<JobArgs> kJobFields[] = {
     {"sluid", &JobArgs::sluid},
     {"restart_count", &JobArgs::restart_count},
     {"batch", &JobArgs::batch},
+    // Added in 0.2 (the unique key); a record written before has neither:
+    // decoded as 0 (kJobFieldsRequired below).
+    {"submit_time", &JobArgs::submit_time},
+    {"attempt", &JobArgs::attempt},
 };
+/// Fields every JobArgs record has; the ones after are optional on decode.
+constexpr std::size_t kJobFieldsRequired = 14;
 
 /// The `step` table (contract: slurm_switch_step_*(step, stepinfo)).
 const Field<StepArgs> kStepFields[] = {
@@ -88,6 +94,10 @@ const Field<StepArgs> kStepFields[] = {
 
 // Push one member; false (nothing pushed) for an empty optional, i.e. nil.
 bool push_member(lua_State *L, std::uint32_t v) {
+  lua_pushinteger(L, static_cast<lua_Integer>(v));
+  return true;
+}
+bool push_member(lua_State *L, std::int64_t v) {
   lua_pushinteger(L, static_cast<lua_Integer>(v));
   return true;
 }
@@ -127,6 +137,9 @@ void push_fields(lua_State *L, const T &obj, const Field<T> (&fields)[N]) {
 using Packer = msgpack::packer<msgpack::sbuffer>;
 void pack_member(Packer &pk, std::uint32_t v) {
   pk.pack_uint32(v);
+}
+void pack_member(Packer &pk, std::int64_t v) {
+  pk.pack_int64(v);
 }
 void pack_member(Packer &pk, bool v) {
   v ? pk.pack_true() : pk.pack_false();
@@ -179,6 +192,15 @@ Expected<void> read_member(const msgpack::object &o, std::uint32_t &out) {
   if (o.type != object_type::POSITIVE_INTEGER || o.via.u64 > UINT32_MAX)
     return fail(fmt::format("expected an unsigned 32-bit integer, got {}", msgpack_type_name(o)));
   out = static_cast<std::uint32_t>(o.via.u64);
+  return {};
+}
+Expected<void> read_member(const msgpack::object &o, std::int64_t &out) {
+  if (o.type == object_type::POSITIVE_INTEGER && o.via.u64 <= INT64_MAX)
+    out = static_cast<std::int64_t>(o.via.u64);
+  else if (o.type == object_type::NEGATIVE_INTEGER)
+    out = o.via.i64;
+  else
+    return fail(fmt::format("expected a signed 64-bit integer, got {}", msgpack_type_name(o)));
   return {};
 }
 Expected<void> read_member(const msgpack::object &o, bool &out) {
@@ -313,7 +335,7 @@ Expected<JobArgs> JobArgs::from_msgpack(std::string_view bytes) {
   for (std::uint32_t i = 0; i < o.via.map.size; ++i)
     if (auto r = read_job_field(o.via.map.ptr[i], out, seen); !r)
       return fail("JobArgs msgpack: " + r.error().message);
-  for (std::size_t i = 0; i < seen.size(); ++i)
+  for (std::size_t i = 0; i < kJobFieldsRequired; ++i)
     if (!seen[i])
       return fail(fmt::format("JobArgs msgpack: missing field {}", kJobFields[i].name));
   return out;

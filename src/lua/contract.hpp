@@ -92,10 +92,20 @@ struct JobArgs {
   std::optional<std::string> sluid; ///< Slurm's SLUID text where the Slurm has one
   std::uint32_t restart_count = 0;  ///< times the job was requeued
   bool batch = false;               ///< a batch job (sbatch), not an allocation
+  /// The job record's submit time (Unix seconds, details->submit_time):
+  /// with job_id, the key of the job record; job ids come back after a
+  /// slurmctld crash, (job_id, submit_time) does not.  0 when unknown.
+  std::int64_t submit_time = 0;
+  /// Unique per setup attempt (one job_start call and the job_complete calls
+  /// that tear down what it set up); 0 when unknown.  Never reused, also
+  /// across slurmctld restarts: microseconds since the epoch, strictly
+  /// increasing within a controller.
+  std::int64_t attempt = 0;
 
   /// Encodes the table as a msgpack map (keys as above).
   MsgpackBytes to_msgpack() const;
-  /// Decodes what to_msgpack() wrote.  Error on anything else, with a
+  /// Decodes what to_msgpack() wrote, including records of the previous
+  /// version without submit_time and attempt (read as 0).  Error on anything else, with a
   /// message starting "JobArgs msgpack: ": not a map, an unknown, missing or
   /// repeated field, a field of the wrong type ("field user_id: expected an
   /// unsigned 32-bit integer, got a string"), trailing or truncated bytes.

@@ -124,6 +124,7 @@ JobArgs job_args(const slc_job_t &j) {
   a.account = opt(j.account);
   a.sluid = opt(j.sluid);
   a.batch = j.batch;
+  a.submit_time = j.submit_time;
   return a;
 }
 
@@ -183,7 +184,7 @@ using namespace switchlua;
 extern "C" {
 
 int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char *params,
-                  const char *libexec_dir) {
+                  const char *libexec_dir, const char *state_dir) {
   try {
     auto cfg = parse_slurmctld_parameters(params ? params : "");
     if (!cfg) {
@@ -199,6 +200,8 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     o.config = *cfg;
     o.client.supervisor = fmt::format("{}/switch-lua-supervisor", libexec_dir);
     o.client.runner = fmt::format("{}/switch-lua-runner", libexec_dir);
+    if (state_dir && state_dir[0])
+      o.journal_path = fmt::format("{}/switch_lua.journal", state_dir);
     if (const char *conf = std::getenv("SLURM_CONF"))
       o.client.child_env.push_back(fmt::format("SLURM_CONF={}", conf));
     {
@@ -286,7 +289,23 @@ void slc_ctld_job_complete(uint32_t job_id, void *handle) {
 int slc_ctld_recover_job(uint32_t job_id, void *handle, bool configuring) {
   if (!g_ctld || !g_ctld->core || !handle_of(handle))
     return 0;
-  return g_ctld->core->recover_job(job_id, configuring) ? 1 : 0;
+  try {
+    return static_cast<int>(g_ctld->core->recover_job(job_id, configuring));
+  } catch (const std::exception &e) {
+    g_ctld->port->log(LogLevel::Error,
+                      fmt::format("switch/lua: JobId={} recovery: {}", job_id, e.what()));
+    return 0;
+  }
+}
+
+void slc_ctld_reconcile(void) {
+  if (!g_ctld || !g_ctld->core)
+    return;
+  try {
+    g_ctld->core->reconcile_journal();
+  } catch (const std::exception &e) {
+    g_ctld->port->log(LogLevel::Error, fmt::format("switch/lua: journal reconcile: {}", e.what()));
+  }
 }
 
 void slc_ctld_pack(void *handle, char **buf, size_t *len) {

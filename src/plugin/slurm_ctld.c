@@ -23,7 +23,12 @@
  *                  re-asserts the flag and bits every few seconds, since a
  *                  restart or a DOWN/reboot can set the idle bit again.
  *   restart        switch_p_restore() starts a thread that waits for the
- *                  startup locks and re-arms the jobs the core re-runs.
+ *                  startup locks and re-arms the jobs the core re-runs;
+ *                  a job whose launch the core's journal says was released
+ *                  before the crash gets job_config_fini() (CONFIGURING
+ *                  ended) without launch_job(), so job_time_limit() does
+ *                  not launch its batch script a second time; then the
+ *                  core tears down the journal's orphaned attempts.
  *
  * Locking: Slurm's locks always come first; hold_mutex, armed_mutex and
  * svc_mutex are leaves taken under them (or alone) and never held while
@@ -614,7 +619,7 @@ static void _op_release(uint32_t job_id, const char *nodes,
 static void _op_drain(const char *nodes, const char *reason)
 {
 	char *n = xstrdup(nodes);
-	char *r = xstrdup(reason ? reason : "switch/lua teardown failed");
+	char *r = xstrdup(reason ? reason : "switch teardown failed (switch/lua)");
 	int rc;
 
 	if (!n || !n[0]) {
@@ -718,6 +723,8 @@ extern void switch_p_job_start(job_record_t *job_ptr)
 	job.batch = (job_ptr->batch_flag != 0);
 	job.requeue_allowed = job_ptr->batch_flag && job_ptr->details &&
 			      job_ptr->details->requeue;
+	job.submit_time = job_ptr->details ?
+				  (int64_t) job_ptr->details->submit_time : 0;
 
 	handle = slc_ctld_job_start(&job);
 
@@ -757,6 +764,8 @@ static pthread_t restore_thread;
 typedef struct {
 	uint32_t seen;
 	uint32_t rearmed;
+	uint32_t unconfigured;
+	uint32_t launched;
 } restore_stats_t;
 
 static int _recover_one(void *x, void *arg)
@@ -769,9 +778,38 @@ static int _recover_one(void *x, void *arg)
 		return 0;
 	stats->seen++;
 	configuring = IS_JOB_RUNNING(job_ptr) && IS_JOB_CONFIGURING(job_ptr);
-	if (slc_ctld_recover_job(job_ptr->job_id, job_ptr->switch_jobinfo,
-				 configuring) != 1)
+	switch (slc_ctld_recover_job(job_ptr->job_id, job_ptr->switch_jobinfo,
+				     configuring)) {
+	case 1:
+		break;
+	case 2:
+		/*
+		 * The setup had returned and the launch was released before
+		 * the crash; Slurm's saved record is older (CONFIGURING).
+		 * job_time_limit() would launch_job() a job that is
+		 * CONFIGURING with prolog_running 0: end CONFIGURING here,
+		 * without launching the batch script a second time.
+		 */
+		if (configuring && !_armed_has(job_ptr->job_id) &&
+		    (!job_ptr->details || !job_ptr->details->prolog_running)) {
+			job_config_fini(job_ptr);
+			stats->unconfigured++;
+			sl_info("JobId=%u: launch released before the restart, CONFIGURING ended without a second launch",
+				job_ptr->job_id);
+		}
 		return 0;
+	case 3:
+		if (configuring && !_armed_has(job_ptr->job_id) &&
+		    (!job_ptr->details || !job_ptr->details->prolog_running)) {
+			stats->launched++;
+			sl_info("JobId=%u: switch setup had returned before the restart, launching the job",
+				job_ptr->job_id);
+			prolog_running_decr(job_ptr);
+		}
+		return 0;
+	default:
+		return 0;
+	}
 	/* Still armed in this process (a failed reconfigure calls restore
 	 * again without zeroing prolog_running): our increment stands. */
 	if (_armed_has(job_ptr->job_id))
@@ -795,10 +833,12 @@ static void *_restore_main(void *arg)
 	lock_slurmctld(job_node_write_lock);
 	if (job_list)
 		(void) list_for_each(job_list, _recover_one, &stats);
+	slc_ctld_reconcile();
 	unlock_slurmctld(job_node_write_lock);
 	if (stats.seen)
-		sl_info("recovered %u jobs with switch state, %u setups re-armed",
-			stats.seen, stats.rearmed);
+		sl_info("recovered %u jobs with switch state: %u setups re-armed, %u released before the restart (CONFIGURING ended, not launched again), %u launched now",
+			stats.seen, stats.rearmed, stats.unconfigured,
+			stats.launched);
 
 	slurm_mutex_lock(&restore_mutex);
 	restore_pending = false;
@@ -859,7 +899,8 @@ extern int switchlua_ctld_init(const char *script_path)
 	int rc;
 
 	if (slc_ctld_init(&ctld_ops, script_path, slurm_conf.slurmctld_params,
-			  SWITCHLUA_LIBEXECDIR)) {
+			  SWITCHLUA_LIBEXECDIR,
+			  slurm_conf.state_save_location)) {
 		sl_error("not started (script %s)", script_path);
 		return SLURM_ERROR;
 	}

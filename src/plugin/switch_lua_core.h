@@ -67,6 +67,7 @@ typedef struct slc_job {
 	const char *sluid;        /* sluid2str(job_ptr->db_index), or NULL */
 	bool batch;               /* job_ptr->batch_flag */
 	bool requeue_allowed;     /* batch and details->requeue */
+	int64_t submit_time;      /* details->submit_time (0 if no details) */
 } slc_job_t;
 
 /* The step as slurmstepd knows it (stepd_step_rec_t). */
@@ -111,13 +112,15 @@ typedef struct slc_ctld_ops {
 	slc_log_fn log;
 } slc_ctld_ops_t;
 
-/* RET 0, or -1 after logging why (bad SlurmctldParameters).  A script that
+/* `state_dir`: StateSaveLocation, where the journal switch_lua.journal
+ * lives (NULL: no journal).
+ * RET 0, or -1 after logging why (bad SlurmctldParameters).  A script that
  * does not load is logged, not fatal: every call loads it afresh, so each
  * job_start then fails ("switch setup failed: ... could not load the
  * script: file:line: ...") until the file is fixed, without a restart.  `libexec_dir` holds switch-lua-supervisor and
  * switch-lua-runner. */
 int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char *slurmctld_params,
-                  const char *libexec_dir);
+                  const char *libexec_dir, const char *state_dir);
 /* Re-read SlurmctldParameters; on error keep the old values.  RET 0 / -1. */
 int slc_ctld_reconfigure(const char *slurmctld_params);
 /* Kill every supervised child and stop the supervisor (switch_p_save before
@@ -136,12 +139,22 @@ void slc_ctld_job_complete(uint32_t job_id, void *handle);
 /* From the glue's restore thread after a restart (started in
  * switch_p_restore; it waits for the locks, then walks job_list with them
  * held), once per job whose switch_jobinfo is non-NULL.  `configuring`: the
- * job is RUNNING+CONFIGURING.  RET 1 when the core re-runs job_start for it:
- * the glue then does prolog_running++ (restore zeroed it) so the job waits.
+ * job is RUNNING+CONFIGURING.  RET what to do with the job's launch:
+ *   0  nothing;
+ *   1  the core re-runs the setup (or first job_complete(nil) for the killed
+ *      one): prolog_running++ (restore zeroed it) so the job waits;
+ *   2  the journal says the setup returned and the launch was released
+ *      before the crash: end CONFIGURING (job_config_fini) WITHOUT launching
+ *      the batch script again;
+ *   3  the setup had returned but the launch was not released: end
+ *      CONFIGURING and launch (prolog_running_decr with prolog_running 0).
  * Held teardowns are re-run from slc_ctld_job_complete, which Slurm calls
  * again for COMPLETING jobs on restart; jobs it did not reach are re-run
  * here. */
 int slc_ctld_recover_job(uint32_t job_id, void *handle, bool configuring);
+/* After the restore walk, with the same locks held: tear down the setups the
+ * journal knows and no job record carries any more. */
+void slc_ctld_reconcile(void);
 
 /* Pack the handle's state (handle may be NULL: the "absent" record).
  * RET malloc'd bytes in *buf (free with slc_free), length in *len. */

@@ -42,7 +42,7 @@
 #   logs              ctld_log  slurmd_log NODE   (host paths)
 #                     ctld_grep RE   slurmd_grep NODE RE   (lines written
 #                     since the test began)   job_log ID   wait_log FILE RE [TIMEOUT]
-#   cluster           restart_ctld [--kill9]   wait_state_saved [TIMEOUT]
+#   cluster           restart_ctld [--kill9] [--lose-jobs]   wait_state_saved [TIMEOUT]
 #                     e2e_reset (cheap: cancel jobs,
 #                     resume nodes, wait idle; the runner calls it between tests)
 #   checks            assert_eq EXP ACT MSG   assert_match RE ACT MSG
@@ -313,7 +313,7 @@ wait_log() {
 _log_has() { log_since "$1" | grep -qE "$2"; }
 
 # ------------------------------------------------------------ cluster
-# restart_ctld [--kill9]: stop slurmctld (SIGTERM, or SIGKILL as a crash
+# restart_ctld [--kill9] [--lose-jobs]: stop slurmctld (SIGTERM, or SIGKILL as a crash
 # would) and start it again on its saved state; waits until it answers and
 # every node responds.  Before a --kill9, call wait_state_saved: slurmctld
 # writes its state at most every 5 s, and a change it has not written yet

@@ -33,12 +33,12 @@ t_complete_crash() {
 	id=$(job_named "$name")
 	wait_job "$id" COMPLETED 15
 	reason=$(drain_reason_wait node1)
-	assert_match "^switch/lua job_complete raised an error: /etc/slurm/switch.lua:[0-9]+: switchlua: deliberate error in job_complete \(JobId=$id\)\$" \
+	assert_match "^switch teardown failed: JobId=$id switch/lua job_complete raised an error: /etc/slurm/switch.lua:[0-9]+: switchlua: deliberate error in job_complete\$" \
 		"$reason" "drain reason"
 	expect_drained "$id" "$reason" node1 node2
 	assert_eq "" "$(drain_reason node3)" "node3 (not in the job)"
 	ctld_job "$id" ' TeardownResult -> Done \(R-COMPLETE-FAIL\)' >/dev/null || fail "no R-COMPLETE-FAIL debug line"
-	ctld_job "$id" " draining node\[1-2\]: switch/lua job_complete raised an error: " >/dev/null || fail "no 'draining node[1-2]' line"
+	ctld_job "$id" " draining node\[1-2\]: switch teardown failed: JobId=$id switch/lua job_complete raised an error: " >/dev/null || fail "no 'draining node[1-2]' line"
 	resume node1 node2
 }
 # drain_reason_wait NODE: the drain reason, once there is one (10 s).
@@ -57,7 +57,7 @@ t_again_unheld() {
 		fail "srun failed (the job itself should succeed)"
 	id=$(job_named "$name")
 	wait_job "$id" COMPLETED 15
-	expect_drained "$id" "switch/lua job_complete returned slurm.EAGAIN but block_job_complete is false (JobId=$id)" node1 node2
+	expect_drained "$id" "switch teardown failed: JobId=$id switch/lua job_complete returned slurm.EAGAIN but block_job_complete is false" node1 node2
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete started")" "job_complete calls (no retry)"
 	ctld_job "$id" ' TeardownResult -> Done \(R-COMPLETE-EAGAIN-UNHELD\)' >/dev/null || fail "no R-COMPLETE-EAGAIN-UNHELD debug line"
 	resume node1 node2
@@ -100,7 +100,7 @@ t_block_retries() {
 	assert_eq idle "$(node_state node3)" "node3 (not in the job)"
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete returned slurm.EAGAIN: nodes stay held, retry 2 of 2 at the next periodic check" 15
 	assert_match '^completing' "$(node_state node1)" "state of node1 before the last retry"
-	expect_drained "$id" "switch/lua job_complete still returned slurm.EAGAIN after switch_retries=2 (JobId=$id)" node1 node2
+	expect_drained "$id" "switch teardown failed: JobId=$id switch/lua job_complete still returned slurm.EAGAIN after switch_retries=2" node1 node2
 	wait_job "$id" COMPLETED 10
 	assert_eq 3 "$(ctld_count "switch/lua: JobId=$id job_complete started")" "job_complete calls (1 + switch_retries)"
 	ctld_job "$id" ' RetryTick -> TeardownRunning \(R-RETRY\)' >/dev/null || fail "no R-RETRY debug line"
@@ -123,7 +123,7 @@ t_no_drain() {
 		fail "srun failed (the job itself should succeed)"
 	id=$(job_named "$name")
 	wait_job "$id" COMPLETED 15
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id not draining the nodes \(switch/lua job_complete raised an error: /etc/slurm/switch.lua:[0-9]+: switchlua: deliberate error in job_complete \(JobId=$id\)\): switch_drain_on_failure=no" 10
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id not draining the nodes \(switch teardown failed: JobId=$id switch/lua job_complete raised an error: /etc/slurm/switch.lua:[0-9]+: switchlua: deliberate error in job_complete\): switch_drain_on_failure=no" 10
 	if ctld_grep "switch/lua: drained node"; then fail "nodes were drained"; fi
 	wait_node node1 idle 10
 	wait_node node2 idle 10

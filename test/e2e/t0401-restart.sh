@@ -5,6 +5,8 @@
 # job_complete runs.  The restarted controller re-runs the call it lost:
 # job_start for a job still CONFIGURING (R-RESTART-SETUP), job_complete with
 # the same jobinfo for a job whose nodes it held (R-RESTART-TEARDOWN).  The
+# killed job_start's attempt is first torn down with nil (R-RESTART-SETUP,
+# then R-UNDO-OK runs job_start again).  The
 # fixture test/e2e/lua/restart.lua makes the first call slow and the re-run
 # fast (switch.lua(5): Restart).
 
@@ -14,7 +16,7 @@
 # test removes its own when it ends, whatever the outcome).
 rm_markers() { rm -f "$E2E_ROOT"/tmp/switch-lua-e2e."$1".*; }
 
-e2e_test "switch/lua: restart: slurmctld killed -9 during a slow job_start runs job_start again, then the job runs with its jobinfo" t_restart_setup
+e2e_test "switch/lua: restart: slurmctld killed -9 during a slow job_start tears the killed attempt down with nil, runs job_start again, then the job runs with its jobinfo" t_restart_setup
 t_restart_setup() {
 	local tag id go out left
 	tag=$(e2e_uniq)
@@ -32,11 +34,13 @@ t_restart_setup() {
 	restart_ctld --kill9
 	# The killed call's processes went with the supervisor.
 	if left=$(pgrep -af "sleep 30\\.$tag"); then fail "the killed job_start call survives: $left"; fi
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id recovered after a slurmctld restart in state SetupRunning: running job_start again" 10
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id recovered after a slurmctld restart in state SetupRunning: the job_start of attempt [0-9]+ was killed before it reported; running job_complete with nil jobinfo for it, then job_start again \(the job has not launched\)" 10
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete: e2e restart: JobId=$id job_complete token=nil" 10
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start: e2e restart: JobId=$id job_start token=tok-$tag-$id: called again" 10
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start accepted the job: jobinfo stored, job may launch" 10
 	assert_eq 2 "$(ctld_count "switch/lua: JobId=$id job_start started")" "job_start calls (the first, then the re-run)"
-	ctld_job "$id" ' Recover -> SetupRunning \(R-RESTART-SETUP\)' >/dev/null || fail "no R-RESTART-SETUP debug line"
+	ctld_job "$id" ' Recover -> SetupUndoing \(R-RESTART-SETUP\)' >/dev/null || fail "no R-RESTART-SETUP debug line"
+	ctld_job "$id" ' TeardownResult -> SetupRunning \(R-UNDO-OK\)' >/dev/null || fail "no R-UNDO-OK debug line"
 	wait_job "$id" RUNNING 10
 	touch "$E2E_ROOT$go"
 	wait_job "$id" COMPLETED 30

@@ -4,6 +4,7 @@
 #include "stepd/stepinfo.hpp"
 
 #include <gtest/gtest.h>
+#include <msgpack.hpp>
 
 using namespace switchlua;
 
@@ -144,7 +145,60 @@ TEST(Persist, FutureVersionIsRefusedWithAClearError) {
   auto d = decode_job_state(rec);
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().message,
-            "switch/lua job state: record version 7 is newer than this plugin's 1");
+            "switch/lua job state: record version 7 is newer than this plugin's 2");
+}
+
+// A record written by the previous version (1): its job table has no
+// submit_time and no attempt.  It decodes, with both 0.
+TEST(Persist, Version1RecordWithoutTheUniqueKeyDecodes) {
+  JobArgs job;
+  job.job_id = 9;
+  job.nodes = "node1";
+  job.node_names = {"node1"};
+  job.network = "fabric";
+  // JobArgs as version 1 wrote it: the 14 fields before submit_time.
+  std::string full = job.to_msgpack();
+  msgpack::object_handle oh = msgpack::unpack(full.data(), full.size());
+  const msgpack::object_map &m = oh.get().via.map;
+  msgpack::sbuffer jb;
+  msgpack::packer<msgpack::sbuffer> jp(jb);
+  jp.pack_map(m.size - 2);
+  for (std::uint32_t i = 0; i < m.size; ++i) {
+    std::string key(m.ptr[i].key.via.str.ptr, m.ptr[i].key.via.str.size);
+    if (key == "submit_time" || key == "attempt")
+      continue;
+    jp.pack(m.ptr[i].key);
+    jp.pack(m.ptr[i].val);
+  }
+  ASSERT_EQ(m.size, 16u);
+  msgpack::sbuffer buf;
+  msgpack::packer<msgpack::sbuffer> pk(buf);
+  pk.pack_array(3);
+  pk.pack(std::string_view("swlua"));
+  pk.pack(1u);
+  pk.pack_map(8);
+  pk.pack(std::string_view("state"));
+  pk.pack(std::string_view("Running"));
+  pk.pack(std::string_view("job"));
+  pk.pack_bin(static_cast<std::uint32_t>(jb.size()));
+  pk.pack_bin_body(jb.data(), static_cast<std::uint32_t>(jb.size()));
+  pk.pack(std::string_view("jobinfo"));
+  pk.pack_nil();
+  for (const char *f : {"requeue", "bjc", "held"}) {
+    pk.pack(std::string_view(f));
+    pk.pack(false);
+  }
+  pk.pack(std::string_view("retries"));
+  pk.pack(0u);
+  pk.pack(std::string_view("gen"));
+  pk.pack(3u);
+  auto d = decode_job_state(std::string_view(buf.data(), buf.size()));
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_TRUE(d->has_value());
+  EXPECT_EQ((*d)->state, JobState::Running);
+  EXPECT_EQ((*d)->job.job_id, 9u);
+  EXPECT_EQ((*d)->job.submit_time, 0);
+  EXPECT_EQ((*d)->job.attempt, 0);
 }
 
 TEST(Persist, UnknownStateNameIsRefused) {

@@ -70,6 +70,7 @@ struct Case {
   JobState to;
   std::vector<ActionKind> actions; // in order, Log actions excluded
   std::string reason_has;          // substring of the Requeue/Cancel/Drain reason
+  std::string rule = "";           // the rule id that must fire (when set)
 };
 
 JobSwitchState with(JobSwitchState s, auto f) {
@@ -305,7 +306,8 @@ std::vector<Case> cases() {
        def,
        S::Done,
        {A::DrainNodes, A::ReleaseNodes},
-       "switch/lua job_complete still returned slurm.EAGAIN after switch_retries=3 (JobId=42)"},
+       "switch teardown failed: JobId=42 switch/lua job_complete still returned slurm.EAGAIN after "
+       "switch_retries=3"},
       {"R_COMPLETE_EAGAIN_UNHELD_IsAFailure",
        state(S::TeardownRunning),
        E::TeardownResult,
@@ -321,7 +323,7 @@ std::vector<Case> cases() {
        def,
        S::Done,
        {A::DrainNodes, A::ReleaseNodes},
-       "switch/lua job_complete returned rc=-2 (JobId=42)"},
+       "switch teardown failed: JobId=42 switch/lua job_complete returned rc=-2"},
       {"R_COMPLETE_FAIL_LuaErrorDrains",
        state(S::TeardownRunning),
        E::TeardownResult,
@@ -354,14 +356,114 @@ std::vector<Case> cases() {
        S::TeardownRunning,
        {A::RunJobComplete},
        ""},
-      {"R_RESTART_SETUP_RunsJobStartAgain",
+      {"R_RESTART_SETUP_KilledJobStartIsTornDownWithNilFirst",
        with(state(S::SetupRunning), recovered),
        E::Recover,
        {},
        def,
+       S::SetupUndoing,
+       {A::RunJobComplete},
+       "",
+       "R-RESTART-SETUP"},
+      {"R_UNDO_OK_ThenJobStartRunsAgain",
+       state(S::SetupUndoing),
+       E::TeardownResult,
+       returned(kSuccess),
+       def,
        S::SetupRunning,
        {A::RunJobStart},
-       ""},
+       "",
+       "R-UNDO-OK"},
+      {"R_UNDO_FAIL_FailsTheJobAndDrains",
+       state(S::SetupUndoing),
+       E::TeardownResult,
+       returned(kError),
+       def,
+       S::SetupFailed,
+       {A::Cancel, A::EndConfiguring, A::DrainNodes},
+       "switch teardown failed: JobId=42 switch/lua job_complete returned rc=-1", // the drain's
+       "R-UNDO-FAIL"},
+      {"R_UNDO_FAIL_RequeuesWhenAllowed",
+       with(state(S::SetupUndoing), requeueable),
+       E::TeardownResult,
+       with_kind(OutcomeKind::TimedOut, ""),
+       def,
+       S::SetupFailed,
+       {A::Requeue, A::EndConfiguring, A::DrainNodes},
+       "switch teardown failed: JobId=42 switch/lua job_complete timed out",
+       "R-UNDO-FAIL"},
+      {"R_UNDO_ENDED_HoldsUntilTheTeardownReports",
+       state(S::SetupUndoing),
+       E::JobEnded,
+       {},
+       def,
+       S::SetupUndoingEnded,
+       {A::HoldNodes},
+       "",
+       "R-UNDO-ENDED"},
+      {"R_UNDO_ENDED_OK_ReleasesWithoutJobStart",
+       with(state(S::SetupUndoingEnded), held),
+       E::TeardownResult,
+       returned(kSuccess),
+       def,
+       S::Done,
+       {A::EndConfiguring, A::ReleaseNodes},
+       "",
+       "R-UNDO-ENDED-OK"},
+      {"R_UNDO_ENDED_FAIL_DrainsAndReleases",
+       with(state(S::SetupUndoingEnded), held),
+       E::TeardownResult,
+       returned(kError),
+       def,
+       S::Done,
+       {A::EndConfiguring, A::DrainNodes, A::ReleaseNodes},
+       "switch teardown failed: JobId=42",
+       "R-UNDO-ENDED-FAIL"},
+      {"R_RESTART_UNDO_RunsTheNilTeardownAgain",
+       with(state(S::SetupUndoing), recovered),
+       E::Recover,
+       {},
+       def,
+       S::SetupUndoing,
+       {A::RunJobComplete},
+       "",
+       "R-RESTART-UNDO"},
+      {"R_RESTART_UNDO_EndedJobHoldsAndRunsTheNilTeardownAgain",
+       with(state(S::SetupUndoing), recovered),
+       E::JobEnded,
+       {},
+       def,
+       S::SetupUndoingEnded,
+       {A::HoldNodes, A::RunJobComplete},
+       "",
+       "R-RESTART-UNDO"},
+      {"R_COMPLETE_KILLED_SignalFromOutsideIsRetriedHeld",
+       state(S::TeardownRunning),
+       E::TeardownResult,
+       with_kind(OutcomeKind::Signaled, ""),
+       def,
+       S::TeardownRetryWait,
+       {A::HoldNodes, A::ScheduleRetry},
+       "",
+       "R-COMPLETE-KILLED"},
+      {"R_COMPLETE_KILLED_LostWithTheSupervisorIsRetried",
+       with(state(S::TeardownRunning), held),
+       E::TeardownResult,
+       with_kind(OutcomeKind::Abandoned, "switch-lua-supervisor died"),
+       def,
+       S::TeardownRetryWait,
+       {A::HoldNodes, A::ScheduleRetry},
+       "",
+       "R-COMPLETE-KILLED"},
+      {"R_COMPLETE_KILLED_EXHAUSTED_DrainsAfterSwitchRetries",
+       with(with(state(S::TeardownRunning), held), [](JobSwitchState &s) { s.retries = 3; }),
+       E::TeardownResult,
+       with_kind(OutcomeKind::Signaled, ""),
+       def,
+       S::Done,
+       {A::DrainNodes, A::ReleaseNodes},
+       "switch teardown failed: JobId=42 switch/lua job_complete died on signal 0",
+       "R-COMPLETE-KILLED-EXHAUSTED"},
       {"R_RESTART_TEARDOWN_ReRunsJobCompleteHeld",
        with(state(S::TeardownRunning), recovered),
        E::JobEnded,
@@ -428,6 +530,8 @@ TEST_P(JobFsmRule, FollowsTheContract) {
   Event e{.kind = c.event, .outcome = c.outcome ? &*c.outcome : nullptr};
   StepResult r = step(c.from, e, c.cfg);
   EXPECT_EQ(job_state_name(r.next.state), job_state_name(c.to)) << "rule " << r.rule;
+  if (!c.rule.empty())
+    EXPECT_EQ(r.rule, c.rule);
   std::vector<ActionKind> got;
   std::string reason;
   for (const Action &a : r.actions) {
@@ -453,6 +557,23 @@ TEST_P(JobFsmRule, FollowsTheContract) {
 
 INSTANTIATE_TEST_SUITE_P(Rules, JobFsmRule, testing::ValuesIn(cases()),
                          [](const testing::TestParamInfo<Case> &i) { return i.param.name; });
+
+TEST(JobFsm, R_UNDO_FAIL_TheJobsReasonSaysTheSetupFailed) {
+  Outcome o = returned(kError);
+  StepResult r = step(state(S::SetupUndoing), Event{.kind = E::TeardownResult, .outcome = &o}, {});
+  EXPECT_EQ(r.rule, "R-UNDO-FAIL");
+  ASSERT_EQ(r.actions[1].kind, A::Cancel);
+  EXPECT_EQ(r.actions[1].reason,
+            "switch setup failed: switch/lua job_complete for a killed job_start returned rc=-1");
+}
+
+TEST(JobFsm, R_UNDO_OK_TheNewJobStartGetsTheJobTable) {
+  Outcome o = returned(kSuccess);
+  StepResult r = step(state(S::SetupUndoing), Event{.kind = E::TeardownResult, .outcome = &o}, {});
+  EXPECT_EQ(r.rule, "R-UNDO-OK");
+  EXPECT_EQ(r.next.job.job_id, 42u);
+  EXPECT_FALSE(r.next.jobinfo.has_value());
+}
 
 TEST(JobFsm, LateTableIsPassedToTheExtraJobComplete) {
   Outcome o = timed_out_late_table();

@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "ctld/journal.hpp"
+
+#include "common/record.hpp"
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <msgpack.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace switchlua {
+namespace {
+
+constexpr std::string_view kMagic = "swlj";
+constexpr std::size_t kFrameHead = 8; // u32 length + u32 crc
+
+Error bad(std::string what) {
+  return Error{"switch/lua journal: " + std::move(what)};
+}
+
+void put_u32(std::string &out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+std::uint32_t get_u32(std::string_view b, std::size_t off) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i)
+    v |= static_cast<std::uint32_t>(static_cast<unsigned char>(b[off + i])) << (8 * i);
+  return v;
+}
+
+std::optional<std::string_view> bin_or_nil(const msgpack::object &o, bool &ok) {
+  ok = true;
+  if (o.type == msgpack::type::NIL)
+    return std::nullopt;
+  if (o.type != msgpack::type::BIN) {
+    ok = false;
+    return std::nullopt;
+  }
+  return std::string_view(o.via.bin.ptr, o.via.bin.size);
+}
+
+void pack_bin_or_nil(msgpack::packer<msgpack::sbuffer> &pk, const std::optional<std::string> &b) {
+  if (!b) {
+    pk.pack_nil();
+    return;
+  }
+  pk.pack_bin(static_cast<std::uint32_t>(b->size()));
+  pk.pack_bin_body(b->data(), static_cast<std::uint32_t>(b->size()));
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+std::string dir_of(const std::string &path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+void fsync_dir(const std::string &path) {
+  int d = ::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d >= 0) {
+    (void)::fsync(d);
+    ::close(d);
+  }
+}
+
+} // namespace
+
+std::string_view journal_kind_name(JournalKind k) {
+  switch (k) {
+  case JournalKind::SetupStarted:
+    return "setup started";
+  case JournalKind::SetupAccepted:
+    return "setup accepted";
+  case JournalKind::LaunchReleased:
+    return "launch released";
+  case JournalKind::TeardownStarted:
+    return "teardown started";
+  case JournalKind::Forgotten:
+    return "forgotten";
+  }
+  return "unknown";
+}
+
+std::uint32_t crc32_of(std::string_view bytes) {
+  static const auto table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k)
+        c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t c = 0xffffffffu;
+  for (unsigned char b : bytes)
+    c = table[(c ^ b) & 0xff] ^ (c >> 8);
+  return c ^ 0xffffffffu;
+}
+
+std::string encode_journal_body(const JournalRecord &r) {
+  msgpack::sbuffer buf;
+  msgpack::packer<msgpack::sbuffer> pk(buf);
+  pk.pack_array(8);
+  pk.pack(kMagic);
+  pk.pack(kJournalVersion);
+  pk.pack(static_cast<std::uint32_t>(r.kind));
+  pk.pack_int64(r.attempt);
+  pk.pack_uint32(r.job_id);
+  pk.pack_int64(r.submit_time);
+  pack_bin_or_nil(pk, r.job ? std::optional<std::string>(r.job->to_msgpack()) : std::nullopt);
+  pack_bin_or_nil(pk, r.jobinfo);
+  return std::string(buf.data(), buf.size());
+}
+
+Expected<JournalRecord> decode_journal_body(std::string_view bytes) {
+  if (bytes.size() > kJournalMaxRecord)
+    return Unexpected<Error>{
+        bad(fmt::format("record of {} bytes exceeds {}", bytes.size(), kJournalMaxRecord))};
+  auto rec = unpack_record(
+      bytes, {.what = "switch/lua journal",
+              .magic = kMagic,
+              .max_version = kJournalVersion,
+              .fields = 8,
+              .limit = msgpack::unpack_limit(16, 16, 4096, kJournalMaxRecord, 16, 4)});
+  if (!rec)
+    return Unexpected<Error>{rec.error()};
+  const msgpack::object *a = rec->fields;
+  JournalRecord r;
+  if (a[2].type != msgpack::type::POSITIVE_INTEGER || a[2].via.u64 < 1 || a[2].via.u64 > 5)
+    return Unexpected<Error>{bad(a[2].type == msgpack::type::POSITIVE_INTEGER
+                                     ? fmt::format("unknown record kind {}", a[2].via.u64)
+                                     : std::string("record kind is not a number"))};
+  r.kind = static_cast<JournalKind>(a[2].via.u64);
+  auto int64_of = [](const msgpack::object &o, std::int64_t &out) {
+    if (o.type == msgpack::type::POSITIVE_INTEGER && o.via.u64 <= INT64_MAX)
+      out = static_cast<std::int64_t>(o.via.u64);
+    else if (o.type == msgpack::type::NEGATIVE_INTEGER)
+      out = o.via.i64;
+    else
+      return false;
+    return true;
+  };
+  if (!int64_of(a[3], r.attempt))
+    return Unexpected<Error>{bad("field 'attempt' is not an integer")};
+  if (a[4].type != msgpack::type::POSITIVE_INTEGER || a[4].via.u64 > UINT32_MAX)
+    return Unexpected<Error>{bad("field 'job_id' is not a 32-bit unsigned integer")};
+  r.job_id = static_cast<std::uint32_t>(a[4].via.u64);
+  if (!int64_of(a[5], r.submit_time))
+    return Unexpected<Error>{bad("field 'submit_time' is not an integer")};
+  bool ok = true;
+  auto job = bin_or_nil(a[6], ok);
+  if (!ok)
+    return Unexpected<Error>{bad("field 'job' is neither binary nor nil")};
+  if (job) {
+    auto args = JobArgs::from_msgpack(*job);
+    if (!args)
+      return Unexpected<Error>{bad("field 'job': " + args.error().message)};
+    r.job = std::move(*args);
+  }
+  auto ji = bin_or_nil(a[7], ok);
+  if (!ok)
+    return Unexpected<Error>{bad("field 'jobinfo' is neither binary nor nil")};
+  if (ji)
+    r.jobinfo = std::string(*ji);
+  if (r.kind == JournalKind::SetupStarted && !r.job)
+    return Unexpected<Error>{bad("a 'setup started' record without its job")};
+  if (r.kind == JournalKind::SetupAccepted && !r.jobinfo)
+    return Unexpected<Error>{bad("a 'setup accepted' record without its jobinfo")};
+  return r;
+}
+
+std::string frame_journal_record(const JournalRecord &r) {
+  std::string body = encode_journal_body(r);
+  std::string out;
+  out.reserve(kFrameHead + body.size());
+  put_u32(out, static_cast<std::uint32_t>(body.size()));
+  put_u32(out, crc32_of(body));
+  out += body;
+  return out;
+}
+
+JournalScan scan_journal(std::string_view bytes) {
+  JournalScan s;
+  if (bytes.empty())
+    return s;
+  if (bytes.size() < kJournalHeader.size()) {
+    // A crash while the header of a new file was written.
+    if (kJournalHeader.substr(0, bytes.size()) == bytes) {
+      s.status = JournalScan::Status::TornTail;
+      s.error = fmt::format("the header is cut at {} bytes", bytes.size());
+      return s;
+    }
+    s.status = JournalScan::Status::Corrupt;
+    s.error = "not a switch/lua journal (bad header)";
+    return s;
+  }
+  if (bytes.substr(0, kJournalHeader.size()) != kJournalHeader) {
+    s.status = JournalScan::Status::Corrupt;
+    s.error = "not a switch/lua journal (bad header)";
+    return s;
+  }
+  std::size_t off = kJournalHeader.size();
+  s.good_bytes = off;
+  while (off < bytes.size()) {
+    std::size_t left = bytes.size() - off;
+    auto stop = [&](bool at_tail, std::string why) {
+      s.status = at_tail ? JournalScan::Status::TornTail : JournalScan::Status::Corrupt;
+      s.error = fmt::format("record at offset {}: {}", off, why);
+    };
+    if (left < kFrameHead) {
+      stop(true, fmt::format("cut inside its length and checksum ({} bytes)", left));
+      return s;
+    }
+    std::uint32_t len = get_u32(bytes, off);
+    std::uint32_t crc = get_u32(bytes, off + 4);
+    if (len > kJournalMaxRecord) {
+      // A length that cannot be: the bytes after it cannot be trusted.
+      stop(false, fmt::format("length {} exceeds {}", len, kJournalMaxRecord));
+      return s;
+    }
+    if (left - kFrameHead < len) {
+      stop(true, fmt::format("cut at {} of {} bytes", left - kFrameHead, len));
+      return s;
+    }
+    std::string_view body = bytes.substr(off + kFrameHead, len);
+    bool last = off + kFrameHead + len == bytes.size();
+    if (crc32_of(body) != crc) {
+      stop(last, "checksum mismatch");
+      return s;
+    }
+    auto r = decode_journal_body(body);
+    if (!r) {
+      stop(false, r.error().message);
+      return s;
+    }
+    s.records.push_back(std::move(*r));
+    off += kFrameHead + len;
+    s.good_bytes = off;
+  }
+  return s;
+}
+
+void JournalTable::apply(const JournalRecord &r) {
+  max_attempt = std::max(max_attempt, r.attempt);
+  if (r.kind == JournalKind::Forgotten) {
+    live.erase(r.attempt);
+    forgotten.insert(r.attempt);
+    while (forgotten.size() > kJournalTombstones)
+      forgotten.erase(forgotten.begin());
+    return;
+  }
+  if (r.kind == JournalKind::SetupStarted) {
+    JournalEntry &e = live[r.attempt];
+    e = JournalEntry{};
+    e.job = *r.job;
+    return;
+  }
+  auto it = live.find(r.attempt);
+  if (it == live.end())
+    return;
+  JournalEntry &e = it->second;
+  switch (r.kind) {
+  case JournalKind::SetupAccepted:
+    e.accepted = true;
+    e.jobinfo = r.jobinfo;
+    break;
+  case JournalKind::LaunchReleased:
+    e.launch_released = true;
+    break;
+  case JournalKind::TeardownStarted:
+    e.teardown_started = true;
+    e.jobinfo = r.jobinfo;
+    break;
+  default:
+    break;
+  }
+}
+
+std::vector<JournalRecord> JournalTable::snapshot() const {
+  std::vector<JournalRecord> out;
+  for (std::int64_t a : forgotten)
+    out.push_back({.kind = JournalKind::Forgotten, .attempt = a});
+  for (const auto &[attempt, e] : live) {
+    JournalRecord base{
+        .attempt = attempt, .job_id = e.job.job_id, .submit_time = e.job.submit_time};
+    JournalRecord st = base;
+    st.kind = JournalKind::SetupStarted;
+    st.job = e.job;
+    out.push_back(st);
+    if (e.accepted) {
+      JournalRecord acc = base;
+      acc.kind = JournalKind::SetupAccepted;
+      // A teardown may have replaced e.jobinfo; accepted always had one.
+      acc.jobinfo = e.jobinfo ? e.jobinfo : std::optional<MsgpackBytes>("\xc0");
+      out.push_back(acc);
+    }
+    if (e.launch_released) {
+      JournalRecord rel = base;
+      rel.kind = JournalKind::LaunchReleased;
+      out.push_back(rel);
+    }
+    if (e.teardown_started) {
+      JournalRecord td = base;
+      td.kind = JournalKind::TeardownStarted;
+      td.jobinfo = e.jobinfo;
+      out.push_back(td);
+    }
+  }
+  // The newest attempt id survives even if it was forgotten and trimmed.
+  if (max_attempt != 0 && (forgotten.empty() || *forgotten.rbegin() < max_attempt) &&
+      live.find(max_attempt) == live.end())
+    out.push_back({.kind = JournalKind::Forgotten, .attempt = max_attempt});
+  return out;
+}
+
+Journal::Journal(std::string path, LogFn log) : path_(std::move(path)), log_(std::move(log)) {
+  auto say = [&](bool error, const std::string &what) {
+    log_(error, fmt::format("switch/lua: journal {}: {}", path_, what));
+  };
+  std::string image;
+  {
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      char buf[65536];
+      for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+          continue;
+        if (n <= 0)
+          break;
+        image.append(buf, static_cast<std::size_t>(n));
+      }
+      ::close(fd);
+    } else if (errno != ENOENT) {
+      say(true, fmt::format("cannot read: {}; running without a journal (recovery after a "
+                            "crash relies on Slurm's saved job state alone)",
+                            std::strerror(errno)));
+      return;
+    }
+  }
+  JournalScan scan = scan_journal(image);
+  switch (scan.status) {
+  case JournalScan::Status::Clean:
+    break;
+  case JournalScan::Status::TornTail:
+    say(false, fmt::format("torn tail ({}), truncated to {} bytes: a crash during an append; "
+                           "{} records kept",
+                           scan.error, scan.good_bytes, scan.records.size()));
+    break;
+  case JournalScan::Status::Corrupt: {
+    std::string aside = fmt::format("{}.corrupt-{}", path_,
+                                    std::chrono::duration_cast<std::chrono::seconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+    bool moved = ::rename(path_.c_str(), aside.c_str()) == 0;
+    say(true, fmt::format("CORRUPT ({}); {}; the {} records before it are ignored too and "
+                          "switch/lua continues on Slurm's saved job state alone: setups that "
+                          "returned since Slurm's last save may run again, and setups whose job "
+                          "record is gone are not torn down (see switch.lua(5), Journal)",
+                          scan.error,
+                          moved ? fmt::format("moved aside to {}", aside)
+                                : fmt::format("cannot move it aside to {}: {}", aside,
+                                              std::strerror(errno)),
+                          scan.records.size()));
+    scan.records.clear();
+    break;
+  }
+  }
+  for (const JournalRecord &r : scan.records)
+    table_.apply(r);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd_ < 0) {
+    say(true, fmt::format("cannot open for writing: {}; running without a journal",
+                          std::strerror(errno)));
+    return;
+  }
+  compact();
+  if (!table_.live.empty())
+    say(false, fmt::format("{} setup attempt(s) not over, {} remembered as over", table_.live.size(),
+                           table_.forgotten.size()));
+}
+
+Journal::~Journal() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+bool Journal::compact() {
+  if (fd_ < 0)
+    return false;
+  std::string image(kJournalHeader);
+  for (const JournalRecord &r : table_.snapshot())
+    image += frame_journal_record(r);
+  std::string tmp = path_ + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && write_all(fd, image) && ::fsync(fd) == 0;
+  int err = errno;
+  if (fd >= 0)
+    ::close(fd);
+  if (ok && ::rename(tmp.c_str(), path_.c_str()) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    log_(true, fmt::format("switch/lua: journal {}: compaction failed: {}; appending to the old "
+                           "file",
+                           path_, std::strerror(err)));
+    return false;
+  }
+  fsync_dir(path_);
+  // Many live attempts make a large snapshot: compact again only once the
+  // file has doubled.
+  compact_at_ = std::max(kJournalCompactBytes, 2 * image.size());
+  int nfd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (nfd >= 0) {
+    ::close(fd_);
+    fd_ = nfd;
+  }
+  size_ = image.size();
+  return true;
+}
+
+void Journal::append(const std::vector<JournalRecord> &records) {
+  if (records.empty())
+    return;
+  for (const JournalRecord &r : records)
+    table_.apply(r);
+  if (fd_ < 0)
+    return;
+  if (size_ > compact_at_) {
+    // The table already holds the new records: the snapshot writes them.
+    if (compact())
+      return;
+  }
+  std::string data;
+  for (const JournalRecord &r : records)
+    data += frame_journal_record(r);
+  bool ok = write_all(fd_, data) && ::fdatasync(fd_) == 0;
+  if (ok) {
+    size_ += data.size();
+    write_failed_ = false;
+    return;
+  }
+  if (!write_failed_)
+    log_(true, fmt::format("switch/lua: journal {}: cannot append ({}): what happens now may "
+                           "be repeated after a crash",
+                           path_, std::strerror(errno)));
+  write_failed_ = true;
+}
+
+std::int64_t Journal::next_attempt() {
+  std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  std::int64_t a = std::max(now, table_.max_attempt + 1);
+  table_.max_attempt = a;
+  return a;
+}
+
+} // namespace switchlua

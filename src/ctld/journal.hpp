@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: ctld/journal.hpp
+//
+// The plugin's own durable record of its setup attempts, kept next to
+// Slurm's state (StateSaveLocation/switch_lua.journal).  Slurm saves its job
+// state at most every few seconds; the journal is written and fsync'ed
+// BEFORE each effect that matters after a crash (a setup's result is acted
+// on, the job is released to launch, a teardown starts, an attempt needs
+// nothing more), so a restarted slurmctld knows what its saved state may
+// not: a setup that returned is never run again, and a setup whose job
+// record is gone is torn down with its own job table.
+//
+// File layout:
+//   header  "SWLJRNL1" (8 bytes; "1" is the framing version)
+//   record* u32 LE body length, u32 LE CRC-32 (IEEE) of the body, body
+//   body    msgpack [ "swlj", <version>, <kind>, <attempt>, <job_id>,
+//                     <submit_time>, <job: bin JobArgs::to_msgpack | nil>,
+//                     <jobinfo: bin | nil> ]
+// Version 1 is the only body version so far (kJournalVersion); a decoder of
+// version N reads every version <= N and refuses newer ones.
+//
+// Damage (Journal::open):
+//   torn tail     the last record is incomplete or fails its checksum and
+//                 nothing follows it (a crash during an append): the file
+//                 is truncated to the last good record, one log line.
+//   corrupt       a bad header, or a bad record with more bytes after it:
+//                 one error line, the file is moved aside to
+//                 <path>.corrupt-<unix seconds> (named in the line) and the
+//                 plugin continues on Slurm's saved job state alone.
+#pragma once
+
+#include "common/expected.hpp"
+#include "lua/contract.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace switchlua {
+
+inline constexpr std::uint32_t kJournalVersion = 1;
+inline constexpr std::string_view kJournalHeader = "SWLJRNL1";
+/// Largest record body accepted (a JobArgs and a 64 KiB jobinfo fit).
+inline constexpr std::size_t kJournalMaxRecord = 1 << 20;
+/// The file is compacted when it grows past this many bytes.
+inline constexpr std::size_t kJournalCompactBytes = 1 << 20;
+/// Attempts remembered as finished (newest first) across compactions.
+inline constexpr std::size_t kJournalTombstones = 4096;
+
+/// What a record says about one setup attempt.
+enum class JournalKind : std::uint8_t {
+  SetupStarted = 1,    ///< job_start is about to run (job set)
+  SetupAccepted = 2,   ///< job_start returned SUCCESS + a table (jobinfo set)
+  LaunchReleased = 3,  ///< the job's launch delay is about to end
+  TeardownStarted = 4, ///< job_complete is about to run (jobinfo: what it gets, nil allowed)
+  Forgotten = 5,       ///< the attempt needs nothing more (torn down, declined, failed)
+};
+std::string_view journal_kind_name(JournalKind k);
+
+/// One record.  `attempt` is the key (JobArgs::attempt); job_id and
+/// submit_time repeat the job record's key for logs and checks.
+struct JournalRecord {
+  JournalKind kind = JournalKind::SetupStarted;
+  std::int64_t attempt = 0;
+  std::uint32_t job_id = 0;
+  std::int64_t submit_time = 0;
+  std::optional<JobArgs> job;          ///< SetupStarted
+  std::optional<MsgpackBytes> jobinfo; ///< SetupAccepted, TeardownStarted
+  bool operator==(const JournalRecord &) const = default;
+};
+
+/// Encodes a record body (msgpack, no framing).
+std::string encode_journal_body(const JournalRecord &r);
+/// Decodes a record body.  Errors start "switch/lua journal: " and say
+/// what is wrong ("unknown record kind 9", "field 'job': ...").
+Expected<JournalRecord> decode_journal_body(std::string_view bytes);
+/// One framed record: length, CRC-32, body.
+std::string frame_journal_record(const JournalRecord &r);
+/// CRC-32 (IEEE 802.3, as zlib's crc32) of `bytes`.
+std::uint32_t crc32_of(std::string_view bytes);
+
+/// What scan_journal() found in a journal image.
+struct JournalScan {
+  enum class Status { Clean, TornTail, Corrupt };
+  Status status = Status::Clean;
+  std::vector<JournalRecord> records; ///< the good records, in order
+  std::size_t good_bytes = 0;         ///< header + good records
+  std::string error;                  ///< TornTail / Corrupt: what and at which offset
+};
+/// Parses a whole journal image (header included).  An empty image is Clean.
+JournalScan scan_journal(std::string_view bytes);
+
+/// One setup attempt the journal knows is not over.
+struct JournalEntry {
+  JobArgs job;                         ///< as job_start got it (attempt, submit_time inside)
+  bool accepted = false;               ///< job_start returned SUCCESS + jobinfo
+  std::optional<MsgpackBytes> jobinfo; ///< accepted: the table; teardown: what it gets
+  bool launch_released = false;
+  bool teardown_started = false;
+  bool operator==(const JournalEntry &) const = default;
+};
+
+/// The live attempts and the recent tombstones after replaying records.
+struct JournalTable {
+  std::map<std::int64_t, JournalEntry> live; ///< by attempt
+  std::set<std::int64_t> forgotten;          ///< finished attempts (bounded)
+  std::int64_t max_attempt = 0;
+  /// Applies one record (records for unknown attempts other than
+  /// SetupStarted and Forgotten are ignored).
+  void apply(const JournalRecord &r);
+  /// The records that rebuild this table (for compaction).
+  std::vector<JournalRecord> snapshot() const;
+};
+
+/// The journal file.  Not thread-safe: the core calls it under its mutex.
+class Journal {
+public:
+  using LogFn = std::function<void(bool error, const std::string &line)>;
+  /// Opens (or creates) the file at `path`, replays it, handles damage as
+  /// described above, and compacts it.  Never fails: a journal that cannot
+  /// be opened or written is logged ("switch/lua: journal <path>: ...")
+  /// and the plugin runs without one (as before the journal existed).
+  Journal(std::string path, LogFn log);
+  ~Journal();
+  Journal(const Journal &) = delete;
+  Journal &operator=(const Journal &) = delete;
+
+  /// Appends the records and fsyncs them, before the caller acts.  Compacts
+  /// first when the file is past kJournalCompactBytes.  A write error is
+  /// logged (once per failure streak) and the table still changes.
+  void append(const std::vector<JournalRecord> &records);
+  const JournalTable &table() const { return table_; }
+  /// A fresh attempt id: microseconds since the epoch, greater than every
+  /// attempt seen so far.
+  std::int64_t next_attempt();
+  /// Whether the file is in use (it could be opened).
+  bool active() const { return fd_ >= 0; }
+  const std::string &path() const { return path_; }
+  /// Rewrites the file as a snapshot of table() (temp file, fsync, rename,
+  /// fsync of the folder).  False (logged) when that failed.
+  bool compact();
+
+private:
+  std::string path_;
+  LogFn log_;
+  int fd_ = -1;
+  std::size_t size_ = 0;
+  std::size_t compact_at_ = kJournalCompactBytes;
+  bool write_failed_ = false;
+  JournalTable table_;
+};
+
+} // namespace switchlua

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The controller engine's recovery with its journal (switch.lua(5):
+// Restart, Journal), with the real supervisor and runner and a fake Slurm:
+// a setup the journal says returned is restored and not run again, an
+// attempt the journal says is over is forgotten, and an attempt no job
+// record carries is torn down with its own job table and jobinfo.
+#include "ctld/core.hpp"
+#include "ctld/persist.hpp"
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <mutex>
+#include <thread>
+
+using namespace switchlua;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Records what the core asks of Slurm.
+class FakeSlurm final : public SlurmPort {
+public:
+  void lock() override {}
+  void unlock() override {}
+  void end_configuring(std::uint32_t id) override { add(fmt("end_configuring", id)); }
+  void requeue(std::uint32_t id, const std::string &) override { add(fmt("requeue", id)); }
+  void cancel(std::uint32_t id, const std::string &) override { add(fmt("cancel", id)); }
+  void hold(std::uint32_t id, const std::string &, bool) override { add(fmt("hold", id)); }
+  void release(std::uint32_t id, const std::string &, bool) override { add(fmt("release", id)); }
+  void drain(const std::string &n, const std::string &r) override { add("drain " + n + ": " + r); }
+  void forget(std::uint32_t id) override { add(fmt("forget", id)); }
+  void save_state() override {}
+  void log(LogLevel, const std::string &line) override {
+    std::lock_guard g(mu);
+    logs.push_back(line);
+  }
+  bool logged(const std::string &text) {
+    std::lock_guard g(mu);
+    for (const auto &l : logs)
+      if (l.find(text) != std::string::npos)
+        return true;
+    return false;
+  }
+  bool did(const std::string &action) {
+    std::lock_guard g(mu);
+    for (const auto &a : actions)
+      if (a == action)
+        return true;
+    return false;
+  }
+  std::string all_logs() {
+    std::lock_guard g(mu);
+    std::string out;
+    for (const auto &l : logs)
+      out += l + "\n";
+    return out;
+  }
+
+private:
+  static std::string fmt(const char *what, std::uint32_t id) {
+    return std::string(what) + " " + std::to_string(id);
+  }
+  void add(std::string a) {
+    std::lock_guard g(mu);
+    actions.push_back(std::move(a));
+  }
+  std::mutex mu;
+  std::vector<std::string> logs;
+  std::vector<std::string> actions;
+};
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "swl-core-test.XXXXXX").string();
+    dir = ::mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string journal() const { return (dir / "switch_lua.journal").string(); }
+};
+
+CoreOptions options(const TempDir &d) {
+  CoreOptions o;
+  o.script = test::fixture("recovery");
+  o.client = test::default_options();
+  o.journal_path = d.journal();
+  o.retry_interval = std::chrono::milliseconds(100);
+  return o;
+}
+
+JobArgs job(std::uint32_t id, std::int64_t submit_time) {
+  JobArgs j;
+  j.job_id = id;
+  j.nodes = "node1";
+  j.node_names = {"node1"};
+  j.num_nodes = 1;
+  j.network = "fabric";
+  j.submit_time = submit_time;
+  return j;
+}
+
+/// Runs queued events until `done` (10 s at most).
+template <class F> bool settle(CtldCore &core, F done) {
+  for (int i = 0; i < 1000; ++i) {
+    core.drain_events();
+    if (done())
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+/// Runs a setup to Running and returns the state Slurm would have saved
+/// while it ran (SetupRunning), as a kill -9 right after the setup
+/// returned leaves it.
+JobSwitchState setup_then_crash(const TempDir &d, const JobArgs &j) {
+  FakeSlurm slurm;
+  CtldCore core(options(d), slurm);
+  EXPECT_TRUE(core.job_start(j, false));
+  JobSwitchState saved = *core.state_of(j.job_id);
+  EXPECT_EQ(saved.state, JobState::SetupRunning);
+  EXPECT_TRUE(settle(core, [&] { return core.state_of(j.job_id)->state == JobState::Running; }))
+      << slurm.all_logs();
+  EXPECT_TRUE(slurm.did("end_configuring 7"));
+  // Slurm's saved record: decoded as after a restart.
+  auto rec = decode_job_state(encode_job_state(&saved));
+  EXPECT_TRUE(rec && rec->has_value());
+  return **rec;
+}
+
+} // namespace
+
+TEST(CoreRecovery, SetupThatReturnedIsRestoredAndNotLaunchedAgain) {
+  TempDir d;
+  JobSwitchState saved = setup_then_crash(d, job(7, 1000));
+  FakeSlurm slurm;
+  CtldCore core(options(d), slurm);
+  core.adopt(saved);
+  EXPECT_EQ(core.recover_job(7, true), Recovery::ClearConfiguring);
+  auto s = core.state_of(7);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->state, JobState::Running);
+  ASSERT_TRUE(s->jobinfo) << "restored with the jobinfo job_start returned";
+  EXPECT_EQ(core.calls_in_flight(), 0u) << "job_start is not run again";
+  EXPECT_TRUE(slurm.logged("JobId=7 recovery: the journal says job_start of attempt"))
+      << slurm.all_logs();
+  core.reconcile_journal();
+  EXPECT_EQ(core.calls_in_flight(), 0u) << "the attempt is carried by the job: no orphan";
+  // The job's end tears down the attempt with the same jobinfo, once.
+  core.job_complete(7);
+  ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); }));
+  EXPECT_TRUE(slurm.logged(fmt::format("complete job_id=7 submit_time=1000 attempt={} made_by={}",
+                                       saved.job.attempt, saved.job.attempt)))
+      << slurm.all_logs();
+}
+
+TEST(CoreRecovery, SetupReturnedButNotReleasedIsLaunchedNow) {
+  TempDir d;
+  JobArgs j = job(7, 1000);
+  j.attempt = 555;
+  {
+    Journal jr(d.journal(), [](bool, const std::string &) {});
+    jr.append({{.kind = JournalKind::SetupStarted,
+                .attempt = 555,
+                .job_id = 7,
+                .submit_time = 1000,
+                .job = j},
+               {.kind = JournalKind::SetupAccepted,
+                .attempt = 555,
+                .job_id = 7,
+                .submit_time = 1000,
+                .jobinfo = std::string("\x81\xa1x\x01")}});
+  }
+  JobSwitchState saved;
+  saved.state = JobState::SetupRunning;
+  saved.job = j;
+  saved.recovered = true;
+  FakeSlurm slurm;
+  {
+    CtldCore core(options(d), slurm);
+    core.adopt(saved);
+    EXPECT_EQ(core.recover_job(7, true), Recovery::LaunchNow);
+    EXPECT_EQ(core.state_of(7)->state, JobState::Running);
+  }
+  Journal jr(d.journal(), [](bool, const std::string &) {});
+  EXPECT_TRUE(jr.table().live.at(555).launch_released) << "written before the launch";
+}
+
+TEST(CoreRecovery, AttemptTheJournalSaysIsOverIsForgotten) {
+  TempDir d;
+  JobArgs j = job(7, 1000);
+  j.attempt = 555;
+  {
+    Journal jr(d.journal(), [](bool, const std::string &) {});
+    jr.append({{.kind = JournalKind::SetupStarted,
+                .attempt = 555,
+                .job_id = 7,
+                .submit_time = 1000,
+                .job = j},
+               {.kind = JournalKind::Forgotten, .attempt = 555, .job_id = 7, .submit_time = 1000}});
+  }
+  JobSwitchState saved;
+  saved.state = JobState::SetupRunning;
+  saved.job = j;
+  FakeSlurm slurm;
+  CtldCore core(options(d), slurm);
+  core.adopt(saved);
+  EXPECT_EQ(core.recover_job(7, true), Recovery::ClearConfiguring);
+  EXPECT_FALSE(core.state_of(7));
+  EXPECT_TRUE(slurm.did("forget 7"));
+  EXPECT_EQ(core.calls_in_flight(), 0u);
+}
+
+TEST(CoreRecovery, AttemptWhoseJobIdBelongsToANewerJobIsTornDownWithItsOwnTable) {
+  TempDir d;
+  setup_then_crash(d, job(7, 1000)); // the journal has attempt A of job 7
+  std::int64_t old_attempt;
+  {
+    Journal jr(d.journal(), [](bool, const std::string &) {});
+    ASSERT_EQ(jr.table().live.size(), 1u);
+    old_attempt = jr.table().live.begin()->first;
+  }
+  // After the restart job id 7 belongs to another job (another submit
+  // time), running a setup of its own.
+  FakeSlurm slurm;
+  CtldCore core(options(d), slurm);
+  ASSERT_TRUE(core.job_start(job(7, 2000), false));
+  core.reconcile_journal();
+  ASSERT_TRUE(settle(core, [&] {
+    return slurm.logged("R-ORPHAN-OK") && core.state_of(7) &&
+           core.state_of(7)->state == JobState::Running;
+  })) << slurm.all_logs();
+  EXPECT_TRUE(slurm.logged(fmt::format("complete job_id=7 submit_time=1000 attempt={} made_by={}",
+                                       old_attempt, old_attempt)))
+      << slurm.all_logs();
+  EXPECT_FALSE(slurm.logged("submit_time=2000")) << "the newer job is not torn down";
+  Journal jr(d.journal(), [](bool, const std::string &) {});
+  EXPECT_EQ(jr.table().live.count(old_attempt), 0u);
+  EXPECT_EQ(jr.table().forgotten.count(old_attempt), 1u);
+}

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The journal (ctld/journal.hpp): record codec, framing, replay, and the
+// documented behaviour on damage: a torn tail is truncated with one log
+// line; a corrupt middle is moved aside, named in an error line, and the
+// journal starts empty.
+#include "ctld/journal.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace switchlua;
+namespace fs = std::filesystem;
+
+namespace {
+
+JobArgs job(std::uint32_t id, std::int64_t attempt) {
+  JobArgs j;
+  j.job_id = id;
+  j.nodes = "node[1-2]";
+  j.node_names = {"node1", "node2"};
+  j.num_nodes = 2;
+  j.network = "fabric";
+  j.submit_time = 1700000000 + id;
+  j.attempt = attempt;
+  return j;
+}
+
+JournalRecord started(std::uint32_t id, std::int64_t attempt) {
+  JobArgs j = job(id, attempt);
+  return {.kind = JournalKind::SetupStarted,
+          .attempt = attempt,
+          .job_id = id,
+          .submit_time = j.submit_time,
+          .job = j};
+}
+JournalRecord rec(JournalKind k, std::uint32_t id, std::int64_t attempt,
+                  std::optional<std::string> jobinfo = std::nullopt) {
+  return {.kind = k,
+          .attempt = attempt,
+          .job_id = id,
+          .submit_time = 1700000000 + id,
+          .jobinfo = std::move(jobinfo)};
+}
+const std::string kInfo = "\x81\xa1x\x01"; // {x = 1}
+
+std::string image(const std::vector<JournalRecord> &rs) {
+  std::string out(kJournalHeader);
+  for (const auto &r : rs)
+    out += frame_journal_record(r);
+  return out;
+}
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "swlj-test.XXXXXX").string();
+    dir = ::mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string file() const { return (dir / "switch_lua.journal").string(); }
+};
+
+void write_file(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Logged {
+  std::vector<std::pair<bool, std::string>> lines;
+  Journal::LogFn fn() {
+    return [this](bool e, const std::string &l) { lines.emplace_back(e, l); };
+  }
+};
+
+} // namespace
+
+TEST(Journal, BodyRoundTripsEveryKind) {
+  for (auto r :
+       {started(7, 100), rec(JournalKind::SetupAccepted, 7, 100, kInfo),
+        rec(JournalKind::LaunchReleased, 7, 100), rec(JournalKind::TeardownStarted, 7, 100),
+        rec(JournalKind::TeardownStarted, 7, 100, kInfo), rec(JournalKind::Forgotten, 7, 100)}) {
+    auto d = decode_journal_body(encode_journal_body(r));
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_EQ(*d, r) << journal_kind_name(r.kind);
+  }
+}
+
+TEST(Journal, BodyRefusesUnknownKindsAndNewerVersions) {
+  std::string b = encode_journal_body(rec(JournalKind::Forgotten, 7, 100));
+  // [ "swlj", 1, 5, ...]: the kind is the byte after the version byte.
+  std::string kind9 = b;
+  kind9[7] = 9;
+  auto d = decode_journal_body(kind9);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().message, "switch/lua journal: unknown record kind 9");
+  std::string v2 = b;
+  v2[6] = 2;
+  d = decode_journal_body(v2);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("newer than this plugin's 1"), std::string::npos);
+}
+
+TEST(Journal, Crc32MatchesTheStandardCheckValue) {
+  EXPECT_EQ(crc32_of("123456789"), 0xcbf43926u);
+}
+
+TEST(Journal, ReplayKeepsLiveAttemptsAndTombstones) {
+  JournalTable t;
+  for (const auto &r : {started(7, 100), rec(JournalKind::SetupAccepted, 7, 100, kInfo),
+                        rec(JournalKind::LaunchReleased, 7, 100), started(8, 101),
+                        rec(JournalKind::Forgotten, 8, 101)})
+    t.apply(r);
+  ASSERT_EQ(t.live.size(), 1u);
+  const JournalEntry &e = t.live.at(100);
+  EXPECT_TRUE(e.accepted);
+  EXPECT_TRUE(e.launch_released);
+  EXPECT_FALSE(e.teardown_started);
+  EXPECT_EQ(e.jobinfo, kInfo);
+  EXPECT_EQ(e.job, job(7, 100));
+  EXPECT_EQ(t.forgotten, std::set<std::int64_t>{101});
+  EXPECT_EQ(t.max_attempt, 101);
+  // The snapshot rebuilds the same table.
+  JournalTable again;
+  for (const auto &r : t.snapshot())
+    again.apply(r);
+  EXPECT_EQ(again.live, t.live);
+  EXPECT_EQ(again.forgotten, t.forgotten);
+  EXPECT_EQ(again.max_attempt, t.max_attempt);
+}
+
+TEST(Journal, ScanSeesATornTailAtEveryCut) {
+  std::vector<JournalRecord> rs = {started(7, 100), rec(JournalKind::SetupAccepted, 7, 100, kInfo)};
+  std::string full = image(rs);
+  std::size_t first_end = image({rs[0]}).size();
+  for (std::size_t cut = first_end + 1; cut < full.size(); ++cut) {
+    JournalScan s = scan_journal(std::string_view(full).substr(0, cut));
+    ASSERT_EQ(s.status, JournalScan::Status::TornTail) << "cut at " << cut;
+    ASSERT_EQ(s.records.size(), 1u);
+    EXPECT_EQ(s.good_bytes, first_end);
+  }
+  EXPECT_EQ(scan_journal(full).status, JournalScan::Status::Clean);
+  EXPECT_EQ(scan_journal(full).records, rs);
+}
+
+TEST(Journal, ScanTellsACorruptMiddleFromATornTail) {
+  std::vector<JournalRecord> rs = {started(7, 100), started(8, 101), started(9, 102)};
+  std::string img = image(rs);
+  std::string last = img;
+  last[last.size() - 2] ^= 0x55; // the last record's checksum fails: a torn append
+  EXPECT_EQ(scan_journal(last).status, JournalScan::Status::TornTail);
+  std::string middle = img;
+  middle[kJournalHeader.size() + 12] ^= 0x55; // inside the first record's body
+  JournalScan s = scan_journal(middle);
+  EXPECT_EQ(s.status, JournalScan::Status::Corrupt);
+  EXPECT_NE(s.error.find("checksum mismatch"), std::string::npos) << s.error;
+  EXPECT_EQ(scan_journal("NOTAJRNL").status, JournalScan::Status::Corrupt);
+}
+
+TEST(Journal, OpenTruncatesATornTailWithOneLogLine) {
+  TempDir d;
+  std::string img = image({started(7, 100), rec(JournalKind::SetupAccepted, 7, 100, kInfo)});
+  write_file(d.file(), img.substr(0, img.size() - 3));
+  Logged log;
+  {
+    Journal j(d.file(), log.fn());
+    ASSERT_TRUE(j.active());
+    ASSERT_EQ(j.table().live.size(), 1u);
+    EXPECT_FALSE(j.table().live.at(100).accepted);
+  }
+  ASSERT_GE(log.lines.size(), 1u);
+  EXPECT_FALSE(log.lines[0].first);
+  EXPECT_NE(log.lines[0].second.find("torn tail"), std::string::npos) << log.lines[0].second;
+  EXPECT_NE(log.lines[0].second.find(d.file()), std::string::npos);
+  // The file now holds only good records.
+  EXPECT_EQ(scan_journal(read_file(d.file())).status, JournalScan::Status::Clean);
+  EXPECT_FALSE(fs::exists(d.file() + ".tmp"));
+}
+
+TEST(Journal, OpenMovesACorruptJournalAsideAndStartsEmpty) {
+  TempDir d;
+  std::string img = image({started(7, 100), started(8, 101), started(9, 102)});
+  img[kJournalHeader.size() + 12] ^= 0x55;
+  write_file(d.file(), img);
+  Logged log;
+  {
+    Journal j(d.file(), log.fn());
+    EXPECT_TRUE(j.active());
+    EXPECT_TRUE(j.table().live.empty());
+  }
+  ASSERT_EQ(log.lines.size(), 1u);
+  EXPECT_TRUE(log.lines[0].first) << "an error line";
+  const std::string &line = log.lines[0].second;
+  EXPECT_NE(line.find("CORRUPT"), std::string::npos) << line;
+  std::string aside;
+  for (const auto &ent : fs::directory_iterator(d.dir))
+    if (ent.path().filename().string().starts_with("switch_lua.journal.corrupt-"))
+      aside = ent.path().string();
+  ASSERT_FALSE(aside.empty()) << "no file moved aside";
+  EXPECT_NE(line.find("moved aside to " + aside), std::string::npos) << line;
+  EXPECT_EQ(read_file(aside), img) << "the damaged file is kept as it was";
+  EXPECT_EQ(read_file(d.file()), std::string(kJournalHeader)) << "a fresh journal";
+}
+
+TEST(Journal, AppendedRecordsSurviveAReopen) {
+  TempDir d;
+  Logged log;
+  std::int64_t a;
+  {
+    Journal j(d.file(), log.fn());
+    a = j.next_attempt();
+    j.append({started(7, a), rec(JournalKind::SetupAccepted, 7, a, kInfo)});
+    j.append({rec(JournalKind::LaunchReleased, 7, a)});
+    EXPECT_GT(j.next_attempt(), a);
+  }
+  Journal j(d.file(), log.fn());
+  ASSERT_EQ(j.table().live.count(a), 1u);
+  EXPECT_TRUE(j.table().live.at(a).launch_released);
+  EXPECT_GT(j.next_attempt(), a) << "attempt ids never come back";
+}
+
+TEST(Journal, CompactionBoundsTheFile) {
+  TempDir d;
+  Logged log;
+  Journal j(d.file(), log.fn());
+  std::string big(4000, 'x');
+  for (std::int64_t a = 1; a <= 600; ++a) {
+    j.append({started(static_cast<std::uint32_t>(a), a),
+              rec(JournalKind::SetupAccepted, static_cast<std::uint32_t>(a), a, big)});
+    j.append({rec(JournalKind::Forgotten, static_cast<std::uint32_t>(a), a)});
+  }
+  j.append({started(1, 5000)});
+  EXPECT_LT(fs::file_size(d.file()), 2 * kJournalCompactBytes);
+  Journal again(d.file(), log.fn());
+  EXPECT_EQ(again.table().live.size(), 1u);
+  EXPECT_EQ(again.table().live.count(5000), 1u);
+  EXPECT_EQ(again.table().forgotten.count(600), 1u);
+}
