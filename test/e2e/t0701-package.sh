@@ -93,7 +93,9 @@ t_pkg_remove() {
 	if "$E2E_CLUSTER" restart-ctld >"$E2E_TMP/restart.log" 2>&1; then
 		fail "slurmctld started with SwitchType=switch/lua and no plugin"
 	fi
-	msg=$(log_since "$(ctld_log)" | grep -E 'switch/lua' | grep -iE 'error|fatal|cannot|couldn' | head -n 3 || true)
+	# (slurmctld.log; its stdout only if it died before opening the log)
+	msg=$({ log_since "$(ctld_log)"; cat "$E2E_CLH/log/slurmctld.stdout" 2>/dev/null; } |
+		grep -E 'switch/lua' | grep -iE 'error|fatal|cannot|couldn' | head -n 3 || true)
 	[ -n "$msg" ] || fail "no slurmctld log line names switch/lua after the removal: $(log_since "$(ctld_log)" | tail -n 5)"
 	note "slurmctld.log: $msg"
 	"$E2E_REPO/scripts/deb" remove --purge >&2
