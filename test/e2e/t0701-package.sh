@@ -78,13 +78,14 @@ t_pkg_upgrade() {
 
 e2e_test "package: remove and purge keep /etc/slurm/switch.lua; slurmctld with SwitchType=switch/lua then fails, naming the missing plugin in its log" t_pkg_remove
 t_pkg_remove() {
-	local deb sum msg
-	deb=$(built_deb)
+	local sum msg
+	# (global: the EXIT trap runs after this function's locals are gone)
+	PKG_DEB=$(built_deb)
 	[ -e "$E2E_ROOT/etc/slurm/switch.lua" ] || fail "no /etc/slurm/switch.lua to begin with"
 	sum=$(md5sum <"$E2E_ROOT/etc/slurm/switch.lua")
 	# Whatever happens below, the package of build-deb/ and a running
 	# slurmctld are back at the end (the next tests need them).
-	trap '"$E2E_REPO/scripts/deb" install "$deb" >/dev/null 2>&1; "$E2E_CLUSTER" restart-ctld >/dev/null 2>&1' EXIT
+	trap '"$E2E_REPO/scripts/deb" install "$PKG_DEB" >/dev/null 2>&1; "$E2E_CLUSTER" restart-ctld >/dev/null 2>&1' EXIT
 	"$E2E_REPO/scripts/deb" remove >&2
 	[ ! -e "$E2E_ROOT$PKG_PLUGIN" ] || fail "the plugin is still there after removal"
 	[ ! -e "$E2E_ROOT/usr/bin/switch-lua" ] || fail "switch-lua is still there after removal"
@@ -98,11 +99,15 @@ t_pkg_remove() {
 		grep -E 'switch/lua' | grep -iE 'error|fatal|cannot|couldn' | head -n 3 || true)
 	[ -n "$msg" ] || fail "no slurmctld log line names switch/lua after the removal: $(log_since "$(ctld_log)" | tail -n 5)"
 	note "slurmctld.log: $msg"
+	# Purge, from the installed state (the package has no conffiles, so a
+	# removed one is already gone from dpkg's database).
+	"$E2E_REPO/scripts/deb" install "$PKG_DEB" >&2
 	"$E2E_REPO/scripts/deb" remove --purge >&2
 	assert_eq "$sum" "$(md5sum <"$E2E_ROOT/etc/slurm/switch.lua")" "/etc/slurm/switch.lua after purge"
 	[ -z "$(pkg_version)" ] || fail "still installed after purge"
+	[ ! -e "$E2E_ROOT$PKG_PLUGIN" ] || fail "the plugin is still there after purge"
 	# Back: install, restart, a --network job works again.
-	"$E2E_REPO/scripts/deb" install "$deb" >&2
+	"$E2E_REPO/scripts/deb" install "$PKG_DEB" >&2
 	restart_ctld
 	network_job_works
 	trap - EXIT
