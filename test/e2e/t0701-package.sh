@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
+#
+# t0701-package: the Debian package slurm-switch-lua (scripts/deb) as a site
+# installs it: apt-get install of the .deb in build-deb/, an upgrade to a
+# rebuilt package of a higher version (scripts/deb --reuse --version), and
+# removal and purge: slurmctld with SwitchType=switch/lua then refuses to
+# start and says why in its log, and the site's /etc/slurm/switch.lua stays.
+# At the end the package of build-deb/ is installed again and slurmctld runs.
+
+# e2e-config: --switch-type switch/lua --script conf/switch.lua
+
+PKG_PLUGIN=/usr/lib/x86_64-linux-gnu/slurm-wlm/switch_lua.so
+
+# pkg_version: the version of slurm-switch-lua installed in the chroot
+# (empty if none).
+pkg_version() { c_root dpkg-query -W -f='${db:Status-Abbrev}${Version}' slurm-switch-lua 2>/dev/null | sed -n 's/^ii *//p'; }
+# the .deb of build-deb/ (scripts/test builds it), or skip
+built_deb() {
+	local d
+	d=$(ls "$E2E_REPO"/build-deb/slurm-switch-lua_*.deb 2>/dev/null | head -n1)
+	[ -n "$d" ] || skip "no package in build-deb/ (run scripts/deb)"
+	echo "$d"
+}
+deb_field() { c_root dpkg-deb -f "/repo/${1#"$E2E_REPO"/}" "$2"; }
+# a --network job on two nodes gets the example's FABRIC_VNI
+network_job_works() {
+	local out
+	c_root install -d -o slurm -g slurm -m 0755 /var/tmp/switch-lua-example
+	# shellcheck disable=SC2016
+	out=$(run_srun -N2 --network=vni sh -c 'echo "FABRIC_VNI=$FABRIC_VNI"' | sort -u) ||
+		fail "srun --network=vni failed with the package installed: $out"
+	assert_match '^FABRIC_VNI=[0-9]+$' "$out" "the tasks' FABRIC_VNI"
+}
+
+e2e_test "package: apt-get install of build-deb/*.deb puts the plugin, helpers, commands, man pages, examples and LuaLS definitions in place; Depends pins Slurm" t_pkg_files
+t_pkg_files() {
+	local deb v f slurmv
+	deb=$(built_deb)
+	"$E2E_REPO/scripts/deb" install "$deb" >&2
+	v=$(deb_field "$deb" Version)
+	assert_eq "$v" "$(pkg_version)" "installed version"
+	for f in "$PKG_PLUGIN" /usr/libexec/switch-lua/switch-lua-supervisor /usr/libexec/switch-lua/switch-lua-runner \
+		/usr/bin/switch-lua /usr/bin/switch-lua-typecheck /usr/share/man/man5/switch.lua.5.gz \
+		/usr/share/man/man5/switch_lua.conf.5.gz /usr/share/man/man1/switch-lua.1.gz \
+		/usr/share/doc/slurm-switch-lua/examples/switch.lua /usr/share/doc/slurm-switch-lua/examples/slurm.conf.snippet \
+		/usr/share/doc/slurm-switch-lua/copyright /usr/share/slurm-switch-lua/lua-meta/slurm.lua; do
+		c_root dpkg -S "$f" >/dev/null || fail "$f is not in the package"
+		[ -e "$E2E_ROOT$f" ] || fail "$f is not installed"
+	done
+	slurmv=$(c_root dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins)
+	assert_contains "slurm-wlm-basic-plugins (= $slurmv)" "$(deb_field "$deb" Depends)" "Depends"
+	# The installed checker finds its definitions.
+	c_root switch-lua-typecheck /usr/share/doc/slurm-switch-lua/examples/switch.lua >/dev/null ||
+		fail "switch-lua-typecheck rejects the installed example"
+	if c_root dpkg -S /etc/slurm/switch.lua 2>/dev/null; then fail "the package owns /etc/slurm/switch.lua"; fi
+}
+
+e2e_test "package: upgrade to a rebuilt package of a higher version; slurmctld restarted on it runs a --network job" t_pkg_upgrade
+t_pkg_upgrade() {
+	local deb v1 v2 up
+	deb=$(built_deb)
+	v1=$(deb_field "$deb" Version)
+	v2="$v1+e2e1"
+	"$E2E_REPO/scripts/deb" install "$deb" >&2
+	assert_eq "$v1" "$(pkg_version)" "version before the upgrade"
+	SWITCHLUA_DEB_OUT=$E2E_REPO/build-deb-upgrade "$E2E_REPO/scripts/deb" --reuse --no-lintian --version "$v2" >&2 ||
+		fail "scripts/deb --reuse --version $v2 failed"
+	up=$(ls "$E2E_REPO"/build-deb-upgrade/slurm-switch-lua_"$v2"_*.deb)
+	"$E2E_REPO/scripts/deb" install "$up" >&2
+	assert_eq "$v2" "$(pkg_version)" "version after the upgrade"
+	c_root dpkg --compare-versions "$v2" gt "$v1" || fail "$v2 is not higher than $v1"
+	[ -e "$E2E_ROOT$PKG_PLUGIN" ] || fail "no plugin after the upgrade"
+	restart_ctld
+	grep -F 'switch/lua: active in slurmctld' "$(ctld_log)" >/dev/null || fail "slurmctld does not say switch/lua is active"
+	network_job_works
+}
+
+e2e_test "package: remove and purge keep /etc/slurm/switch.lua; slurmctld with SwitchType=switch/lua then fails, naming the missing plugin in its log" t_pkg_remove
+t_pkg_remove() {
+	local sum msg
+	# (global: the EXIT trap runs after this function's locals are gone)
+	PKG_DEB=$(built_deb)
+	[ -e "$E2E_ROOT/etc/slurm/switch.lua" ] || fail "no /etc/slurm/switch.lua to begin with"
+	sum=$(md5sum <"$E2E_ROOT/etc/slurm/switch.lua")
+	# Whatever happens below, the package of build-deb/ and a running
+	# slurmctld are back at the end (the next tests need them).
+	trap '"$E2E_REPO/scripts/deb" install "$PKG_DEB" >/dev/null 2>&1; "$E2E_CLUSTER" restart-ctld >/dev/null 2>&1' EXIT
+	"$E2E_REPO/scripts/deb" remove >&2
+	[ ! -e "$E2E_ROOT$PKG_PLUGIN" ] || fail "the plugin is still there after removal"
+	[ ! -e "$E2E_ROOT/usr/bin/switch-lua" ] || fail "switch-lua is still there after removal"
+	assert_eq "$sum" "$(md5sum <"$E2E_ROOT/etc/slurm/switch.lua")" "/etc/slurm/switch.lua after removal"
+	# slurmctld cannot start without the plugin; it says which one.
+	if "$E2E_CLUSTER" restart-ctld >"$E2E_TMP/restart.log" 2>&1; then
+		fail "slurmctld started with SwitchType=switch/lua and no plugin"
+	fi
+	# (slurmctld.log; its stdout only if it died before opening the log)
+	msg=$({ log_since "$(ctld_log)"; cat "$E2E_CLH/log/slurmctld.stdout" 2>/dev/null; } |
+		grep -E 'switch/lua' | grep -iE 'error|fatal|cannot|couldn' | head -n 3 || true)
+	[ -n "$msg" ] || fail "no slurmctld log line names switch/lua after the removal: $(log_since "$(ctld_log)" | tail -n 5)"
+	note "slurmctld.log: $msg"
+	# Purge, from the installed state (the package has no conffiles, so a
+	# removed one is already gone from dpkg's database).
+	"$E2E_REPO/scripts/deb" install "$PKG_DEB" >&2
+	"$E2E_REPO/scripts/deb" remove --purge >&2
+	assert_eq "$sum" "$(md5sum <"$E2E_ROOT/etc/slurm/switch.lua")" "/etc/slurm/switch.lua after purge"
+	[ -z "$(pkg_version)" ] || fail "still installed after purge"
+	[ ! -e "$E2E_ROOT$PKG_PLUGIN" ] || fail "the plugin is still there after purge"
+	# Back: install, restart, a --network job works again.
+	"$E2E_REPO/scripts/deb" install "$PKG_DEB" >&2
+	restart_ctld
+	network_job_works
+	trap - EXIT
+}
