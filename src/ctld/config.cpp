@@ -18,7 +18,8 @@ struct Token {
 std::optional<Token> split_token(std::string_view tok) {
   auto eq = tok.find('=');
   std::string_view key = tok.substr(0, eq);
-  if (key != "switch_timeout" && key != "switch_retries" && key != "switch_drain_on_failure")
+  if (key != "switch_timeout" && key != "switch_retries" && key != "switch_drain_on_failure" &&
+      key != "switch_kill_grace")
     return std::nullopt;
   if (eq == std::string_view::npos)
     return Token{key, {}, false};
@@ -41,7 +42,7 @@ Expected<std::uint64_t> parse_count(const Token &t, std::uint64_t lo, std::uint6
 
 Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
   CtldConfig c;
-  bool seen_timeout = false, seen_retries = false, seen_drain = false;
+  bool seen_timeout = false, seen_retries = false, seen_drain = false, seen_grace = false;
   while (!params.empty()) {
     auto comma = params.find(',');
     std::string_view tok = params.substr(0, comma);
@@ -59,6 +60,15 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
                                 c.switch_timeout.count(), *v));
       c.switch_timeout = s;
       seen_timeout = true;
+    } else if (t->key == "switch_kill_grace") { // SIGTERM..SIGKILL at the deadline
+      auto v = parse_count(*t, 0, kMaxSwitchKillGrace.count(), "number of seconds");
+      if (!v)
+        return fail(v.error().message);
+      if (seen_grace && std::chrono::seconds(*v) != c.switch_kill_grace)
+        return fail(fmt::format("SlurmctldParameters: switch_kill_grace given twice ({} and {})",
+                                c.switch_kill_grace.count(), *v));
+      c.switch_kill_grace = std::chrono::seconds(*v);
+      seen_grace = true;
     } else if (t->key == "switch_retries") {
       auto v = parse_count(*t, 0, kMaxSwitchRetries, "count");
       if (!v)
@@ -88,8 +98,10 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
 }
 
 std::string describe(const CtldConfig &c) {
-  return fmt::format("switch_timeout={} switch_retries={} switch_drain_on_failure={}",
-                     c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no");
+  return fmt::format(
+      "switch_timeout={} switch_retries={} switch_drain_on_failure={} switch_kill_grace={}",
+      c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no",
+      c.switch_kill_grace.count());
 }
 
 } // namespace switchlua

@@ -11,6 +11,9 @@
 //                                   nodes are drained; integer 0..1000, default 3
 //   switch_drain_on_failure=yes|no  drain the job's nodes when job_complete
 //                                   fails; default yes
+//   switch_kill_grace=<seconds>     at the deadline the call's process group
+//                                   gets SIGTERM, then SIGKILL this much
+//                                   later; integer 0..300, default 2
 //
 // Keys are matched as Slurm matches its own (case-sensitive, lower case);
 // tokens that are not ours are ignored, as Slurm ignores unknown tokens.
@@ -32,6 +35,8 @@ inline constexpr std::chrono::seconds kDefaultSwitchTimeout{10};
 inline constexpr std::uint32_t kDefaultSwitchRetries = 3;
 inline constexpr std::chrono::seconds kMaxSwitchTimeout{86400};
 inline constexpr std::uint32_t kMaxSwitchRetries = 1000;
+inline constexpr std::chrono::seconds kDefaultSwitchKillGrace{2};
+inline constexpr std::chrono::seconds kMaxSwitchKillGrace{300};
 
 /// The parsed settings.  A hook call keeps the timeout it started with
 /// across a reconfigure (the supervisor gets it with the request).
@@ -39,6 +44,7 @@ struct CtldConfig {
   std::chrono::seconds switch_timeout = kDefaultSwitchTimeout;
   std::uint32_t switch_retries = kDefaultSwitchRetries;
   bool drain_on_failure = true;
+  std::chrono::seconds switch_kill_grace = kDefaultSwitchKillGrace;
   bool operator==(const CtldConfig &) const = default;
 };
 
@@ -49,7 +55,7 @@ struct CtldConfig {
 /// different value; switch_drain_on_failure other than yes/no.
 Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params);
 
-/// "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes".
+/// "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes switch_kill_grace=2".
 std::string describe(const CtldConfig &c);
 
 } // namespace switchlua

@@ -216,6 +216,8 @@ Expected<CallId> SupervisorClient::submit(CallRequest req, CallDone done) {
   RequestFrame frame{0,           std::move(req.script),
                      req.hook,    req.job.to_msgpack(),
                      req.jobinfo, static_cast<std::uint32_t>(req.timeout.count())};
+  frame.kill_grace_s =
+      static_cast<std::uint32_t>(std::max<std::int64_t>(0, req.kill_grace.count()));
   std::lock_guard lock(impl_->mu);
   if (impl_->stopped)
     return fail("submit: the supervisor client is stopped");

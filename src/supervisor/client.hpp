@@ -45,6 +45,9 @@ struct CallRequest {
   JobArgs job;                ///< the job table
   std::optional<MsgpackBytes> jobinfo; ///< job_complete's jobinfo; nullopt = nil
   std::chrono::seconds timeout{10};    ///< switch_timeout the call started with (>= 1 s)
+  /// switch_kill_grace: SIGTERM to the call's group at the deadline, SIGKILL
+  /// this much later (0: SIGKILL at once).
+  std::chrono::seconds kill_grace{2};
 };
 
 /// Options of the client.

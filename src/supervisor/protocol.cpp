@@ -86,7 +86,7 @@ std::string_view result_kind_name(ResultFrame::Kind k) {
 }
 
 void pack_frame(Packer &pk, const RequestFrame &f) {
-  pack_header(pk, "request", 6);
+  pack_header(pk, "request", 7);
   pack_str(pk, "id");
   pk.pack(f.id);
   pack_str(pk, "script");
@@ -99,6 +99,8 @@ void pack_frame(Packer &pk, const RequestFrame &f) {
   pack_opt_bin(pk, f.jobinfo);
   pack_str(pk, "timeout_s");
   pk.pack(f.timeout_s);
+  pack_str(pk, "kill_grace_s");
+  pk.pack(f.kill_grace_s);
 }
 
 void pack_frame(Packer &pk, const LogFrame &f) {
@@ -359,6 +361,12 @@ Expected<Frame> read_request(Reader &r) {
   if (t < 1 || t > std::numeric_limits<std::uint32_t>::max())
     r.set_error(fmt::format("timeout_s {} out of range", t));
   f.timeout_s = static_cast<std::uint32_t>(t);
+  if (r.get("kill_grace_s", false) != nullptr) {
+    const std::uint64_t g = r.u64("kill_grace_s");
+    if (g > std::numeric_limits<std::uint32_t>::max())
+      r.set_error(fmt::format("kill_grace_s {} out of range", g));
+    f.kill_grace_s = static_cast<std::uint32_t>(g);
+  }
   return finish(r, f);
 }
 

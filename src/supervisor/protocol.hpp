@@ -8,7 +8,8 @@
 //   frame   = length (4 bytes, big-endian, of body) + body
 //   body    = msgpack map {"v": kProtocolVersion, "t": "<type>", ...fields}
 //
-//   client -> supervisor : request   {id, script, hook, job, jobinfo, timeout_s}
+//   client -> supervisor : request   {id, script, hook, job, jobinfo, timeout_s,
+//                                     kill_grace_s (optional, default 2)}
 //   supervisor -> runner : request   (the same frame, forwarded)
 //   runner -> supervisor : log       {id (0), level, text}   one per script line
 //                          result    {kind, ret, message}    at most one
@@ -56,6 +57,9 @@ struct RequestFrame {
   MsgpackBytes job;                    ///< JobArgs::to_msgpack()
   std::optional<MsgpackBytes> jobinfo; ///< nil when absent
   std::uint32_t timeout_s = 10;        ///< seconds, >= 1
+  /// Seconds between SIGTERM and SIGKILL of the group at the deadline (0:
+  /// SIGKILL at once); optional on the wire (absent: 2).
+  std::uint32_t kill_grace_s = 2;
 };
 
 /// A script log line.  `id` is 0 on the runner's channel (one call per channel).

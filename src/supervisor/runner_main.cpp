@@ -13,6 +13,7 @@
 // exits 0 without closing the Lua state (its finalizers must not delay or
 // change the reported result).  Exit status 2: no usable request.
 #include "lua/runtime.hpp"
+#include "supervisor/call.hpp"
 #include "supervisor/protocol.hpp"
 
 #include <cerrno>
@@ -101,8 +102,11 @@ ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
   return ok;
 }
 
-/// The parent-death signal (SIGTERM, set before exec by the supervisor): the
-/// supervisor is gone, so nobody will kill this call's group; do it now.
+/// The parent-death signal (kRunnerParentDeathSignal, set before exec by the
+/// supervisor): the supervisor is gone, so nobody will kill this call's
+/// group; do it now.  SIGTERM keeps its default action: at the deadline the
+/// supervisor sends it to the whole group and this process ends, while the
+/// other members get the kill grace (call.hpp).
 extern "C" void on_parent_death(int) {
   ::kill(0, SIGKILL);
 }
@@ -113,7 +117,8 @@ int main(int argc, char **argv) {
   int fd = 3;
   if (argc == 2 && std::string_view(argv[1]).substr(0, 13) == "--channel-fd=")
     fd = std::atoi(argv[1] + 13);
-  ::signal(SIGTERM, on_parent_death);
+  ::signal(kRunnerParentDeathSignal, on_parent_death);
+  ::signal(SIGTERM, SIG_DFL);
   // Commands the script runs (os.execute, io.popen) must not hold the channel.
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   auto req = read_request(fd);

@@ -11,9 +11,9 @@
 //   start_wait_sigterm ──SIGTERM──> terminate_everything        Call::start
 //                                                     log ──> client_ (LogFrame)
 //   start_wait_sigchld ──SIGCHLD──> on_sigchld           done ──> on_call_done
-//       waitid(P_ALL, WNOWAIT) peek:                         ──> client_ (OutcomeFrame)
-//         a call leader ──> Call::on_leader_exited           ──> start_next_calls
-//         anything else ──> reaped here (orphans, killed escapees)
+//       waitid(P_PID, leader, WNOWAIT) peek per call:        ──> client_ (OutcomeFrame)
+//         exited ──> Call::on_leader_exited                  ──> start_next_calls
+//       other zombies ──> reaped here (orphans, killed escapees)
 //   Call drain ──> sweep: kill + reap escapees, report leftovers
 //
 // Escapees.  A process that left its call's group (setsid) is not reached by
@@ -118,21 +118,39 @@ void Server::start_wait_sigchld() {
 }
 
 void Server::on_sigchld() {
+  // Call leaders: peeked one by one (WNOWAIT), never reaped here.  A leader
+  // that died within its kill grace stays a zombie for a while (call.hpp),
+  // so a waitid(P_ALL) peek could return it again and again.
+  std::vector<std::shared_ptr<Call>> exited;
+  for (const auto &[id, c] : active_) {
+    const pid_t leader = c->unreaped_leader();
+    if (leader <= 0 || c->leader_exit_noted())
+      continue;
+    siginfo_t si{};
+    if (::waitid(P_PID, static_cast<id_t>(leader), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        si.si_pid == leader)
+      exited.push_back(c);
+  }
+  for (const auto &c : exited)
+    c->on_leader_exited(); // reaps it, or waits out the grace
+  auto is_leader = [&](pid_t pid) {
+    for (const auto &[id, c] : active_)
+      if (c->unreaped_leader() == pid)
+        return true;
+    return false;
+  };
+  // Anything else: orphans, killed escapees.
   for (;;) {
     siginfo_t si{};
-    if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
-      return;
-    std::shared_ptr<Call> leader;
-    for (const auto &[id, c] : active_)
-      if (c->unreaped_leader() == si.si_pid)
-        leader = c;
-    if (leader) {
-      leader->on_leader_exited(); // reaps it
-      continue;
-    }
+    if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0 ||
+        is_leader(si.si_pid))
+      break;
     while (::waitpid(si.si_pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
+  for (const ProcEntry &e : scan_children())
+    if (e.state == 'Z' && !is_leader(e.pid))
+      ::waitpid(e.pid, nullptr, WNOHANG);
 }
 
 void Server::start_wait_sigterm() {

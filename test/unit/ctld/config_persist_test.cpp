@@ -13,6 +13,20 @@ TEST(Config, DefaultsAreFinite) {
   EXPECT_EQ(c->switch_timeout.count(), 10);
   EXPECT_EQ(c->switch_retries, 3u);
   EXPECT_TRUE(c->drain_on_failure);
+  EXPECT_EQ(c->switch_kill_grace.count(), 2);
+}
+
+TEST(Config, KillGraceTakesZeroToThreeHundredSeconds) {
+  auto zero = parse_slurmctld_parameters("switch_kill_grace=0");
+  ASSERT_TRUE(zero) << zero.error().message;
+  EXPECT_EQ(zero->switch_kill_grace.count(), 0);
+  auto most = parse_slurmctld_parameters("switch_kill_grace=300");
+  ASSERT_TRUE(most) << most.error().message;
+  EXPECT_EQ(most->switch_kill_grace.count(), 300);
+  auto over = parse_slurmctld_parameters("switch_kill_grace=301");
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().message, "SlurmctldParameters: switch_kill_grace=301: must be an integer "
+                                  "number of seconds from 0 to 300");
 }
 
 TEST(Config, ReadsOurKeysAmongOthers) {
