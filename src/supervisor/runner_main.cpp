@@ -12,6 +12,7 @@
 // then hangs has still logged), calls the hook, sends one result frame and
 // exits 0 without closing the Lua state (its finalizers must not delay or
 // change the reported result).  Exit status 2: no usable request.
+#include "lua/log_limits.hpp"
 #include "lua/runtime.hpp"
 #include "supervisor/call.hpp"
 #include "supervisor/protocol.hpp"
@@ -102,6 +103,25 @@ ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
   return ok;
 }
 
+/// The wire bytes of `r`, always within kMaxFrameBytes: the message is cut
+/// to kMaxMessageBytes, and a jobinfo too large for a frame is replaced by a
+/// jobinfo_error (the setup then fails as for any jobinfo that cannot be
+/// saved), so no size of anything the script produced changes the outcome
+/// into a protocol error.
+std::string encode_result(ResultFrame r) {
+  if (r.message.size() > kMaxMessageBytes)
+    r.message = bound_message(r.message);
+  std::string wire = encode_frame(r);
+  if (wire.size() - 4 > kMaxFrameBytes && r.ret.jobinfo) {
+    r.ret.jobinfo_error = "jobinfo: " + std::to_string(r.ret.jobinfo->size()) +
+                          " bytes encoded, more than the supervisor's frame limit of " +
+                          std::to_string(kMaxFrameBytes);
+    r.ret.jobinfo.reset();
+    wire = encode_frame(r);
+  }
+  return wire;
+}
+
 /// The parent-death signal (kRunnerParentDeathSignal, set before exec by the
 /// supervisor): the supervisor is gone, so nobody will kill this call's
 /// group; do it now.  SIGTERM keeps its default action: at the deadline the
@@ -124,13 +144,22 @@ int main(int argc, char **argv) {
   auto req = read_request(fd);
   if (!req)
     return 2;
-  LogSink sink = [fd](LogLevel level, std::string_view text) noexcept {
+  // Lines arrive cut to kMaxLogLineBytes (the slurm table does it); the
+  // call's budget is kept here, so a flood costs neither the supervisor nor
+  // slurmctld more than the budget.
+  LogBudget budget;
+  LogSink sink = [fd, &budget](LogLevel level, std::string_view text) noexcept {
     try {
-      write_all(fd, encode_frame(LogFrame{0, level, std::string(text)}));
+      if (budget.admit(text.size()))
+        write_all(fd, encode_frame(LogFrame{0, level, std::string(text)}));
+      else if (budget.first_refusal())
+        write_all(fd, encode_frame(LogFrame{0, LogLevel::Error, LogBudget::notice()}));
     } catch (...) { // out of memory: the line is lost, the call goes on
     }
   };
-  const ResultFrame result = run_hook(*req, sink);
-  write_all(fd, encode_frame(result));
+  ResultFrame result = run_hook(*req, sink);
+  if (budget.suppressed() > 0)
+    write_all(fd, encode_frame(LogFrame{0, LogLevel::Error, budget.summary()}));
+  write_all(fd, encode_result(std::move(result)));
   std::_Exit(0);
 }

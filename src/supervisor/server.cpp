@@ -31,6 +31,8 @@
 #include "supervisor/channel.hpp"
 #include "supervisor/proc_scan.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -90,6 +92,10 @@ void Server::start_next_calls() {
     }
     Call::Callbacks cb;
     cb.on_log = [this](CallId cid, LogLevel level, std::string_view text) {
+      if (client_->queued_bytes() + text.size() > kMaxClientLogBacklog) {
+        ++dropped_logs_[cid]; // slurmctld reads too slowly: lines, never outcomes
+        return;
+      }
       client_->send(encode_frame(LogFrame{cid, level, std::string(text)}));
     };
     cb.on_done = [this](CallId cid, Outcome o) { on_call_done(cid, std::move(o)); };
@@ -102,8 +108,15 @@ void Server::start_next_calls() {
 
 void Server::on_call_done(CallId id, Outcome o) {
   active_.erase(id);
+  const auto dropped = dropped_logs_.extract(id);
   if (stopping_)
     return;
+  if (!dropped.empty())
+    client_->send(encode_frame(LogFrame{
+        id, LogLevel::Error,
+        fmt::format("{} log line{} dropped: slurmctld did not read them fast enough (backlog "
+                    "limit {} bytes)",
+                    dropped.mapped(), dropped.mapped() == 1 ? "" : "s", kMaxClientLogBacklog)}));
   client_->send(encode_frame(OutcomeFrame{id, std::move(o)}));
   start_next_calls();
 }

@@ -5,7 +5,8 @@
 // The switch-lua-supervisor process: reads requests from the client
 // (slurmctld) on one socket, runs each in a supervised runner (see call.hpp)
 // with at most `max_concurrent` at once and the rest waiting FIFO, streams
-// log frames back, sends one outcome frame per request.  When the client
+// log frames back (bounded: kMaxClientLogBacklog), sends one outcome frame
+// per request.  When the client
 // socket reaches EOF (slurmctld died or shut down) or SIGTERM arrives (the
 // parent-death signal), it kills every call's process group and every other
 // child, reaps them, and run() returns.
@@ -32,6 +33,11 @@
 namespace switchlua {
 
 class FrameChannel;
+
+/// Most bytes of log frames queued for the client (slurmctld) at once.  A
+/// log line that would go beyond is dropped and counted; when its call ends,
+/// one line says how many were dropped.  Outcome frames are never dropped.
+inline constexpr std::size_t kMaxClientLogBacklog = 4 * 1024 * 1024;
 
 /// Settings of the supervisor, from its command line.
 struct ServerConfig {
@@ -65,6 +71,7 @@ private:
   boost::asio::signal_set sigterm_;
   std::deque<RequestFrame> queue_;
   std::map<CallId, std::shared_ptr<Call>> active_;
+  std::map<CallId, std::uint64_t> dropped_logs_; ///< per call, over kMaxClientLogBacklog
   bool stopping_ = false;
 };
 
