@@ -86,7 +86,7 @@ std::string_view result_kind_name(ResultFrame::Kind k) {
 }
 
 void pack_frame(Packer &pk, const RequestFrame &f) {
-  pack_header(pk, "request", 7);
+  pack_header(pk, "request", 7 + (f.source ? 1 : 0) + (f.validate_only ? 1 : 0));
   pack_str(pk, "id");
   pk.pack(f.id);
   pack_str(pk, "script");
@@ -101,6 +101,14 @@ void pack_frame(Packer &pk, const RequestFrame &f) {
   pk.pack(f.timeout_s);
   pack_str(pk, "kill_grace_s");
   pk.pack(f.kill_grace_s);
+  if (f.source) {
+    pack_str(pk, "source");
+    pack_bin(pk, *f.source);
+  }
+  if (f.validate_only) {
+    pack_str(pk, "validate_only");
+    pk.pack(true);
+  }
 }
 
 void pack_frame(Packer &pk, const LogFrame &f) {
@@ -367,6 +375,10 @@ Expected<Frame> read_request(Reader &r) {
       r.set_error(fmt::format("kill_grace_s {} out of range", g));
     f.kill_grace_s = static_cast<std::uint32_t>(g);
   }
+  if (r.get("source", false) != nullptr)
+    f.source = r.bin("source");
+  if (r.get("validate_only", false) != nullptr)
+    f.validate_only = r.flag("validate_only");
   return finish(r, f);
 }
 

@@ -9,7 +9,7 @@
 //   body    = msgpack map {"v": kProtocolVersion, "t": "<type>", ...fields}
 //
 //   client -> supervisor : request   {id, script, hook, job, jobinfo, timeout_s,
-//                                     kill_grace_s (optional, default 2)}
+//                                     kill_grace_s, source, validate_only (optional)}
 //   supervisor -> runner : request   (the same frame, forwarded)
 //   runner -> supervisor : log       {id (0), level, text}   one per script line
 //                          result    {kind, ret, message}    at most one
@@ -60,6 +60,13 @@ struct RequestFrame {
   /// Seconds between SIGTERM and SIGKILL of the group at the deadline (0:
   /// SIGKILL at once); optional on the wire (absent: 2).
   std::uint32_t kill_grace_s = 2;
+  /// supervisor -> runner: the validated bytes of the script to run instead
+  /// of reading `script` (the chunk is still named after `script`); nullopt:
+  /// the runner reads the file.  Optional on the wire.
+  std::optional<std::string> source;
+  /// supervisor -> runner: only load `source` and check the hooks' types,
+  /// answer Returned (flag true) or LoadFailed.  Optional on the wire.
+  bool validate_only = false;
 };
 
 /// A script log line.  `id` is 0 on the runner's channel (one call per channel).

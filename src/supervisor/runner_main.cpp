@@ -81,6 +81,25 @@ ResultFrame failed(ResultFrame::Kind kind, std::string message) {
 }
 
 ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
+  auto load = [&]() {
+    return req.source ? Script::load_source(req.script, *req.source, std::move(sink),
+                                            Script::Host::OwnProcess)
+                      : Script::load(req.script, std::move(sink));
+  };
+  if (req.validate_only) { // the supervisor's check of a changed script
+    auto script = load();
+    if (!script)
+      return failed(ResultFrame::Kind::LoadFailed, script.error().message);
+    std::string errors;
+    for (const std::string &e : script->hook_type_errors())
+      errors += (errors.empty() ? "" : "; ") + e;
+    if (!errors.empty())
+      return failed(ResultFrame::Kind::LoadFailed, errors);
+    ResultFrame ok;
+    ok.ret.hook = req.hook;
+    ok.ret.flag = true;
+    return ok;
+  }
   if (req.hook != Hook::JobStart && req.hook != Hook::JobComplete &&
       req.hook != Hook::BlockJobComplete && req.hook != Hook::SetupSpecialSteps)
     return failed(ResultFrame::Kind::LoadFailed,
@@ -88,7 +107,7 @@ ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
   auto job = JobArgs::from_msgpack(req.job);
   if (!job)
     return failed(ResultFrame::Kind::LoadFailed, "request: job: " + job.error().message);
-  auto script = Script::load(req.script, std::move(sink));
+  auto script = load();
   if (!script)
     return failed(ResultFrame::Kind::LoadFailed, script.error().message);
   const MsgpackBytes *info = req.jobinfo ? &*req.jobinfo : nullptr;

@@ -79,9 +79,13 @@ void Server::on_client_closed() {
 }
 
 void Server::start_next_calls() {
-  while (!stopping_ && active_.size() < config_.max_concurrent && !queue_.empty()) {
+  while (!stopping_ && !validating_ && active_.size() < config_.max_concurrent && !queue_.empty()) {
+    if (auto changed = guard_.check(queue_.front().script))
+      return start_validation(std::move(*changed), queue_.front());
     RequestFrame req = std::move(queue_.front());
     queue_.pop_front();
+    if (const ScriptGuard::Version *good = guard_.good(req.script))
+      req.source = good->bytes; // never a version that did not pass
     const CallId id = req.id;
     if (active_.count(id) != 0) {
       Outcome o;
@@ -118,6 +122,50 @@ void Server::on_call_done(CallId id, Outcome o) {
                     "limit {} bytes)",
                     dropped.mapped(), dropped.mapped() == 1 ? "" : "s", kMaxClientLogBacklog)}));
   client_->send(encode_frame(OutcomeFrame{id, std::move(o)}));
+  start_next_calls();
+}
+
+void Server::start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger) {
+  if (c.hash.rfind("missing:", 0) == 0) // nothing to run: refused as it is
+    return on_validated(c, trigger.id, Outcome{});
+  validating_ = true;
+  RequestFrame v;
+  v.id = next_validation_id_++;
+  v.script = c.path;
+  v.hook = Hook::BlockJobComplete;
+  v.job = JobArgs{}.to_msgpack();
+  v.timeout_s = trigger.timeout_s;
+  v.kill_grace_s = trigger.kill_grace_s;
+  v.source = c.bytes;
+  v.validate_only = true;
+  const CallId trigger_id = trigger.id;
+  Call::Callbacks cb;
+  cb.on_log = nullptr; // the chunk's own lines: logged again by every call
+  cb.on_done = [this, c = std::move(c), trigger_id](CallId id, Outcome o) {
+    active_.erase(id);
+    on_validated(c, trigger_id, o);
+  };
+  cb.sweep = [this](const Call &call) { return sweep(call); };
+  auto call = std::make_shared<Call>(io_, config_.runner, std::move(v), std::move(cb));
+  active_[call->id()] = call;
+  call->start();
+}
+
+void Server::on_validated(const ScriptGuard::Candidate &c, CallId trigger, const Outcome &o) {
+  validating_ = false;
+  if (stopping_)
+    return;
+  std::string error;
+  if (c.bytes.empty() && c.hash.rfind("missing:", 0) == 0)
+    error = fmt::format("cannot open {}: {}", c.path, c.hash.substr(8));
+  else if (o.kind == OutcomeKind::LoadFailed)
+    error = o.message;
+  else if (o.kind != OutcomeKind::Returned || !o.ret.flag)
+    error = fmt::format("{}: checking it {}", c.path, describe(o));
+  const std::string line = guard_.settle(c, error);
+  if (!line.empty())
+    client_->send(
+        encode_frame(LogFrame{trigger, error.empty() ? LogLevel::Info : LogLevel::Error, line}));
   start_next_calls();
 }
 

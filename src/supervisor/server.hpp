@@ -4,6 +4,8 @@
 //
 // The switch-lua-supervisor process: reads requests from the client
 // (slurmctld) on one socket, runs each in a supervised runner (see call.hpp)
+// with the last known good version of the script (script_guard.hpp: a changed
+// script is validated in a runner of its own before any call uses it)
 // with at most `max_concurrent` at once and the rest waiting FIFO, streams
 // log frames back (bounded: kMaxClientLogBacklog), sends one outcome frame
 // per request.  When the client
@@ -21,6 +23,7 @@
 #pragma once
 
 #include "supervisor/call.hpp"
+#include "supervisor/script_guard.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -61,6 +64,8 @@ private:
   void start_wait_sigterm();
   void start_next_calls();
   void on_call_done(CallId id, Outcome o);
+  void start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger);
+  void on_validated(const ScriptGuard::Candidate &c, CallId trigger, const Outcome &o);
   SweepResult sweep(const Call &ending);
   void terminate_everything();
 
@@ -73,6 +78,9 @@ private:
   std::map<CallId, std::shared_ptr<Call>> active_;
   std::map<CallId, std::uint64_t> dropped_logs_; ///< per call, over kMaxClientLogBacklog
   bool stopping_ = false;
+  ScriptGuard guard_;       ///< last known good script (script_guard.hpp)
+  bool validating_ = false; ///< a changed script is being checked: dispatch waits
+  CallId next_validation_id_ = CallId{1} << 63; ///< ids of checks, apart from the client's
 };
 
 } // namespace switchlua
