@@ -161,6 +161,18 @@ void pack_frame(Packer &pk, const OutcomeFrame &f) {
   pk.pack(static_cast<std::int64_t>(o.elapsed.count()));
 }
 
+void pack_frame(Packer &pk, const PingFrame &f) {
+  pack_header(pk, "ping", 1);
+  pack_str(pk, "seq");
+  pk.pack(f.seq);
+}
+
+void pack_frame(Packer &pk, const PongFrame &f) {
+  pack_header(pk, "pong", 1);
+  pack_str(pk, "seq");
+  pk.pack(f.seq);
+}
+
 } // namespace
 
 std::string encode_frame(const Frame &f) {
@@ -471,6 +483,10 @@ Expected<Frame> read_frame(const msgpack::object &root) {
     return read_result(body);
   if (t == "outcome")
     return read_outcome(body);
+  if (t == "ping")
+    return finish(body, PingFrame{body.u64("seq")});
+  if (t == "pong")
+    return finish(body, PongFrame{body.u64("seq")});
   return fail(fmt::format("protocol: unknown frame type '{}'", t));
 }
 

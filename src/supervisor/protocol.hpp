@@ -13,6 +13,8 @@
 //   supervisor -> runner : request   (the same frame, forwarded)
 //   runner -> supervisor : log       {id (0), level, text}   one per script line
 //                          result    {kind, ret, message}    at most one
+//   client -> supervisor : ping      {seq}                   watchdog heartbeat
+//   supervisor -> client : pong      {seq}                   at once
 //   supervisor -> client : log       {id, level, text}       as they arrive
 //                          outcome   {id, kind, ret, message, exit_status, signal,
 //                                     late_return, late_exit, escapees, elapsed_ms}
@@ -90,8 +92,18 @@ struct OutcomeFrame {
   Outcome outcome;
 };
 
+/// client -> supervisor: are you there?  The supervisor answers with a
+/// PongFrame carrying the same `seq` (the client's watchdog, client.hpp).
+struct PingFrame {
+  std::uint64_t seq = 0;
+};
+/// supervisor -> client: the answer to a PingFrame.
+struct PongFrame {
+  std::uint64_t seq = 0;
+};
+
 /// Any frame of the protocol.
-using Frame = std::variant<RequestFrame, LogFrame, ResultFrame, OutcomeFrame>;
+using Frame = std::variant<RequestFrame, LogFrame, ResultFrame, OutcomeFrame, PingFrame, PongFrame>;
 
 /// The complete wire bytes of `f` (length prefix included).  A body larger
 /// than kMaxFrameBytes is still encoded; the peer's decoder refuses it.

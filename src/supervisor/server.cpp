@@ -67,6 +67,11 @@ void Server::start_read_client() {
 }
 
 void Server::on_client_frame(Frame f) {
+  if (const auto *ping = std::get_if<PingFrame>(&f)) { // the client's watchdog
+    if (!stopping_)
+      client_->send(encode_frame(PongFrame{ping->seq}));
+    return;
+  }
   auto *req = std::get_if<RequestFrame>(&f);
   if (req == nullptr || stopping_)
     return; // only requests come from the client
