@@ -12,6 +12,16 @@
 # e2e-config: --switch-type switch/lua --script test/e2e/lua/failsafe.lua --slurmctld-params switch_timeout=3,switch_kill_grace=3
 
 SCRIPT_H=$E2E_ROOT/etc/slurm/switch.lua
+# our_supervisor: the pid of this cluster's switch-lua-supervisor.  Other
+# testbeds may run their own on the same host: only a process whose root is
+# this testbed's chroot is ours.
+our_supervisor() {
+	local p root
+	root=$(realpath "$E2E_ROOT")
+	for p in $(pgrep -f 'switch-lua-supervisor --channel-fd'); do
+		[ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ] && echo "$p"
+	done | head -n1
+}
 CONF_H=$E2E_ROOT/etc/slurm/slurm.conf
 
 e2e_test "switch/lua: failsafe: a broken edit of switch.lua is refused once, jobs keep running the last good version; nothing drained, requeued or cancelled" t_bad_edit
@@ -66,7 +76,7 @@ t_flood() {
 	[ $((after - before)) -lt 3000000 ] || fail "slurmctld.log grew by $((after - before)) bytes"
 	ctld_job "$id" ' job_start: [0-9]+ lines suppressed \(log budget: 1000 lines or 1048576 bytes per call\)' >/dev/null ||
 		fail "no 'lines suppressed' line"
-	sup=$(pgrep -f 'switch-lua-supervisor --channel-fd' | head -n1)
+	sup=$(our_supervisor)
 	if [ -n "$sup" ]; then note "supervisor peak RSS: $(awk '/VmHWM/ { print $2, $3 }' "/proc/$sup/status")"; fi
 }
 
@@ -97,4 +107,21 @@ t_bad_reconfigure() {
 	wait_for 20 sh -c "'$E2E_CLUSTER' exec -- scontrol ping | grep -q UP" || fail "slurmctld is not UP after the reconfigure"
 	id=$(submit -N2 --network=fs:ok --wrap=true)
 	wait_job "$id" COMPLETED 30
+}
+
+# e2e-config: --switch-type switch/lua --script test/e2e/lua/failsafe.lua --slurmctld-params switch_timeout=40
+
+e2e_test "switch/lua: failsafe: a stopped supervisor (SIGSTOP) is replaced by the watchdog; its job gets its outcome long before switch_timeout" t_watchdog
+t_watchdog() {
+	local id sup id2
+	id=$(submit -N1 --no-requeue --network=fs:hang --wrap=true)
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start: hanging" 15
+	sup=$(our_supervisor)
+	[ -n "$sup" ] || fail "no supervisor process of this cluster"
+	kill -STOP "$sup"
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id .*job_start was abandoned: switch-lua-supervisor \(pid $sup\) stopped answering for [0-9]+ ms \(watchdog bound 5 s\), killed with the call in flight" 15
+	wait_job "$id" CANCELLED 10
+	if kill -0 "$sup" 2>/dev/null; then fail "the stopped supervisor $sup still exists"; fi
+	id2=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id2" COMPLETED 30
 }

@@ -5,6 +5,7 @@
 --   fs:flood           job_start logs 5,000 lines of 10 kB, then accepts
 --   fs:trap:<path>     job_start starts a shell that writes "cleaned up" to
 --                      <path> on SIGTERM, and hangs: the setup times out
+--   fs:hang            job_start logs "hanging", then sleeps 30 s
 local function mode(job)
   return (job.network or ""):match("^fs:([^:]+)") or "ok", (job.network or ""):match("^fs:[^:]+:(.*)$")
 end
@@ -16,6 +17,9 @@ function slurm_switch_job_start(job)
   elseif m == "flood" then
     local line = string.rep("f", 10000)
     for i = 1, 5000 do slurm.log_info("flood %d %s", i, line) end
+  elseif m == "hang" then
+    slurm.log_info("hanging")
+    os.execute("sleep 30")
   elseif m == "trap" then
     os.execute("exec sh -c 'trap \"echo cleaned up > " .. arg .. "; exit 0\" TERM; " ..
                "while :; do sleep 0.1; done'")
