@@ -6,14 +6,17 @@
 #include "ctld/persist.hpp"
 #include "lua/codec.hpp"
 #include "stepd/step_hooks.hpp"
+#include "supervisor/script_guard.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <iostream>
 #include <lua.hpp>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 namespace switchlua {
@@ -363,13 +366,22 @@ int run_check(const std::string &script, bool as_json) {
         lines.push_back(fmt::format("{}: {}", log_level_name(l), t));
       },
       Script::Host::InProcess);
-  json j{{"script", script}, {"loaded", bool(s)}};
+  std::string content;
+  {
+    std::ifstream in(script, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    content = content_hash(ss.str());
+  }
+  // The same checks as the controller's before it lets calls use a changed
+  // script (supervisor/script_guard.hpp), with the same content hash.
+  json j{{"script", script}, {"loaded", bool(s)}, {"content", content}};
   if (!s) {
     j["error"] = s.error().message;
     if (as_json)
       std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else
-      fmt::print(stderr, "switch-lua check: {}\n", s.error().message);
+      fmt::print(stderr, "switch-lua check: {} (content {})\n", s.error().message, content);
     return 1;
   }
   std::vector<std::string> present, missing, wrong;
@@ -398,7 +410,7 @@ int run_check(const std::string &script, bool as_json) {
     fmt::print(stderr, "switch-lua check: {}\n", w);
   if (!wrong.empty())
     return 1;
-  fmt::print("{}: loaded\n", script);
+  fmt::print("{}: loaded (content {})\n", script, content);
   for (const std::string &l : lines)
     fmt::print("  log {}\n", l);
   for (const std::string &h : present)

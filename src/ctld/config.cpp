@@ -19,7 +19,7 @@ std::optional<Token> split_token(std::string_view tok) {
   auto eq = tok.find('=');
   std::string_view key = tok.substr(0, eq);
   if (key != "switch_timeout" && key != "switch_retries" && key != "switch_drain_on_failure" &&
-      key != "switch_max_calls" && key != "switch_max_queue")
+      key != "switch_max_calls" && key != "switch_max_queue" && key != "switch_kill_grace")
     return std::nullopt;
   if (eq == std::string_view::npos)
     return Token{key, {}, false};
@@ -43,7 +43,7 @@ Expected<std::uint64_t> parse_count(const Token &t, std::uint64_t lo, std::uint6
 Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
   CtldConfig c;
   bool seen_timeout = false, seen_retries = false, seen_drain = false, seen_calls = false,
-       seen_queue = false;
+       seen_queue = false, seen_grace = false;
   // switch_max_calls / switch_max_queue: a count in [lo, hi], same rules.
   auto count_key = [&](const Token &t, std::uint32_t lo, std::uint32_t hi, std::uint32_t &dst,
                        bool &seen) -> Expected<void> {
@@ -73,6 +73,15 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
                                 c.switch_timeout.count(), *v));
       c.switch_timeout = s;
       seen_timeout = true;
+    } else if (t->key == "switch_kill_grace") { // SIGTERM..SIGKILL at the deadline
+      auto v = parse_count(*t, 0, kMaxSwitchKillGrace.count(), "number of seconds");
+      if (!v)
+        return fail(v.error().message);
+      if (seen_grace && std::chrono::seconds(*v) != c.switch_kill_grace)
+        return fail(fmt::format("SlurmctldParameters: switch_kill_grace given twice ({} and {})",
+                                c.switch_kill_grace.count(), *v));
+      c.switch_kill_grace = std::chrono::seconds(*v);
+      seen_grace = true;
     } else if (t->key == "switch_retries") {
       auto v = parse_count(*t, 0, kMaxSwitchRetries, "count");
       if (!v)
@@ -109,9 +118,9 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
 
 std::string describe(const CtldConfig &c) {
   return fmt::format("switch_timeout={} switch_retries={} switch_drain_on_failure={} "
-                     "switch_max_calls={} switch_max_queue={}",
+                     "switch_kill_grace={} switch_max_calls={} switch_max_queue={}",
                      c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no",
-                     c.max_calls, c.max_queue);
+                     c.switch_kill_grace.count(), c.max_calls, c.max_queue);
 }
 
 } // namespace switchlua

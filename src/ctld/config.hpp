@@ -11,6 +11,9 @@
 //                                   nodes are drained; integer 0..1000, default 3
 //   switch_drain_on_failure=yes|no  drain the job's nodes when job_complete
 //                                   fails; default yes
+//   switch_kill_grace=<seconds>     at the deadline the call's process group
+//                                   gets SIGTERM, then SIGKILL this much
+//                                   later; integer 0..300, default 2
 //   switch_max_calls=<count>        hook calls running at once; integer
 //                                   1..4096, default 512
 //   switch_max_queue=<count>        calls waiting per lane (teardown,
@@ -45,6 +48,8 @@ inline constexpr std::uint32_t kDefaultSwitchMaxCalls = 512;
 inline constexpr std::uint32_t kMaxSwitchMaxCalls = 4096;
 inline constexpr std::uint32_t kDefaultSwitchMaxQueue = 10000;
 inline constexpr std::uint32_t kMaxSwitchMaxQueue = 100000;
+inline constexpr std::chrono::seconds kDefaultSwitchKillGrace{2};
+inline constexpr std::chrono::seconds kMaxSwitchKillGrace{300};
 
 /// The parsed settings.  A hook call keeps the timeout it started with
 /// across a reconfigure (the supervisor gets it with the request).
@@ -52,6 +57,7 @@ struct CtldConfig {
   std::chrono::seconds switch_timeout = kDefaultSwitchTimeout;
   std::uint32_t switch_retries = kDefaultSwitchRetries;
   bool drain_on_failure = true;
+  std::chrono::seconds switch_kill_grace = kDefaultSwitchKillGrace;
   std::uint32_t max_calls = kDefaultSwitchMaxCalls; ///< switch_max_calls
   std::uint32_t max_queue = kDefaultSwitchMaxQueue; ///< switch_max_queue
   bool operator==(const CtldConfig &) const = default;
@@ -65,7 +71,7 @@ struct CtldConfig {
 Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params);
 
 /// "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes
-/// switch_max_calls=512 switch_max_queue=10000".
+/// switch_kill_grace=2 switch_max_calls=512 switch_max_queue=10000".
 std::string describe(const CtldConfig &c);
 
 } // namespace switchlua

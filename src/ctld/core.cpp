@@ -411,7 +411,8 @@ struct CtldCore::Impl {
                     .hook = h,
                     .job = s.job,
                     .jobinfo = std::move(jobinfo),
-                    .timeout = cfg.switch_timeout};
+                    .timeout = cfg.switch_timeout,
+                    .kill_grace = cfg.switch_kill_grace};
     std::uint32_t job_id = s.job.job_id;
     std::uint64_t gen = s.generation;
     const std::string late =

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cassert>
 #include <clocale>
 
@@ -144,6 +145,30 @@ Expected<Script> Script::load(const std::string &path, LogSink sink) {
 }
 
 Expected<Script> Script::load(const std::string &path, LogSink sink, Host host) {
+  return load_impl(path, nullptr, std::move(sink), host);
+}
+
+Expected<Script> Script::load_source(const std::string &path, std::string_view source, LogSink sink,
+                                     Host host) {
+  return load_impl(path, &source, std::move(sink), host);
+}
+
+std::vector<std::string> Script::hook_type_errors() const {
+  std::vector<std::string> out;
+  lua_State *L = impl_->L;
+  for (Hook h : kAllHooks) {
+    push_global_raw(L, hook_function(h));
+    const int type = lua_type(L, -1);
+    if (type != LUA_TNIL && type != LUA_TFUNCTION)
+      out.push_back(fmt::format("{}: {} is {}, not a function", impl_->path, hook_function(h),
+                                describe_value(L, -1)));
+    lua_pop(L, 1);
+  }
+  return out;
+}
+
+Expected<Script> Script::load_impl(const std::string &path, const std::string_view *source,
+                                   LogSink sink, Host host) {
   const LocaleGuard keep_locale; // the chunk's top level may call os.setlocale
   auto impl = std::make_unique<Impl>();
   impl->path = path;
@@ -171,7 +196,17 @@ Expected<Script> Script::load(const std::string &path, LogSink sink, Host host) 
   // Text chunks only: a precompiled chunk is refused ("attempt to load a
   // binary chunk").  Errors read "cannot open <path>: <strerror>" or
   // "<path>:<line>: <syntax error>".
-  if (luaL_loadfilex(L, path.c_str(), "t") != LUA_OK)
+  // From bytes, skip what luaL_loadfilex skips: a UTF-8 BOM, and a first
+  // line starting with '#' (kept as an empty line: line numbers stay).
+  std::string_view text = source ? *source : std::string_view();
+  if (text.substr(0, 3) == "\xEF\xBB\xBF")
+    text.remove_prefix(3);
+  if (!text.empty() && text[0] == '#')
+    text.remove_prefix(std::min(text.find('\n'), text.size()));
+  const int loaded = source == nullptr
+                         ? luaL_loadfilex(L, path.c_str(), "t")
+                         : luaL_loadbufferx(L, text.data(), text.size(), ("@" + path).c_str(), "t");
+  if (loaded != LUA_OK)
     return fail(pop_message(L));
   if (lua_pcall(L, 0, LUA_MULTRET, handler) != LUA_OK)
     return fail(pop_message(L));

@@ -41,6 +41,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 struct lua_State;
 
@@ -105,6 +106,17 @@ public:
   };
   /// As load(path, sink), for the given host.
   static Expected<Script> load(const std::string &path, LogSink sink, Host host);
+  /// As load(), from the script's bytes `source` instead of the file; the
+  /// chunk is named after `path` (messages read "path:line: ...").  Used by
+  /// the runner with the version the supervisor validated.
+  static Expected<Script> load_source(const std::string &path, std::string_view source,
+                                      LogSink sink, Host host);
+
+  /// The hook globals that are set but are not functions, one message each:
+  /// "<path>: slurm_switch_job_start is a string, not a function" (every
+  /// call of such a hook would fail).  Empty for a script whose hooks are
+  /// all functions or absent.
+  std::vector<std::string> hook_type_errors() const;
 
   Script(Script &&) noexcept;
   Script &operator=(Script &&) noexcept;
@@ -132,6 +144,8 @@ public:
 private:
   struct Impl;
   explicit Script(std::unique_ptr<Impl> impl);
+  static Expected<Script> load_impl(const std::string &path, const std::string_view *source,
+                                    LogSink sink, Host host);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -9,6 +9,7 @@
 // try/catch although they are noexcept by contract.
 #include "lua/codec.hpp"
 #include "lua/detail.hpp"
+#include "lua/log_limits.hpp"
 #include "lua/runtime.hpp"
 
 #include <lua.hpp>
@@ -22,12 +23,16 @@ namespace {
 constexpr const char *kLevelNames[] = {"error",  "info",   "verbose", "debug",
                                        "debug2", "debug3", "debug4",  "debug5"};
 
-/// Hands one line to the sink; never throws.
+/// Hands one line to the sink, cut to kMaxLogLineBytes (lua/log_limits.hpp);
+/// never throws.
 void emit(LogSink *sink, LogLevel level, const char *s, std::size_t len) noexcept {
   if (sink == nullptr || !*sink)
     return;
   try {
-    (*sink)(level, std::string_view(s, len));
+    if (len > kMaxLogLineBytes)
+      (*sink)(level, bound_log_line(std::string_view(s, len)));
+    else
+      (*sink)(level, std::string_view(s, len));
   } catch (...) { // a sink must not throw; a line is lost rather than the state
   }
 }

@@ -176,6 +176,46 @@ std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *inf
   return call(a, &si->jobinfo);
 }
 
+/// Environment variable carrying the settings in force into the process
+/// that `scontrol reconfigure` execs (Slurm 24.11 copies the environment).
+constexpr const char *kGoodParamsVar = "SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS";
+
+/// The SlurmctldParameters tokens that give exactly `c`.
+std::string to_parameters(const CtldConfig &c) {
+  return fmt::format(
+      "switch_timeout={},switch_retries={},switch_drain_on_failure={},switch_kill_grace={}",
+      c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no",
+      c.switch_kill_grace.count());
+}
+
+/// The settings for init.  A bad value at a real start-up is an error (the
+/// plugin refuses to load: fatal, as Slurm does for its own settings).  At
+/// a reconfigure (SLURMCTLD_RECONF set by 24.11 in the re-exec'd process)
+/// the previous process's settings, left in kGoodParamsVar, are kept and
+/// the error is logged, so a typo never stops the controller.
+std::optional<CtldConfig> settings_at_init(const slc_ctld_ops_t *ops, const char *params) {
+  auto cfg = parse_slurmctld_parameters(params ? params : "");
+  std::optional<CtldConfig> out;
+  if (cfg) {
+    out = *cfg;
+  } else {
+    const char *reconf = std::getenv("SLURMCTLD_RECONF");
+    const char *prev = std::getenv(kGoodParamsVar);
+    auto kept = (reconf && prev) ? parse_slurmctld_parameters(prev) : cfg;
+    if (!kept) {
+      ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}", cfg.error().message).c_str());
+      return std::nullopt;
+    }
+    ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {} at reconfigure; keeping the previous "
+                                        "settings ({})",
+                                        cfg.error().message, describe(*kept))
+                                .c_str());
+    out = *kept;
+  }
+  ::setenv(kGoodParamsVar, to_parameters(*out).c_str(), 1);
+  return out;
+}
+
 } // namespace
 } // namespace switchlua
 
@@ -186,11 +226,9 @@ extern "C" {
 int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char *params,
                   const char *libexec_dir, const char *state_dir) {
   try {
-    auto cfg = parse_slurmctld_parameters(params ? params : "");
-    if (!cfg) {
-      ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}", cfg.error().message).c_str());
+    auto cfg = settings_at_init(ops, params);
+    if (!cfg)
       return -1;
-    }
     auto *c = new Ctld;
     c->ops = *ops;
     c->port = std::make_unique<CPort>(*ops);
@@ -243,6 +281,7 @@ int slc_ctld_reconfigure(const char *params) {
     return -1;
   }
   g_ctld->core->set_config(*cfg);
+  ::setenv(kGoodParamsVar, to_parameters(*cfg).c_str(), 1);
   return 0;
 }
 

@@ -29,6 +29,16 @@ constexpr auto kEofGrace = 2s;
 constexpr auto kDrainLimit = 2s;
 /// Poll interval while draining (every process is SIGKILLed: short).
 constexpr auto kDrainPoll = 5ms;
+/// Poll interval of the group while the kill grace runs with a dead leader.
+constexpr auto kGracePoll = 20ms;
+
+/// Whether a process of group `pgid` other than a zombie exists.
+bool group_has_live_member(pid_t pgid) {
+  for (const ProcEntry &e : scan_processes())
+    if (e.pgrp == pgid && e.state != 'Z')
+      return true;
+  return false;
+}
 } // namespace
 
 Call::Call(asio::io_context &io, const RunnerConfig &config, RequestFrame request,
@@ -48,8 +58,9 @@ Expected<RunnerProcess> spawn_runner(asio::io_context &io, const RunnerConfig &c
   if (tag != 0)
     spec.env.push_back(fmt::format("{}={}", kCallTagVar, tag));
   spec.env.insert(spec.env.end(), config.child_env.begin(), config.child_env.end());
-  // SIGTERM on the supervisor's death: the runner then kills its own group.
-  spec.death_signal = SIGTERM;
+  // On the supervisor's death the runner kills its own group.  Not SIGTERM:
+  // that one is the deadline's, and must leave the group its grace.
+  spec.death_signal = kRunnerParentDeathSignal;
   auto pid = spawn_child(io, spec);
   ::close((*sv)[1]);
   if (!pid) {
@@ -86,19 +97,49 @@ void Call::start(std::optional<RunnerProcess> ready) {
 }
 
 void Call::check_deadline() {
-  if (!killed_ && Clock::now() >= deadline_)
+  if (!term_sent_ && Clock::now() >= deadline_)
     fire_deadline();
 }
 
 void Call::fire_deadline() {
-  if (reaped_ || killed_)
+  if (reaped_ || term_sent_)
     return; // never signal the group of a reaped leader
+  term_sent_ = true;
+  deadline_timer_.cancel();
   // After a result frame the call has reported; the kill is only cleanup.
-  if (!reported_)
-    obs_.deadline_fired = true;
+  if (reported_ || request_.kill_grace_s == 0) {
+    if (!reported_)
+      obs_.deadline_fired = true;
+    return kill_now();
+  }
+  obs_.deadline_fired = true;
+  ::killpg(pid_, SIGTERM);
+  deadline_timer_.expires_after(std::chrono::seconds(request_.kill_grace_s));
+  deadline_timer_.async_wait([self = shared_from_this()](const boost::system::error_code &ec) {
+    if (!ec)
+      self->kill_now();
+  });
+}
+
+void Call::kill_now() {
+  if (reaped_ || killed_)
+    return;
   killed_ = true;
   ::killpg(pid_, SIGKILL);
-  deadline_timer_.cancel();
+  if (leader_exited_)
+    reap_leader();
+}
+
+void Call::poll_grace() {
+  if (reaped_ || killed_)
+    return;
+  if (!group_has_live_member(pid_))
+    return reap_leader();
+  drain_timer_.expires_after(kGracePoll);
+  drain_timer_.async_wait([self = shared_from_this()](const boost::system::error_code &ec) {
+    if (!ec)
+      self->poll_grace();
+  });
 }
 
 void Call::on_frame(Frame f) {
@@ -132,7 +173,19 @@ void Call::on_frame(Frame f) {
 }
 
 void Call::on_leader_exited() {
+  if (leader_exited_ || reaped_)
+    return;
   check_deadline();
+  leader_exited_ = true;
+  if (term_sent_ && !killed_)
+    return poll_grace(); // members may still be cleaning up
+  reap_leader();
+}
+
+void Call::reap_leader() {
+  if (reaped_)
+    return;
+  drain_timer_.cancel();
   // The leader is a zombie we have not reaped: its pgid cannot be recycled
   // yet, so this reaches exactly the call's leftovers.
   ::killpg(pid_, SIGKILL);

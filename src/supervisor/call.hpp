@@ -8,11 +8,22 @@
 //
 //   start() ──spawn──> runner ──frames──> on_frame ──log──> Callbacks::on_log
 //      │                                      └─result──> Observation
-//      └──deadline timer──> fire_deadline: killpg(pgid, SIGKILL) (leader unreaped)
-//   server's SIGCHLD peek ──> on_leader_exited: killpg, then reap (waitpid)
+//      └──deadline timer──> fire_deadline: killpg(pgid, SIGTERM) (leader unreaped)
+//                              ──kill_grace_s later──> kill_now: killpg(pgid, SIGKILL)
+//   server's SIGCHLD peek ──> on_leader_exited: within the grace, wait (leader
+//                             unreaped) until no live member is left in the
+//                             group or the grace ends; then killpg, reap (waitpid)
 //   reaped && channel EOF ──> drain (Callbacks::sweep until the group and the
 //                             escapees are gone, at most 2 s)
 //                         ──> classify() ──> Callbacks::on_done (once)
+//
+// TERM, grace, KILL: at the deadline the whole group gets SIGTERM, so a hook's
+// helper (a shell that traps TERM, a fabric-manager client) can let go of
+// what it holds; after RequestFrame::kill_grace_s seconds (0: at once) the
+// group gets SIGKILL.  The outcome is TimedOut either way.  During the grace
+// the leader (the runner, whose SIGTERM is fatal) is left unreaped even when
+// it died, so the pgid cannot be recycled while members may still run; the
+// group is polled (/proc, every kGracePoll) until it has no live member.
 //
 // Rules kept here: the group is signalled only while its leader is unreaped
 // (a reaped pgid may be recycled); leftovers in the group are killed before
@@ -28,6 +39,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -38,6 +50,11 @@
 namespace switchlua {
 
 class FrameChannel;
+
+/// The runner's parent-death signal (PR_SET_PDEATHSIG): on it the runner
+/// SIGKILLs its own group (the supervisor is gone).  Not SIGTERM, which is
+/// the deadline's signal and leaves the group its kill grace.
+inline constexpr int kRunnerParentDeathSignal = SIGUSR1;
 
 /// How runners are started (from the supervisor's command line).
 struct RunnerConfig {
@@ -82,8 +99,12 @@ public:
   /// (SpawnFailed) from a posted handler, never from inside start().
   void start(std::optional<RunnerProcess> ready = std::nullopt);
   /// The server's SIGCHLD handler saw (WNOWAIT) that the leader exited.
-  /// Kills the group's leftovers, then reaps the leader.
+  /// Kills the group's leftovers, then reaps the leader; within the kill
+  /// grace, first waits for the group to empty (or the grace to end).
   void on_leader_exited();
+  /// on_leader_exited() ran and the leader is not reaped yet (grace wait):
+  /// the SIGCHLD handler must not report it again.
+  bool leader_exit_noted() const { return leader_exited_ && !reaped_; }
   /// SIGKILLs the group if its leader is unreaped (supervisor shutdown).
   void kill_group();
 
@@ -100,6 +121,9 @@ private:
   void on_channel_closed();
   void check_deadline();
   void fire_deadline();
+  void kill_now();
+  void poll_grace();
+  void reap_leader();
   void maybe_finish();
   void drain_step();
   void deliver();
@@ -117,8 +141,10 @@ private:
   std::chrono::milliseconds elapsed_{0};
   Observation obs_;
   pid_t pid_ = -1;
-  bool reported_ = false; ///< a result frame arrived
-  bool killed_ = false;   ///< we sent SIGKILL to the group
+  bool reported_ = false;  ///< a result frame arrived
+  bool term_sent_ = false; ///< the deadline passed: the group got SIGTERM (or SIGKILL)
+  bool killed_ = false;    ///< we sent SIGKILL to the group
+  bool leader_exited_ = false;
   bool reaped_ = false;
   bool eof_ = false;
   bool draining_ = false;

@@ -69,6 +69,7 @@ void FrameChannel::on_read(const boost::system::error_code &ec, std::size_t n) {
 void FrameChannel::send(std::string bytes) {
   if (closed_)
     return;
+  queued_bytes_ += bytes.size();
   wqueue_.push_back(std::move(bytes));
   if (!writing_)
     start_write();
@@ -83,6 +84,7 @@ void FrameChannel::start_write() {
                         return;
                       if (ec)
                         return self->finish(Error{fmt::format("write: {}", ec.message())});
+                      self->queued_bytes_ -= self->wqueue_.front().size();
                       self->wqueue_.pop_front();
                       if (!self->wqueue_.empty())
                         self->start_write();

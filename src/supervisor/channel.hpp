@@ -52,6 +52,8 @@ public:
   void send(std::string bytes);
   /// Closes the socket and drops the callbacks; pending handlers do nothing.
   void close();
+  /// Bytes queued by send() and not yet written (for backlog bounds).
+  std::size_t queued_bytes() const { return queued_bytes_; }
   /// Whether close() ran or the channel reported its end.
   bool closed() const { return closed_; }
   /// The socket's fd (for shutdown(2)), or -1 once closed.
@@ -70,6 +72,7 @@ private:
   FrameDecoder decoder_;
   std::array<char, 16384> rbuf_{};
   std::deque<std::string> wqueue_;
+  std::size_t queued_bytes_ = 0;
   bool writing_ = false;
   bool closed_ = false;
   OnFrame on_frame_;

@@ -13,6 +13,9 @@
 //            ──EOF / error──> on_supervisor_gone: reap it, every call in
 //                             flight completes Abandoned; the next
 //                             send_call starts a new supervisor
+//   watchdog (every kWatchdogInterval) ──PingFrame──> supervisor ──PongFrame──>
+//            no frame for kWatchdogBound with a ping outstanding: SIGKILL it
+//            (then as EOF above: the calls in flight complete Abandoned)
 //   shutdown ──> do_shutdown: close channel_ (the supervisor sees EOF, kills
 //                its children, exits), wait <= 5 s, then SIGKILL
 #include "supervisor/client.hpp"
@@ -24,6 +27,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <fmt/format.h>
 
@@ -91,6 +95,10 @@ struct SupervisorClient::Impl {
   std::uint32_t outstanding = 0;
 
   // I/O thread only.
+  asio::steady_timer watchdog{io};
+  std::uint64_t ping_seq = 0;
+  std::chrono::steady_clock::time_point last_heard{};
+  bool ping_outstanding = false;
   std::shared_ptr<FrameChannel> channel;
   struct Inflight {
     CallDone done;
@@ -98,10 +106,13 @@ struct SupervisorClient::Impl {
   };
   std::map<CallId, Inflight> inflight;
   bool shutting_down = false;
+  std::string hung_message; ///< set when the watchdog killed the supervisor
 
   void send_call(CallId id, std::string bytes, Inflight cbs);
   Expected<void> ensure_supervisor();
   void on_frame(Frame f);
+  void arm_watchdog();
+  void on_watchdog();
   void on_supervisor_gone(std::optional<Error> why);
   void complete(CallId id, const Outcome &o);
   void abandon_all(const std::string &message);
@@ -146,13 +157,51 @@ Expected<void> SupervisorClient::Impl::ensure_supervisor() {
     return fail(child.error().message);
   }
   pid = *child;
+  last_heard = std::chrono::steady_clock::now();
+  ping_outstanding = false;
   channel = FrameChannel::adopt(io, (*sv)[0]);
   channel->start([this](Frame f) { on_frame(std::move(f)); },
                  [this](std::optional<Error> why) { on_supervisor_gone(std::move(why)); });
+  arm_watchdog();
   return {};
 }
 
+void SupervisorClient::Impl::arm_watchdog() {
+  watchdog.expires_after(kWatchdogInterval);
+  watchdog.async_wait([this](const boost::system::error_code &ec) {
+    if (!ec)
+      on_watchdog();
+  });
+}
+
+void SupervisorClient::Impl::on_watchdog() {
+  if (shutting_down || !channel || channel->closed())
+    return; // the next supervisor arms its own
+  const auto now = std::chrono::steady_clock::now();
+  if (ping_outstanding && now - last_heard >= kWatchdogBound) {
+    // Stopped, stuck in D state, or live-locked: kill it.  Its channel then
+    // reaches EOF and on_supervisor_gone() fails the calls in flight and
+    // lets the next call start a new one.
+    const pid_t p = pid.load();
+    hung_message = fmt::format(
+        "switch-lua-supervisor (pid {}) stopped answering for {} ms (watchdog bound {} s), "
+        "killed",
+        p, std::chrono::duration_cast<std::chrono::milliseconds>(now - last_heard).count(),
+        kWatchdogBound.count());
+    if (p > 0)
+      ::kill(p, SIGKILL);
+    return;
+  }
+  if (!ping_outstanding) {
+    ping_outstanding = true;
+    channel->send(encode_frame(PingFrame{++ping_seq}));
+  }
+  arm_watchdog();
+}
+
 void SupervisorClient::Impl::on_frame(Frame f) {
+  last_heard = std::chrono::steady_clock::now(); // any frame shows it is alive
+  ping_outstanding = false;
   if (auto *log = std::get_if<LogFrame>(&f)) {
     if (on_log && inflight.count(log->id) != 0)
       on_log(log->id, log->level, log->text);
@@ -168,9 +217,12 @@ void SupervisorClient::Impl::on_frame(Frame f) {
 void SupervisorClient::Impl::on_supervisor_gone(std::optional<Error> why) {
   const pid_t dead = pid.exchange(-1);
   channel.reset();
+  watchdog.cancel();
   const int status = dead > 0 ? reap_within(dead, 1000ms) : 0;
   std::string msg = fmt::format("switch-lua-supervisor (pid {}) died ({}) with the call in flight",
                                 dead, status_text(status));
+  if (!hung_message.empty())
+    msg = std::exchange(hung_message, std::string()) + " with the call in flight";
   if (why)
     msg += fmt::format(" after: {}", why->message);
   abandon_all(msg);
@@ -197,6 +249,7 @@ void SupervisorClient::Impl::abandon_all(const std::string &message) {
 
 void SupervisorClient::Impl::do_shutdown() {
   shutting_down = true;
+  watchdog.cancel();
   const pid_t p = pid.exchange(-1);
   if (channel)
     channel->close(); // EOF: the supervisor kills its children and exits
@@ -224,13 +277,12 @@ Expected<CallId> SupervisorClient::submit(CallRequest req, CallDone done, CallSt
     return fail(fmt::format("submit: hook {} does not run in the supervisor", hook_name(req.hook)));
   if (req.timeout < std::chrono::seconds(1))
     return fail(fmt::format("submit: timeout {} s, must be at least 1 s", req.timeout.count()));
-  RequestFrame frame{0,
-                     std::move(req.script),
-                     req.hook,
-                     req.job.to_msgpack(),
-                     req.jobinfo,
-                     static_cast<std::uint32_t>(req.timeout.count()),
-                     lane_of(req.hook, req.job.batch)};
+  RequestFrame frame{0,           std::move(req.script),
+                     req.hook,    req.job.to_msgpack(),
+                     req.jobinfo, static_cast<std::uint32_t>(req.timeout.count())};
+  frame.lane = lane_of(req.hook, req.job.batch);
+  frame.kill_grace_s =
+      static_cast<std::uint32_t>(std::max<std::int64_t>(0, req.kill_grace.count()));
   std::lock_guard lock(impl_->mu);
   if (impl_->stopped)
     return fail("submit: the supervisor client is stopped");

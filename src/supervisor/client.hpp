@@ -35,6 +35,17 @@
 
 namespace switchlua {
 
+/// The watchdog: while a supervisor runs, the client sends it a ping every
+/// kWatchdogInterval; a supervisor that has sent no frame at all (pong, log,
+/// outcome) for kWatchdogBound while a ping is outstanding is SIGKILLed (it
+/// may be stopped, stuck in D state or live-locked), its calls in flight
+/// complete Abandoned ("... stopped answering ..."), and the next call starts
+/// a new one.  So an outcome arrives at most switch_timeout +
+/// switch_kill_grace + kWatchdogBound (+ the queue wait) after a call
+/// started, whatever happens to the supervisor.
+inline constexpr std::chrono::seconds kWatchdogInterval{1};
+inline constexpr std::chrono::seconds kWatchdogBound{5};
+
 /// Identifies one call for its lifetime in a client; never reused.
 using CallId = std::uint64_t;
 
@@ -45,6 +56,9 @@ struct CallRequest {
   JobArgs job;                ///< the job table
   std::optional<MsgpackBytes> jobinfo; ///< job_complete's jobinfo; nullopt = nil
   std::chrono::seconds timeout{10};    ///< switch_timeout the call started with (>= 1 s)
+  /// switch_kill_grace: SIGTERM to the call's group at the deadline, SIGKILL
+  /// this much later (0: SIGKILL at once).
+  std::chrono::seconds kill_grace{2};
 };
 
 /// Options of the client.

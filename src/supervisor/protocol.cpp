@@ -87,7 +87,7 @@ std::string_view result_kind_name(ResultFrame::Kind k) {
 }
 
 void pack_frame(Packer &pk, const RequestFrame &f) {
-  pack_header(pk, "request", 7);
+  pack_header(pk, "request", 8 + (f.source ? 1 : 0) + (f.validate_only ? 1 : 0));
   pack_str(pk, "id");
   pk.pack(f.id);
   pack_str(pk, "script");
@@ -100,6 +100,16 @@ void pack_frame(Packer &pk, const RequestFrame &f) {
   pack_opt_bin(pk, f.jobinfo);
   pack_str(pk, "timeout_s");
   pk.pack(f.timeout_s);
+  pack_str(pk, "kill_grace_s");
+  pk.pack(f.kill_grace_s);
+  if (f.source) {
+    pack_str(pk, "source");
+    pack_bin(pk, *f.source);
+  }
+  if (f.validate_only) {
+    pack_str(pk, "validate_only");
+    pk.pack(true);
+  }
   pack_str(pk, "lane");
   pack_str(pk, lane_name(f.lane));
 }
@@ -162,6 +172,18 @@ void pack_frame(Packer &pk, const OutcomeFrame &f) {
   pk.pack(static_cast<std::int64_t>(o.elapsed.count()));
   pack_str(pk, "queued_ms");
   pk.pack(static_cast<std::int64_t>(o.queued.count()));
+}
+
+void pack_frame(Packer &pk, const PingFrame &f) {
+  pack_header(pk, "ping", 1);
+  pack_str(pk, "seq");
+  pk.pack(f.seq);
+}
+
+void pack_frame(Packer &pk, const PongFrame &f) {
+  pack_header(pk, "pong", 1);
+  pack_str(pk, "seq");
+  pk.pack(f.seq);
 }
 
 } // namespace
@@ -396,6 +418,16 @@ Expected<Frame> read_request(Reader &r) {
   if (t < 1 || t > std::numeric_limits<std::uint32_t>::max())
     r.set_error(fmt::format("timeout_s {} out of range", t));
   f.timeout_s = static_cast<std::uint32_t>(t);
+  if (r.get("kill_grace_s", false) != nullptr) {
+    const std::uint64_t g = r.u64("kill_grace_s");
+    if (g > std::numeric_limits<std::uint32_t>::max())
+      r.set_error(fmt::format("kill_grace_s {} out of range", g));
+    f.kill_grace_s = static_cast<std::uint32_t>(g);
+  }
+  if (r.get("source", false) != nullptr)
+    f.source = r.bin("source");
+  if (r.get("validate_only", false) != nullptr)
+    f.validate_only = r.flag("validate_only");
   const std::string lane = r.str("lane");
   bool known = false;
   for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch})
@@ -507,6 +539,10 @@ Expected<Frame> read_frame(const msgpack::object &root) {
     return read_outcome(body);
   if (t == "started")
     return read_started(body);
+  if (t == "ping")
+    return finish(body, PingFrame{body.u64("seq")});
+  if (t == "pong")
+    return finish(body, PongFrame{body.u64("seq")});
   return fail(fmt::format("protocol: unknown frame type '{}'", t));
 }
 

@@ -8,11 +8,14 @@
 //   frame   = length (4 bytes, big-endian, of body) + body
 //   body    = msgpack map {"v": kProtocolVersion, "t": "<type>", ...fields}
 //
-//   client -> supervisor : request   {id, script, hook, job, jobinfo, timeout_s, lane}
+//   client -> supervisor : request   {id, script, hook, job, jobinfo, timeout_s, lane,
+//                                     kill_grace_s, source, validate_only (optional)}
 //   supervisor -> runner : request   (the same frame, forwarded)
 //   runner -> supervisor : log       {id (0), level, text}   one per script line
 //                          result    {kind, ret, message}    at most one
-//   supervisor -> client : started   {id, queued_ms}         when the call's process
+//   client -> supervisor : ping      {seq}                   watchdog heartbeat
+//   supervisor -> client : pong      {seq}                   at once
+//                          started   {id, queued_ms}         when the call's process
 //                                                            got the request
 //                          log       {id, level, text}       as they arrive
 //                          outcome   {id, kind, ret, message, exit_status, signal,
@@ -77,7 +80,17 @@ struct RequestFrame {
   MsgpackBytes job;                    ///< JobArgs::to_msgpack()
   std::optional<MsgpackBytes> jobinfo; ///< nil when absent
   std::uint32_t timeout_s = 10;        ///< seconds, >= 1
-  Lane lane = Lane::Batch;             ///< sent as lane_name()
+  /// Seconds between SIGTERM and SIGKILL of the group at the deadline (0:
+  /// SIGKILL at once); optional on the wire (absent: 2).
+  std::uint32_t kill_grace_s = 2;
+  /// supervisor -> runner: the validated bytes of the script to run instead
+  /// of reading `script` (the chunk is still named after `script`); nullopt:
+  /// the runner reads the file.  Optional on the wire.
+  std::optional<std::string> source;
+  /// supervisor -> runner: only load `source` and check the hooks' types,
+  /// answer Returned (flag true) or LoadFailed.  Optional on the wire.
+  bool validate_only = false;
+  Lane lane = Lane::Batch; ///< sent as lane_name()
 };
 
 /// supervisor -> client: call `id` left its lane and its process got the
@@ -108,8 +121,19 @@ struct OutcomeFrame {
   Outcome outcome;
 };
 
+/// client -> supervisor: are you there?  The supervisor answers with a
+/// PongFrame carrying the same `seq` (the client's watchdog, client.hpp).
+struct PingFrame {
+  std::uint64_t seq = 0;
+};
+/// supervisor -> client: the answer to a PingFrame.
+struct PongFrame {
+  std::uint64_t seq = 0;
+};
+
 /// Any frame of the protocol.
-using Frame = std::variant<RequestFrame, LogFrame, ResultFrame, OutcomeFrame, StartedFrame>;
+using Frame = std::variant<RequestFrame, LogFrame, ResultFrame, OutcomeFrame, StartedFrame,
+                           PingFrame, PongFrame>;
 
 /// The complete wire bytes of `f` (length prefix included).  A body larger
 /// than kMaxFrameBytes is still encoded; the peer's decoder refuses it.

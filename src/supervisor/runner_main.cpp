@@ -13,7 +13,9 @@
 // then hangs has still logged), calls the hook, sends one result frame and
 // exits 0 without closing the Lua state (its finalizers must not delay or
 // change the reported result).  Exit status 2: no usable request.
+#include "lua/log_limits.hpp"
 #include "lua/runtime.hpp"
+#include "supervisor/call.hpp"
 #include "supervisor/proc_scan.hpp"
 #include "supervisor/protocol.hpp"
 
@@ -81,6 +83,25 @@ ResultFrame failed(ResultFrame::Kind kind, std::string message) {
 }
 
 ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
+  auto load = [&]() {
+    return req.source ? Script::load_source(req.script, *req.source, std::move(sink),
+                                            Script::Host::OwnProcess)
+                      : Script::load(req.script, std::move(sink));
+  };
+  if (req.validate_only) { // the supervisor's check of a changed script
+    auto script = load();
+    if (!script)
+      return failed(ResultFrame::Kind::LoadFailed, script.error().message);
+    std::string errors;
+    for (const std::string &e : script->hook_type_errors())
+      errors += (errors.empty() ? "" : "; ") + e;
+    if (!errors.empty())
+      return failed(ResultFrame::Kind::LoadFailed, errors);
+    ResultFrame ok;
+    ok.ret.hook = req.hook;
+    ok.ret.flag = true;
+    return ok;
+  }
   if (req.hook != Hook::JobStart && req.hook != Hook::JobComplete &&
       req.hook != Hook::BlockJobComplete && req.hook != Hook::SetupSpecialSteps)
     return failed(ResultFrame::Kind::LoadFailed,
@@ -88,7 +109,7 @@ ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
   auto job = JobArgs::from_msgpack(req.job);
   if (!job)
     return failed(ResultFrame::Kind::LoadFailed, "request: job: " + job.error().message);
-  auto script = Script::load(req.script, std::move(sink));
+  auto script = load();
   if (!script)
     return failed(ResultFrame::Kind::LoadFailed, script.error().message);
   const MsgpackBytes *info = req.jobinfo ? &*req.jobinfo : nullptr;
@@ -103,8 +124,30 @@ ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
   return ok;
 }
 
-/// The parent-death signal (SIGTERM, set before exec by the supervisor): the
-/// supervisor is gone, so nobody will kill this call's group; do it now.
+/// The wire bytes of `r`, always within kMaxFrameBytes: the message is cut
+/// to kMaxMessageBytes, and a jobinfo too large for a frame is replaced by a
+/// jobinfo_error (the setup then fails as for any jobinfo that cannot be
+/// saved), so no size of anything the script produced changes the outcome
+/// into a protocol error.
+std::string encode_result(ResultFrame r) {
+  if (r.message.size() > kMaxMessageBytes)
+    r.message = bound_message(r.message);
+  std::string wire = encode_frame(r);
+  if (wire.size() - 4 > kMaxFrameBytes && r.ret.jobinfo) {
+    r.ret.jobinfo_error = "jobinfo: " + std::to_string(r.ret.jobinfo->size()) +
+                          " bytes encoded, more than the supervisor's frame limit of " +
+                          std::to_string(kMaxFrameBytes);
+    r.ret.jobinfo.reset();
+    wire = encode_frame(r);
+  }
+  return wire;
+}
+
+/// The parent-death signal (kRunnerParentDeathSignal, set before exec by the
+/// supervisor): the supervisor is gone, so nobody will kill this call's
+/// group; do it now.  SIGTERM keeps its default action: at the deadline the
+/// supervisor sends it to the whole group and this process ends, while the
+/// other members get the kill grace (call.hpp).
 extern "C" void on_parent_death(int) {
   ::kill(0, SIGKILL);
 }
@@ -115,7 +158,8 @@ int main(int argc, char **argv) {
   int fd = 3;
   if (argc == 2 && std::string_view(argv[1]).substr(0, 13) == "--channel-fd=")
     fd = std::atoi(argv[1] + 13);
-  ::signal(SIGTERM, on_parent_death);
+  ::signal(kRunnerParentDeathSignal, on_parent_death);
+  ::signal(SIGTERM, SIG_DFL);
   // Commands the script runs (os.execute, io.popen) must not hold the channel.
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   auto req = read_request(fd);
@@ -124,13 +168,22 @@ int main(int argc, char **argv) {
   // A runner started ahead of demand has no tag yet; what the script starts
   // inherits it, so the supervisor can tell whose escapee a process is.
   ::setenv(std::string(kCallTagVar).c_str(), std::to_string(req->id).c_str(), 1);
-  LogSink sink = [fd](LogLevel level, std::string_view text) noexcept {
+  // Lines arrive cut to kMaxLogLineBytes (the slurm table does it); the
+  // call's budget is kept here, so a flood costs neither the supervisor nor
+  // slurmctld more than the budget.
+  LogBudget budget;
+  LogSink sink = [fd, &budget](LogLevel level, std::string_view text) noexcept {
     try {
-      write_all(fd, encode_frame(LogFrame{0, level, std::string(text)}));
+      if (budget.admit(text.size()))
+        write_all(fd, encode_frame(LogFrame{0, level, std::string(text)}));
+      else if (budget.first_refusal())
+        write_all(fd, encode_frame(LogFrame{0, LogLevel::Error, LogBudget::notice()}));
     } catch (...) { // out of memory: the line is lost, the call goes on
     }
   };
-  const ResultFrame result = run_hook(*req, sink);
-  write_all(fd, encode_frame(result));
+  ResultFrame result = run_hook(*req, sink);
+  if (budget.suppressed() > 0)
+    write_all(fd, encode_frame(LogFrame{0, LogLevel::Error, budget.summary()}));
+  write_all(fd, encode_result(std::move(result)));
   std::_Exit(0);
 }

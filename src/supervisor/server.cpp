@@ -15,9 +15,9 @@
 //   start_wait_sigterm ──SIGTERM──> terminate_everything        Call::start
 //                                                     log ──> client_ (LogFrame)
 //   start_wait_sigchld ──SIGCHLD──> on_sigchld           done ──> on_call_done
-//       waitid(P_ALL, WNOWAIT) peek:                         ──> client_ (OutcomeFrame)
-//         a call leader ──> Call::on_leader_exited           ──> start_next_calls
-//         anything else ──> reaped here (orphans, killed escapees)
+//       waitid(P_PID, leader, WNOWAIT) peek per call:        ──> client_ (OutcomeFrame)
+//         exited ──> Call::on_leader_exited                  ──> start_next_calls
+//       other zombies ──> reaped here (orphans, killed escapees)
 //   Call drain ──> sweep: kill + reap escapees, report leftovers
 //
 // Escapees.  A process that left its call's group (setsid) is not reached by
@@ -76,6 +76,11 @@ void Server::start_read_client() {
 }
 
 void Server::on_client_frame(Frame f) {
+  if (const auto *ping = std::get_if<PingFrame>(&f)) { // the client's watchdog
+    if (!stopping_)
+      client_->send(encode_frame(PongFrame{ping->seq}));
+    return;
+  }
   auto *req = std::get_if<RequestFrame>(&f);
   if (req == nullptr || stopping_)
     return; // only requests come from the client
@@ -102,7 +107,7 @@ void Server::on_client_closed() {
 
 void Server::start_next_calls() {
   const std::uint32_t batch_limit = config_.max_concurrent - reserved_slots(config_.max_concurrent);
-  while (!stopping_ && active_.size() < config_.max_concurrent) {
+  while (!stopping_ && !validating_ && active_.size() < config_.max_concurrent) {
     std::deque<Waiting> *from = nullptr;
     for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch}) {
       auto &q = lanes_[static_cast<std::size_t>(l)];
@@ -115,8 +120,14 @@ void Server::start_next_calls() {
     }
     if (from == nullptr)
       break;
+    // A changed script is validated (in a runner of its own) before any call
+    // uses it; the calls wait for the verdict.
+    if (auto changed = guard_.check(from->front().req.script))
+      return start_validation(std::move(*changed), from->front().req);
     Waiting w = std::move(from->front());
     from->pop_front();
+    if (const ScriptGuard::Version *good = guard_.good(w.req.script))
+      w.req.source = good->bytes; // never a version that did not pass
     dispatch(std::move(w.req), w.queued_at);
   }
 }
@@ -134,6 +145,10 @@ void Server::dispatch(RequestFrame req, Clock::time_point queued_at) {
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - queued_at);
   Call::Callbacks cb;
   cb.on_log = [this](CallId cid, LogLevel level, std::string_view text) {
+    if (client_->queued_bytes() + text.size() > kMaxClientLogBacklog) {
+      ++dropped_logs_[cid]; // slurmctld reads too slowly: lines, never outcomes
+      return;
+    }
     client_->send(encode_frame(LogFrame{cid, level, std::string(text)}));
   };
   cb.on_done = [this, queued](CallId cid, Outcome o) {
@@ -186,9 +201,60 @@ void Server::refill_idle_runners() {
 
 void Server::on_call_done(CallId id, Outcome o) {
   active_.erase(id);
+  const auto dropped = dropped_logs_.extract(id);
   if (stopping_)
     return;
+  if (!dropped.empty())
+    client_->send(encode_frame(LogFrame{
+        id, LogLevel::Error,
+        fmt::format("{} log line{} dropped: slurmctld did not read them fast enough (backlog "
+                    "limit {} bytes)",
+                    dropped.mapped(), dropped.mapped() == 1 ? "" : "s", kMaxClientLogBacklog)}));
   client_->send(encode_frame(OutcomeFrame{id, std::move(o)}));
+  start_next_calls();
+}
+
+void Server::start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger) {
+  if (c.hash.rfind("missing:", 0) == 0) // nothing to run: refused as it is
+    return on_validated(c, trigger.id, Outcome{});
+  validating_ = true;
+  RequestFrame v;
+  v.id = next_validation_id_++;
+  v.script = c.path;
+  v.hook = Hook::BlockJobComplete;
+  v.job = JobArgs{}.to_msgpack();
+  v.timeout_s = trigger.timeout_s;
+  v.kill_grace_s = trigger.kill_grace_s;
+  v.source = c.bytes;
+  v.validate_only = true;
+  const CallId trigger_id = trigger.id;
+  Call::Callbacks cb;
+  cb.on_log = nullptr; // the chunk's own lines: logged again by every call
+  cb.on_done = [this, c = std::move(c), trigger_id](CallId id, Outcome o) {
+    active_.erase(id);
+    on_validated(c, trigger_id, o);
+  };
+  cb.sweep = [this](const Call &call) { return sweep(call); };
+  auto call = std::make_shared<Call>(io_, config_.runner, std::move(v), std::move(cb));
+  active_[call->id()] = call;
+  call->start();
+}
+
+void Server::on_validated(const ScriptGuard::Candidate &c, CallId trigger, const Outcome &o) {
+  validating_ = false;
+  if (stopping_)
+    return;
+  std::string error;
+  if (c.bytes.empty() && c.hash.rfind("missing:", 0) == 0)
+    error = fmt::format("cannot open {}: {}", c.path, c.hash.substr(8));
+  else if (o.kind == OutcomeKind::LoadFailed)
+    error = o.message;
+  else if (o.kind != OutcomeKind::Returned || !o.ret.flag)
+    error = fmt::format("{}: checking it {}", c.path, describe(o));
+  const std::string line = guard_.settle(c, error);
+  if (!line.empty())
+    client_->send(
+        encode_frame(LogFrame{trigger, error.empty() ? LogLevel::Info : LogLevel::Error, line}));
   start_next_calls();
 }
 
@@ -202,18 +268,33 @@ void Server::start_wait_sigchld() {
 }
 
 void Server::on_sigchld() {
+  // Call leaders: peeked one by one (WNOWAIT), never reaped here.  A leader
+  // that died within its kill grace stays a zombie for a while (call.hpp),
+  // so a waitid(P_ALL) peek could return it again and again.
+  std::vector<std::shared_ptr<Call>> exited;
+  for (const auto &[id, c] : active_) {
+    const pid_t leader = c->unreaped_leader();
+    if (leader <= 0 || c->leader_exit_noted())
+      continue;
+    siginfo_t si{};
+    if (::waitid(P_PID, static_cast<id_t>(leader), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        si.si_pid == leader)
+      exited.push_back(c);
+  }
+  for (const auto &c : exited)
+    c->on_leader_exited(); // reaps it, or waits out the grace
+  auto is_leader = [&](pid_t pid) {
+    for (const auto &[id, c] : active_)
+      if (c->unreaped_leader() == pid)
+        return true;
+    return false;
+  };
+  // Anything else: orphans, killed escapees.
   for (;;) {
     siginfo_t si{};
-    if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
-      return;
-    std::shared_ptr<Call> leader;
-    for (const auto &[id, c] : active_)
-      if (c->unreaped_leader() == si.si_pid)
-        leader = c;
-    if (leader) {
-      leader->on_leader_exited(); // reaps it
-      continue;
-    }
+    if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0 ||
+        is_leader(si.si_pid))
+      break;
     // An idle runner died (killed from outside): drop it, start another later.
     for (auto it = idle_.begin(); it != idle_.end(); ++it)
       if (it->pid == si.si_pid) {
@@ -224,6 +305,9 @@ void Server::on_sigchld() {
     while (::waitpid(si.si_pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
+  for (const ProcEntry &e : scan_children())
+    if (e.state == 'Z' && !is_leader(e.pid))
+      ::waitpid(e.pid, nullptr, WNOHANG);
 }
 
 void Server::start_wait_sigterm() {

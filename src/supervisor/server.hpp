@@ -4,9 +4,11 @@
 //
 // The switch-lua-supervisor process: reads requests from the client
 // (slurmctld) on one socket, runs each in a supervised runner (see call.hpp)
-// with at most `max_concurrent` at once, streams log frames back, sends one
-// started frame when a call's process gets its request and one outcome frame
-// per request.
+// with the last known good version of the script (script_guard.hpp: a changed
+// script is validated in a runner of its own before any call uses it), with
+// at most `max_concurrent` at once, streams log frames back (bounded:
+// kMaxClientLogBacklog), sends one started frame when a call's process gets
+// its request and one outcome frame per request.
 //
 // Lanes.  A request that cannot start at once waits in the lane the client
 // chose (RequestFrame::lane); each lane is FIFO and holds at most `max_queue`
@@ -18,8 +20,8 @@
 //
 // Runners ahead of demand.  Up to `prestart` runners are kept started and
 // idle, each waiting for one request; a call takes one (fresh process, fresh
-// Lua state, the script read when the request arrives) and a new one is
-// started after the dispatch.  When the client
+// Lua state, the validated script bytes sent with the request) and a new one
+// is started after the dispatch.  When the client
 // socket reaches EOF (slurmctld died or shut down) or SIGTERM arrives (the
 // parent-death signal), it kills every call's process group and every other
 // child, reaps them, and run() returns.
@@ -34,6 +36,7 @@
 #pragma once
 
 #include "supervisor/call.hpp"
+#include "supervisor/script_guard.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -49,6 +52,11 @@
 namespace switchlua {
 
 class FrameChannel;
+
+/// Most bytes of log frames queued for the client (slurmctld) at once.  A
+/// log line that would go beyond is dropped and counted; when its call ends,
+/// one line says how many were dropped.  Outcome frames are never dropped.
+inline constexpr std::size_t kMaxClientLogBacklog = 4 * 1024 * 1024;
 
 /// Settings of the supervisor, from its command line.
 struct ServerConfig {
@@ -77,6 +85,8 @@ private:
   std::optional<RunnerProcess> take_idle_runner();
   void refill_idle_runners();
   void on_call_done(CallId id, Outcome o);
+  void start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger);
+  void on_validated(const ScriptGuard::Candidate &c, CallId trigger, const Outcome &o);
   SweepResult sweep(const Call &ending);
   void terminate_everything();
 
@@ -93,7 +103,11 @@ private:
   std::deque<RunnerProcess> idle_;           ///< runners started ahead of demand
   bool refill_posted_ = false;
   std::map<CallId, std::shared_ptr<Call>> active_;
+  std::map<CallId, std::uint64_t> dropped_logs_; ///< per call, over kMaxClientLogBacklog
   bool stopping_ = false;
+  ScriptGuard guard_;       ///< last known good script (script_guard.hpp)
+  bool validating_ = false; ///< a changed script is being checked: dispatch waits
+  CallId next_validation_id_ = CallId{1} << 63; ///< ids of checks, apart from the client's
 };
 
 } // namespace switchlua

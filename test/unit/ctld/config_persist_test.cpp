@@ -16,6 +16,7 @@ TEST(Config, DefaultsAreFinite) {
   EXPECT_TRUE(c->drain_on_failure);
   EXPECT_EQ(c->max_calls, 512u);
   EXPECT_EQ(c->max_queue, 10000u);
+  EXPECT_EQ(c->switch_kill_grace.count(), 2);
 }
 
 TEST(Config, ReadsTheLaneSizes) {
@@ -24,7 +25,20 @@ TEST(Config, ReadsTheLaneSizes) {
   EXPECT_EQ(c->max_calls, 4096u);
   EXPECT_EQ(c->max_queue, 1u);
   EXPECT_EQ(describe(*c), "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes "
-                          "switch_max_calls=4096 switch_max_queue=1");
+                          "switch_kill_grace=2 switch_max_calls=4096 switch_max_queue=1");
+}
+
+TEST(Config, KillGraceTakesZeroToThreeHundredSeconds) {
+  auto zero = parse_slurmctld_parameters("switch_kill_grace=0");
+  ASSERT_TRUE(zero) << zero.error().message;
+  EXPECT_EQ(zero->switch_kill_grace.count(), 0);
+  auto most = parse_slurmctld_parameters("switch_kill_grace=300");
+  ASSERT_TRUE(most) << most.error().message;
+  EXPECT_EQ(most->switch_kill_grace.count(), 300);
+  auto over = parse_slurmctld_parameters("switch_kill_grace=301");
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().message, "SlurmctldParameters: switch_kill_grace=301: must be an integer "
+                                  "number of seconds from 0 to 300");
 }
 
 TEST(Config, ReadsOurKeysAmongOthers) {

@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
+#
+# t0701-failsafe: one mistake never takes the cluster down (issue 12).  A
+# broken edit of switch.lua is refused and the last good version keeps
+# running; a huge log line or a flood of lines leaves the outcome right and
+# the log bounded; a bad switch_* value at reconfigure leaves slurmctld up
+# with its previous settings; a timed-out call's helpers get SIGTERM and the
+# kill grace (switch.lua(5): Last known good version, Bounds, Timeout;
+# switch_lua.conf(5): switch_kill_grace, CHANGING THE SETTINGS).
+
+# e2e-config: --switch-type switch/lua --script test/e2e/lua/failsafe.lua --slurmctld-params switch_timeout=3,switch_kill_grace=3
+
+SCRIPT_H=$E2E_ROOT/etc/slurm/switch.lua
+# our_supervisor: the pid of this cluster's switch-lua-supervisor.  Other
+# testbeds may run their own on the same host: only a process whose root is
+# this testbed's chroot is ours.
+our_supervisor() {
+	local p root
+	root=$(realpath "$E2E_ROOT")
+	for p in $(pgrep -f 'switch-lua-supervisor --channel-fd'); do
+		[ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ] && echo "$p"
+	done | head -n1
+}
+CONF_H=$E2E_ROOT/etc/slurm/slurm.conf
+
+e2e_test "switch/lua: failsafe: a broken edit of switch.lua is refused once, jobs keep running the last good version; nothing drained, requeued or cancelled" t_bad_edit
+t_bad_edit() {
+	local id1 id2 good
+	good=$(mktemp)
+	cp -p "$SCRIPT_H" "$good"
+	# shellcheck disable=SC2064 # $good is fixed now
+	trap "cp -p '$good' '$SCRIPT_H'; rm -f '$good'" EXIT
+	id1=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id1" COMPLETED 30
+	printf 'local x = = 1\n' >>"$SCRIPT_H"
+	id1=$(submit -N2 --network=fs:ok --wrap=true)
+	id2=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id1" COMPLETED 30
+	wait_job "$id2" COMPLETED 30
+	for n in node1 node2; do assert_eq "" "$(drain_reason "$n")" "drain reason of $n"; done
+	assert_eq 1 "$(ctld_count "switch/lua: JobId=[0-9]+ job_(start|complete): /etc/slurm/switch.lua changed \(content fnv1a64:[0-9a-f]{16}\) but is refused: /etc/slurm/switch.lua:[0-9]+: unexpected symbol near '='; calls keep running the last good version \(content fnv1a64:[0-9a-f]{16}\)")" \
+		"error lines for the broken edit"
+	if ctld_grep "JobId=($id1|$id2) (requeued|cancelled)"; then fail "a job was requeued or cancelled"; fi
+	# The fix is picked up by the next call.
+	cp -p "$good" "$SCRIPT_H"
+	printf '\n-- fixed\n' >>"$SCRIPT_H"
+	id1=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id1" COMPLETED 30
+	ctld_grep "switch/lua: JobId=[0-9]+ job_(start|complete): /etc/slurm/switch.lua changed \(content fnv1a64:[0-9a-f]{16}, was fnv1a64:[0-9a-f]{16}\): it loads, calls now run it" >/dev/null ||
+		fail "no line saying the fixed version runs"
+}
+
+e2e_test "switch/lua: failsafe: a 2 MiB log line in job_start and job_complete leaves the outcome right; the line is cut at 4096 bytes" t_huge_line
+t_huge_line() {
+	local id len
+	id=$(submit -N2 --network=fs:hugelog --wrap=true)
+	wait_job "$id" COMPLETED 30
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete returned rc=0 \(slurm.SUCCESS\)" 15
+	for n in node1 node2; do assert_eq "" "$(drain_reason "$n")" "drain reason of $n"; done
+	len=$(ctld_grep "switch/lua: JobId=$id job_start: hugelog start" | awk '{ print length($0) }' | head -n1)
+	[ -n "$len" ] || fail "the job_start line is not in the log"
+	[ "$len" -lt 4400 ] || fail "the logged line has $len bytes"
+	ctld_job "$id" ' job_complete: hugelog complete y+ \[\.\.\. line truncated: 2097169 bytes in all\]' >/dev/null ||
+		fail "the job_complete line is not cut with its marker"
+}
+
+e2e_test "switch/lua: failsafe: a 50 MB flood from job_start keeps the log bounded and the job runs" t_flood
+t_flood() {
+	local id before after sup
+	before=$(stat -c %s "$(ctld_log)")
+	id=$(submit -N2 --network=fs:flood --wrap=true)
+	wait_job "$id" COMPLETED 60
+	after=$(stat -c %s "$(ctld_log)")
+	note "slurmctld.log grew by $((after - before)) bytes for a 50 MB flood"
+	[ $((after - before)) -lt 3000000 ] || fail "slurmctld.log grew by $((after - before)) bytes"
+	ctld_job "$id" ' job_start: [0-9]+ lines suppressed \(log budget: 1000 lines or 1048576 bytes per call\)' >/dev/null ||
+		fail "no 'lines suppressed' line"
+	sup=$(our_supervisor)
+	if [ -n "$sup" ]; then note "supervisor peak RSS: $(awk '/VmHWM/ { print $2, $3 }' "/proc/$sup/status")"; fi
+}
+
+e2e_test "switch/lua: failsafe: at the deadline a helper that traps SIGTERM cleans up within switch_kill_grace; the setup is timed out" t_term_grace
+t_term_grace() {
+	local tag marker id
+	tag=$(e2e_uniq)
+	marker=/tmp/switch-lua-e2e.$tag.cleaned
+	# shellcheck disable=SC2064 # $marker is fixed now
+	trap "rm -f '$E2E_ROOT$marker'" EXIT
+	id=$(submit -N1 --no-requeue --network="fs:trap:$marker" --wrap=true)
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start timed out" 20
+	wait_for 10 test -e "$E2E_ROOT$marker" || fail "the helper's cleanup did not run"
+	assert_eq "cleaned up" "$(cat "$E2E_ROOT$marker")" "the helper's marker"
+	assert_job_reason "$id" '^switch setup timed out'
+}
+
+e2e_test "switch/lua: failsafe: a bad switch_* value at scontrol reconfigure leaves slurmctld up with its previous settings, and says so" t_bad_reconfigure
+t_bad_reconfigure() {
+	local saved id
+	saved=$(mktemp)
+	cp -p "$CONF_H" "$saved"
+	# shellcheck disable=SC2064 # $saved is fixed now
+	trap "cp -p '$saved' '$CONF_H'; rm -f '$saved'; c_root scontrol reconfigure >/dev/null 2>&1 || true" EXIT
+	sed -i 's/^SlurmctldParameters=.*/SlurmctldParameters=switch_timeout=0,switch_kill_grace=3/' "$CONF_H"
+	c_root scontrol reconfigure || fail "scontrol reconfigure failed"
+	wait_log "$(ctld_log)" "switch/lua: SlurmctldParameters: switch_timeout=0: must be an integer number of seconds from 1 to 86400 at reconfigure; keeping the previous settings \(switch_timeout=3 switch_retries=3 switch_drain_on_failure=yes switch_kill_grace=3\)" 20
+	wait_for 20 sh -c "'$E2E_CLUSTER' exec -- scontrol ping | grep -q UP" || fail "slurmctld is not UP after the reconfigure"
+	id=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id" COMPLETED 30
+}
+
+# e2e-config: --switch-type switch/lua --script test/e2e/lua/failsafe.lua --slurmctld-params switch_timeout=40
+
+e2e_test "switch/lua: failsafe: a stopped supervisor (SIGSTOP) is replaced by the watchdog; its job gets its outcome long before switch_timeout" t_watchdog
+t_watchdog() {
+	local id sup id2
+	id=$(submit -N1 --no-requeue --network=fs:hang --wrap=true)
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start: hanging" 15
+	sup=$(our_supervisor)
+	[ -n "$sup" ] || fail "no supervisor process of this cluster"
+	kill -STOP "$sup"
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id .*job_start was abandoned: switch-lua-supervisor \(pid $sup\) stopped answering for [0-9]+ ms \(watchdog bound 5 s\), killed with the call in flight" 15
+	wait_job "$id" CANCELLED 10
+	if kill -0 "$sup" 2>/dev/null; then fail "the stopped supervisor $sup still exists"; fi
+	id2=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id2" COMPLETED 30
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Last known good script: a changed switch.lua is validated before calls
+// use it; a broken edit never reaches a call, a fixed one is picked up by
+// the next call; one error line per change names file:line and both
+// content hashes.
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+using namespace switchlua;
+using namespace switchlua::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char *kGood = R"(function slurm_switch_job_start(job)
+  slurm.log_info("version %s", VERSION)
+  return slurm.SUCCESS, {version = VERSION}
+end
+)";
+
+/// Writes the script (a new inode each time, as editors do).
+void write_script(const std::string &path, const std::string &version, const std::string &extra) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << "VERSION = \"" << version << "\"\n" << kGood << extra;
+  }
+  ASSERT_EQ(std::rename(tmp.c_str(), path.c_str()), 0);
+}
+
+CallRequest req_for(const std::string &path) {
+  CallRequest r = request("returns_normally");
+  r.script = path;
+  return r;
+}
+
+int count_containing(const std::vector<std::string> &lines, const std::string &text) {
+  int n = 0;
+  for (const std::string &l : lines)
+    n += l.find(text) != std::string::npos;
+  return n;
+}
+
+} // namespace
+
+TEST(LastGood, BrokenEditKeepsTheLastGoodVersionAndAFixIsPickedUp) {
+  const std::string path = "/tmp/switchlua-last-good-" + std::to_string(::getpid()) + ".lua";
+  write_script(path, "one", "");
+  SyncClient c;
+  CallResult first = c.run(req_for(path));
+  ASSERT_EQ(first.outcome.kind, OutcomeKind::Returned) << describe(first.outcome);
+  EXPECT_EQ(json(first.outcome.ret.jobinfo), R"({"version":"one"})");
+
+  write_script(path, "two", "local x = = 1\n"); // a syntax error on line 6
+  std::vector<std::string> logs;
+  for (int i = 0; i < 3; ++i) {
+    CallResult r = c.run(req_for(path));
+    ASSERT_EQ(r.outcome.kind, OutcomeKind::Returned) << describe(r.outcome);
+    EXPECT_EQ(json(r.outcome.ret.jobinfo), R"({"version":"one"})");
+    logs.insert(logs.end(), r.logs.begin(), r.logs.end());
+  }
+  EXPECT_EQ(count_containing(logs, "but is refused: " + path + ":6: unexpected symbol near '='"), 1)
+      << "one error line per change";
+  EXPECT_EQ(count_containing(logs, "calls keep running the last good version (content fnv1a64:"),
+            1);
+
+  write_script(path, "three", "");
+  CallResult fixed = c.run(req_for(path));
+  ASSERT_EQ(fixed.outcome.kind, OutcomeKind::Returned) << describe(fixed.outcome);
+  EXPECT_EQ(json(fixed.outcome.ret.jobinfo), R"({"version":"three"})");
+  std::remove(path.c_str());
+}
+
+TEST(LastGood, HookThatIsNotAFunctionAndABadChunkReturnAreRefusedToo) {
+  const std::string path = "/tmp/switchlua-last-good-types-" + std::to_string(::getpid()) + ".lua";
+  write_script(path, "one", "");
+  SyncClient c;
+  ASSERT_EQ(c.run(req_for(path)).outcome.kind, OutcomeKind::Returned);
+  write_script(path, "two", "slurm_switch_job_complete = 5\n");
+  CallResult r = c.run(req_for(path));
+  EXPECT_EQ(json(r.outcome.ret.jobinfo), R"({"version":"one"})");
+  EXPECT_EQ(count_containing(r.logs, "slurm_switch_job_complete is 5, not a function"), 1);
+  write_script(path, "three", "return -1\n");
+  r = c.run(req_for(path));
+  EXPECT_EQ(json(r.outcome.ret.jobinfo), R"({"version":"one"})");
+  EXPECT_EQ(count_containing(r.logs, "the chunk returned -1"), 1);
+  std::remove(path.c_str());
+}
+
+TEST(LastGood, ScriptThatNeverLoadedFailsToLoadAsBefore) {
+  SyncClient c;
+  CallResult r = c.run(request("load_failure_syntax"));
+  EXPECT_EQ(r.outcome.kind, OutcomeKind::LoadFailed) << describe(r.outcome);
+  EXPECT_EQ(count_containing(r.logs, "no version of it has passed yet"), 1);
+}
