@@ -202,9 +202,7 @@ class Run:
                 if last is None:
                     if ran:
                         what = "completed"
-                    elif self.submitted[n] not in (None, "0") and sub["kind"] != "srun":
-                        what = "submission refused"
-                    elif self.submitted[n] not in (None, "0") and sub["kind"] == "srun":
+                    elif self.submitted[n] not in (None, "0"):
                         what = "submission refused"
                     else:
                         what = "lost by Slurm"
@@ -267,9 +265,33 @@ class Run:
         return episodes
 
     def processes(self):
-        final = [l for l in read_lines(self.path("final-procs.txt")) if l.split(" ", 1)[0] in ("runner", "hook", "zombie")]
+        """Orphans at the end and processes left after the stop.
+
+        At the end, a runner is an orphan when its parent is not a live
+        supervisor, a hook process when no runner is among its recorded
+        ancestors, and every zombie is one; runners under a live supervisor
+        are calls still in flight (the stuck figures cover them).  After
+        the stop, every switch-lua process or hook process counts."""
+        procs = {}
+        for line in read_lines(self.path("final-procs.txt")):
+            w = line.split(" ")
+            f = fields(w[1:])
+            procs[f.get("pid")] = (w[0], f.get("ppid"), line)
+        orphans, in_flight = [], []
+        for pid, (kind, ppid, line) in procs.items():
+            if kind == "zombie":
+                orphans.append(line)
+            elif kind == "runner":
+                (in_flight if procs.get(ppid, ("",))[0] == "supervisor" else orphans).append(line)
+            elif kind == "hook":
+                p, seen = ppid, set()
+                while p in procs and p not in seen and procs[p][0] == "hook":
+                    seen.add(p)
+                    p = procs[p][1]
+                if procs.get(p, ("",))[0] != "runner":
+                    orphans.append(line)
         after = [l for l in read_lines(self.path("after-stop-procs.txt")) if l.strip()]
-        return final, after
+        return orphans, in_flight, after
 
     def supervisor(self):
         samples = []
@@ -325,7 +347,7 @@ def analyze(run_dir, log_dir):
     dup_drains = [e for e in episodes if "Duplicate jobid" in e["reason"]]
     other_drains = [e for e in episodes if e not in wrong_drains and e not in dup_drains]
     stuck_jobs, stuck_nodes = r.stuck()
-    orphans_end, orphans_after = r.processes()
+    orphans_end, in_flight, orphans_after = r.processes()
     starts = sum(1 for k, _, _ in r.ledger if k == "START")
     completes = sum(1 for k, _, _ in r.ledger if k == "COMPLETE")
     setups = r.setups()
@@ -355,6 +377,7 @@ def analyze(run_dir, log_dir):
     figures["nodes stuck COMPLETING"] = len(stuck_nodes)
     figures["orphan processes at the end"] = len(orphans_end)
     figures["processes left after stop"] = len(orphans_after)
+    figures["calls in flight at the end"] = len(in_flight)
     sup = r.supervisor()
     for k, v in sup.items():
         figures["supervisor " + k.replace("_", " ")] = v if v is not None else "-"

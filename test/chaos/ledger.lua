@@ -38,7 +38,7 @@
 -- job's allocation, fails a teardown without a word, or hangs).
 --
 -- scripts/chaos rewrites the CONFIG line below when it installs this file.
-local CONFIG = { variant = "idempotent", ledger = "/var/tmp/switch-lua-cluster/ledger", max_sleep = 3.0, sabotage = "" } -- chaos:config
+local CONFIG = { variant = "idempotent", ledger = "/var/tmp/switch-lua-cluster/ledger", max_sleep = 3.0, sabotage = "", key = "auto" } -- chaos:config
 
 -- Hold the nodes while job_complete runs: a teardown is part of the job.
 function slurm_switch_block_job_complete()
@@ -100,7 +100,9 @@ end
 
 -- The key a site script would look its allocation up by (see the header).
 local function key_of(job)
-	if job.unique_key ~= nil then
+	if CONFIG.key == "job_id" then
+		return tostring(job.job_id)
+	elseif job.unique_key ~= nil then
 		return tostring(job.unique_key)
 	elseif job.key ~= nil then
 		return tostring(job.key)
