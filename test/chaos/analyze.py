@@ -91,6 +91,7 @@ class Run:
         self.faults = []  # (t, kind, status, detail)
         self.drains = []  # (t, node, state, reason)
         self.quiet = None
+        self.srun_waiting = 0
         self.stopped_early = False
         for line in read_lines(self.path("events.log")):
             w = line.split()
@@ -111,6 +112,8 @@ class Run:
                     self.drains.append((t, m.group(1), m.group(2), m.group(3)))
             elif what == "QUIESCE":
                 self.quiet = fields(rest).get("quiet") == "1"
+            elif what == "SRUN_WAITING":
+                self.srun_waiting = int(fields(rest).get("count", "0"))
             elif what == "PLAN_END":
                 self.stopped_early = fields(rest).get("stopped_early") == "1"
 
@@ -358,6 +361,7 @@ def analyze(run_dir, log_dir):
     for k in ("completed", "cancelled by the workload", "ended otherwise", "lost by Slurm",
               "lost by plugin", "active at the end", "submission refused", "not submitted (time limit)"):
         figures["jobs " + k] = outcomes.get(k, 0)
+    figures["sruns still waiting at the end"] = r.srun_waiting
     figures["job_start calls"] = starts
     figures["job_complete calls"] = completes
     figures["allocations"] = len(allocs)
