@@ -29,7 +29,11 @@ name to decide anything):
   duplicate launch slurmd's "Job J already running, do not launch second
                    copy"; caused by the plugin when job_start succeeded more
                    than once for the same (name, job id)
-  stuck            jobs CONFIGURING/COMPLETING, nodes COMPLETING at the end
+  stuck            jobs CONFIGURING/COMPLETING, nodes COMPLETING at the end,
+                   in that state for STUCK_AFTER s or more (by the polls):
+                   longer than two calls at switch_timeout=20 can take, so
+                   that a call that just started when the run ended is not
+                   counted
   orphans          runner or hook processes (SWITCHLUA_CALL_ID in the
                    environment) or zombies in the chroot at the end, and any
                    switch-lua process left after the cluster stopped
@@ -44,6 +48,7 @@ import sys
 TERMINAL = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
             "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"}
 ACTIVE_STUCK = {"CONFIGURING", "COMPLETING"}
+STUCK_AFTER = 60.0  # seconds
 
 
 def read_lines(path):
@@ -328,15 +333,37 @@ class Run:
         return counts
 
     def stuck(self):
-        jobs = [{"id": v[0], "name": k[0], "task": k[1], "state": v[1]} for k, v in self.final.items()
-                if v[1] in ACTIVE_STUCK]
+        end = max([s[0] for runs in self.seen.values() for s in runs], default=0.0)
+        jobs = []
+        for k, v in self.final.items():
+            if v[1] not in ACTIVE_STUCK:
+                continue
+            since = end
+            for t, _, state, _ in reversed(self.seen.get(k, [])):
+                if state != v[1]:
+                    break
+                since = t
+            if end - since >= STUCK_AFTER:
+                jobs.append({"id": v[0], "name": k[0], "task": k[1], "state": v[1], "for_s": round(end - since)})
+        node_polls = collections.defaultdict(list)
+        for line in read_lines(self.path("nodes.log")):
+            t, _, rest = line.partition(" ")
+            p = rest.split("|")
+            if len(p) >= 2:
+                node_polls[p[0]].append((float(t), p[1]))
         nodes = []
         for line in read_lines(self.path("final-nodes.txt")):
             p = line.split("|")
-            if len(p) >= 2 and "completing" in p[1]:
-                nodes.append({"node": p[0], "state": p[1]})
+            if len(p) < 2 or "completing" not in p[1]:
+                continue
+            since = end
+            for t, state in reversed(node_polls.get(p[0], [])):
+                if "completing" not in state:
+                    break
+                since = t
+            if end - since >= STUCK_AFTER:
+                nodes.append({"node": p[0], "state": p[1], "for_s": round(end - since)})
         return jobs, nodes
-
 
 def analyze(run_dir, log_dir):
     r = Run(run_dir, log_dir)

@@ -110,10 +110,21 @@ class Figures(unittest.TestCase):
         self.assertEqual(res["figures"]["duplicate launches by Slurm"], 1)
 
     def test_stuck(self):
-        res = run({"final-jobs.txt": CLEAN["final-jobs.txt"].replace("chaos-1|COMPLETED", "chaos-1|COMPLETING"),
-                   "final-nodes.txt": CLEAN["final-nodes.txt"].replace("node1|idle", "node1|completing")})
+        # COMPLETING for 70 s at the end of the polls: stuck; for 10 s: not.
+        polls = CLEAN["polls.log"] + ("20.00 1|1|N/A|chaos-1|COMPLETING|None|node1\n"
+                                      "90.00 1|1|N/A|chaos-1|COMPLETING|None|node1\n")
+        nodes = "20.00 node1|completing|none\n90.00 node1|completing|none\n"
+        changes = {"final-jobs.txt": CLEAN["final-jobs.txt"].replace("chaos-1|COMPLETED", "chaos-1|COMPLETING"),
+                   "final-nodes.txt": CLEAN["final-nodes.txt"].replace("node1|idle", "node1|completing"),
+                   "polls.log": polls, "nodes.log": nodes}
+        res = run(changes)
         self.assertEqual(res["figures"]["jobs stuck CONFIGURING/COMPLETING"], 1)
         self.assertEqual(res["figures"]["nodes stuck COMPLETING"], 1)
+        changes["polls.log"] = polls.replace("20.00 1|1", "80.00 1|1")
+        changes["nodes.log"] = nodes.replace("20.00", "80.00")
+        res = run(changes)
+        self.assertEqual(res["figures"]["jobs stuck CONFIGURING/COMPLETING"], 0)
+        self.assertEqual(res["figures"]["nodes stuck COMPLETING"], 0)
 
     def test_orphans(self):
         procs = CLEAN["final-procs.txt"] + (
