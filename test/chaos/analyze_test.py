@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""test/chaos/analyze_test.py: the chaos analysis on hand-made records.
+
+Each test writes the records of a tiny run (two jobs) with one fault of the
+plugin in them and checks that analyze.py counts it and fails the run; the
+clean run passes.  Run: python3 test/chaos/analyze_test.py
+"""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import analyze  # noqa: E402
+
+CLEAN = {
+    "run.env": "seed=1\njobs=2\nfaults=0\nvariant=naive\n",
+    "plan.txt": "300 SUBMIT 1 batch 1 2\n400 SUBMIT 2 srun 2 2\n",
+    "events.log": ("10.00 SUBMIT 1 kind=batch nodes=1 secs=2\n10.10 SUBMITTED 1 rc=0 id=1\n"
+                   "11.00 SUBMIT 2 kind=srun nodes=2 secs=2\n20.00 SUBMITTED 2 rc=0 id=2\n"
+                   "30.00 PLAN_END stopped_early=0\n31.00 QUIESCE quiet=1 after_s=1\n"
+                   "31.50 SRUN_WAITING count=0\n"),
+    "polls.log": ("12.00 1|1|N/A|chaos-1|RUNNING|None|node1\n12.00 2|2|N/A|chaos-2|RUNNING|None|node[2-3]\n"
+                  "16.00 1|1|N/A|chaos-1|COMPLETED|None|node1\n16.00 2|2|N/A|chaos-2|COMPLETED|None|node[2-3]\n"),
+    "final-jobs.txt": "1|1|N/A|chaos-1|COMPLETED|None|node1\n2|2|N/A|chaos-2|COMPLETED|None|node[2-3]\n",
+    "final-nodes.txt": "node1|idle|none\nnode2|idle|none\nnode3|idle|none\n",
+    "final-procs.txt": "supervisor pid=100 ppid=50 state=S cmd=switch-lua-supervisor\n",
+    "after-stop-procs.txt": "",
+    "supervisor.log": "12.00 pid=100 rss_kb=4000 fds=9\n31.00 pid=100 rss_kb=4100 fds=9 final\n",
+    "done.log": "DONE name=chaos-1 job=1 task=- host=x t=14\nDONE name=chaos-2 job=2 task=- host=x t=14\n",
+    "ledger.log": ("START - job=1 key=k1 name=chaos-1 attempt=0 pid=201 t=11.0\n"
+                   "ALLOC a1 job=1 key=k1 name=chaos-1 attempt=0 pid=201 t=12.0\n"
+                   "START - job=2 key=k2 name=chaos-2 attempt=0 pid=202 t=11.0\n"
+                   "ALLOC a2 job=2 key=k2 name=chaos-2 attempt=0 pid=202 t=12.0\n"
+                   "COMPLETE - job=1 key=k1 name=chaos-1 jobinfo=a1 pid=203 t=15.0\n"
+                   "FREE a1 job=1 key=k1 name=chaos-1 owner_job=1 owner_name=chaos-1 first=yes via=jobinfo pid=203 t=16.0\n"
+                   "COMPLETE - job=2 key=k2 name=chaos-2 jobinfo=a2 pid=204 t=15.0\n"
+                   "FREE a2 job=2 key=k2 name=chaos-2 owner_job=2 owner_name=chaos-2 first=yes via=jobinfo pid=204 t=16.0\n"),
+}
+LOGS = {"slurmctld.log": "", "slurmd-node1.log": ""}
+
+
+def run(changes=None, logs=None):
+    with tempfile.TemporaryDirectory() as d:
+        rd, ld = os.path.join(d, "run"), os.path.join(d, "log")
+        os.mkdir(rd)
+        os.mkdir(ld)
+        for name, text in dict(CLEAN, **(changes or {})).items():
+            with open(os.path.join(rd, name), "w") as f:
+                f.write(text)
+        for name, text in dict(LOGS, **(logs or {})).items():
+            with open(os.path.join(ld, name), "w") as f:
+                f.write(text)
+        return analyze.analyze(rd, ld)
+
+
+def drop(text, word):
+    return "".join(l + "\n" for l in text.splitlines() if word not in l)
+
+
+class Figures(unittest.TestCase):
+    def test_clean_run_passes(self):
+        res = run()
+        self.assertEqual(res["failed"], [])
+        self.assertEqual(res["figures"]["jobs completed"], 2)
+        self.assertEqual(res["figures"]["supervisor final rss kib"], 4100)
+
+    def test_leak(self):
+        res = run({"ledger.log": drop(CLEAN["ledger.log"], "FREE a2")})
+        self.assertEqual(res["figures"]["leaked allocations"], 1)
+        self.assertIn("leaked allocations", res["failed"])
+
+    def test_allocation_of_an_active_job_is_not_a_leak(self):
+        res = run({"ledger.log": drop(CLEAN["ledger.log"], "FREE a2"),
+                   "final-jobs.txt": CLEAN["final-jobs.txt"].replace("chaos-2|COMPLETED", "chaos-2|RUNNING")})
+        self.assertEqual(res["figures"]["leaked allocations"], 0)
+        self.assertEqual(res["figures"]["allocations of jobs still active"], 1)
+
+    def test_double_release(self):
+        res = run({"ledger.log": CLEAN["ledger.log"] +
+                   "FREE a1 job=1 key=k1 name=chaos-1 owner_job=- owner_name=- first=no via=jobinfo pid=205 t=20\n"})
+        self.assertEqual(res["figures"]["double releases"], 1)
+        self.assertIn("double releases", res["failed"])
+
+    def test_wrong_owner_release_and_adoption(self):
+        res = run({"ledger.log": CLEAN["ledger.log"].replace(
+            "FREE a2 job=2 key=k2 name=chaos-2", "FREE a2 job=2 key=k2 name=chaos-9") +
+            "ADOPT a1 job=1 key=k1 name=chaos-7 owner_job=1 owner_name=chaos-1 pid=206 t=13\n"})
+        self.assertEqual(res["figures"]["releases of another job's allocation"], 1)
+        self.assertEqual(res["figures"]["adoptions of another job's allocation"], 1)
+
+    def test_wrong_drain_once_per_episode(self):
+        ev = CLEAN["events.log"] + (
+            "17.00 DRAIN node=node1 state=drained reason=switch/lua job_complete died on signal 9 (JobId=1)\n"
+            "19.00 DRAIN node=node1 state=drained reason=switch/lua job_complete died on signal 9 (JobId=1)\n"
+            "18.00 DRAIN node=node2 state=drained reason=Duplicate jobid\n")
+        res = run({"events.log": ev})
+        self.assertEqual(res["figures"]["wrong drains (switch reason)"], 1)
+        self.assertEqual(res["figures"]["drains 'Duplicate jobid'"], 1)
+
+    def test_duplicate_launch_attribution(self):
+        logs = {"slurmd-node1.log": "[t] error: Job 1 already running, do not launch second copy\n"
+                                    "[t] error: Job 2 already running, do not launch second copy\n"}
+        res = run({"ledger.log": CLEAN["ledger.log"] +
+                   "ALLOC a3 job=1 key=k1 name=chaos-1 attempt=0 pid=207 t=13\n"
+                   "FREE a3 job=1 key=k1 name=chaos-1 owner_job=1 owner_name=chaos-1 first=yes via=jobinfo pid=208 t=16\n"},
+                  logs)
+        self.assertEqual(res["figures"]["duplicate launches by the plugin"], 1)
+        self.assertEqual(res["figures"]["duplicate launches by Slurm"], 1)
+
+    def test_stuck(self):
+        # COMPLETING for 70 s at the end of the polls: stuck; for 10 s: not.
+        polls = CLEAN["polls.log"] + ("20.00 1|1|N/A|chaos-1|COMPLETING|None|node1\n"
+                                      "90.00 1|1|N/A|chaos-1|COMPLETING|None|node1\n")
+        nodes = "20.00 node1|completing|none\n90.00 node1|completing|none\n"
+        changes = {"final-jobs.txt": CLEAN["final-jobs.txt"].replace("chaos-1|COMPLETED", "chaos-1|COMPLETING"),
+                   "final-nodes.txt": CLEAN["final-nodes.txt"].replace("node1|idle", "node1|completing"),
+                   "polls.log": polls, "nodes.log": nodes}
+        res = run(changes)
+        self.assertEqual(res["figures"]["jobs stuck CONFIGURING/COMPLETING"], 1)
+        self.assertEqual(res["figures"]["nodes stuck COMPLETING"], 1)
+        changes["polls.log"] = polls.replace("20.00 1|1", "80.00 1|1")
+        changes["nodes.log"] = nodes.replace("20.00", "80.00")
+        res = run(changes)
+        self.assertEqual(res["figures"]["jobs stuck CONFIGURING/COMPLETING"], 0)
+        self.assertEqual(res["figures"]["nodes stuck COMPLETING"], 0)
+
+    def test_orphans(self):
+        procs = CLEAN["final-procs.txt"] + (
+            "runner pid=300 ppid=100 state=S cmd=switch-lua-runner\n"   # in flight: not an orphan
+            "hook pid=301 ppid=300 state=S cmd=sleep\n"
+            "runner pid=400 ppid=1 state=S cmd=switch-lua-runner\n"     # orphan
+            "hook pid=500 ppid=2 state=S cmd=sleep\n"                   # orphan
+            "zombie pid=600 ppid=100 state=Z cmd=\n")                   # orphan
+        res = run({"final-procs.txt": procs,
+                   "after-stop-procs.txt": "supervisor pid=100 ppid=1 state=S cmd=switch-lua-supervisor\n"})
+        self.assertEqual(res["figures"]["orphan processes at the end"], 3)
+        self.assertEqual(res["figures"]["calls in flight at the end"], 1)
+        self.assertEqual(res["figures"]["processes left after stop"], 1)
+
+    def test_lost_jobs(self):
+        # chaos-2 vanished while pending: lost by Slurm; chaos-1 cancelled
+        # with a switch reason: lost by the plugin.
+        polls = ("12.00 1|1|N/A|chaos-1|CANCELLED|switch setup failed: x|node1\n"
+                 "12.00 2|2|N/A|chaos-2|PENDING|Priority|\n")
+        res = run({"polls.log": polls, "final-jobs.txt": "1|1|N/A|chaos-1|CANCELLED|switch setup failed: x|node1\n",
+                   "done.log": ""})
+        self.assertEqual(res["figures"]["jobs lost by plugin"], 1)
+        self.assertEqual(res["figures"]["jobs lost by Slurm"], 1)
+        self.assertEqual(res["failed"], [])  # lost jobs are figures, not gates
+
+
+if __name__ == "__main__":
+    unittest.main()
