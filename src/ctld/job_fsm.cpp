@@ -45,6 +45,7 @@ enum class Do : std::uint8_t {
   FailSetup,         // Requeue if allowed, else Cancel; reason per verdict
   HoldJob,           // keep the job COMPLETING; nodes stay in service
   HoldJobAndNodes,   // keep the job and its nodes COMPLETING
+  HoldAsBlockSays,   // HoldJobAndNodes if block_job_complete is true, else HoldJob
   Release,           // undo HoldJob / HoldJobAndNodes
   DrainIfConfigured, // drain unless switch_drain_on_failure=no
   ScheduleRetry,
@@ -127,12 +128,14 @@ const Row kRules[] = {
   // A failed setup is not torn down.
   {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::Blocking,      S::Done, {Do::LogInfo}},
   {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::NonBlocking,   S::Done, {Do::LogInfo}},
-  // An abandoned setup (timeout, exit, death) is torn down with nil jobinfo,
-  // nodes held whatever block_job_complete says.
+  // An abandoned setup (timeout, exit, death) is torn down with nil jobinfo.
+  // Its job ended after the setup did, so the nodes are held only when
+  // block_job_complete is true (switch.lua contract: job_complete EAGAIN is
+  // a failure otherwise).
   {"R-END-AFTER-ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::Blocking,      S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::RunJobCompleteNil}},
   {"R-END-AFTER-ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::NonBlocking,   S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::RunJobCompleteNil}},
+     {Do::HoldJob, Do::RunJobCompleteNil}},
 
   // switch.lua contract: job_complete rc == SUCCESS: the nodes go back to service.
   {"R-COMPLETE-OK",           S::TeardownRunning,   E::TeardownResult, V::Success,    S::Done,
@@ -154,9 +157,10 @@ const Row kRules[] = {
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
   // Killed by a signal that was not the plugin's timeout kill (the OOM
   // killer), or lost with the supervisor: job_complete is safe to repeat, so
-  // the nodes stay held and it runs again at the next periodic check ...
+  // it runs again at the next periodic check, the job (and its nodes, if
+  // they were held) kept as they are ...
   {"R-COMPLETE-KILLED",       S::TeardownRunning,   E::TeardownResult, V::KilledRetry, S::TeardownRetryWait,
-     {Do::CountRetry, Do::HoldJobAndNodes, Do::LogInfo, Do::ScheduleRetry}},
+     {Do::CountRetry, Do::LogInfo, Do::ScheduleRetry}},
   // ... up to switch_retries times, then drained like any failure.
   {"R-COMPLETE-KILLED-EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::KilledExhausted, S::Done,
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
@@ -235,8 +239,9 @@ const Row kRules[] = {
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
   {"R-RESTART-UNKNOWN",       S::SetupRunningEnded, E::Recover,     V::Recovered,     S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
+  // An abandoned setup's teardown that had not started: as at the job's end.
   {"R-RESTART-UNKNOWN",       S::SetupAbandoned,    E::Recover,     V::Recovered,     S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
+     {Do::HoldAsBlockSays, Do::LogInfo, Do::RunJobCompleteNil}},
   // Restart: a running job or a failed setup needs nothing now.
   {"R-RESTART-NOTHING",       S::Running,           E::Recover,     V::Recovered,     S::Running, {}},
   {"R-RESTART-NOTHING",       S::SetupFailed,       E::Recover,     V::Recovered,     S::SetupFailed, {}},
@@ -535,6 +540,8 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
     out.actions.push_back(std::move(a));
   };
   for (Do d : r->actions) {
+    if (d == Do::HoldAsBlockSays)
+      d = s.block_job_complete ? Do::HoldJobAndNodes : Do::HoldJob;
     switch (d) {
     case Do::RunJobStart:
       n.generation++;
@@ -563,6 +570,7 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
            .reason = setup_reason(e, v)});
       break;
     case Do::HoldJob:
+    case Do::HoldAsBlockSays: // resolved above
       add({.kind = ActionKind::HoldNodes, .reason = "job"});
       break;
     case Do::HoldJobAndNodes:

@@ -246,6 +246,35 @@ TEST(Simulate, TimedOutSetupFailsAndTearsDownWithNil) {
   EXPECT_EQ(nil_teardowns, 1) << r.out;
 }
 
+TEST(Simulate, EagainAfterAnAbandonedSetupWithoutBlockingDrainsAtOnce) {
+  // Issue 9 item 1: block_job_complete false, job_start past switch_timeout,
+  // job_complete(nil) returns EAGAIN: a failure at the first EAGAIN, and the
+  // nodes are not held meanwhile.
+  fs::path p = fs::temp_directory_path() / "switchlua-abandon-eagain.lua";
+  std::ofstream(p) << "function slurm_switch_block_job_complete() return false end\n"
+                      "function slurm_switch_job_start(job) os.execute('sleep 30') "
+                      "return slurm.SUCCESS, {} end\n"
+                      "function slurm_switch_job_complete(job, ji) return slurm.EAGAIN end\n";
+  CmdResult r =
+      run("simulate " + p.string() + " --json --network fabric --timeout 1 --no-requeue --nodes 2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  int completes = 0, node_holds = 0;
+  for (const auto &e : j["timeline"]) {
+    std::string t = e["text"];
+    completes += t.find("job_complete started") != std::string::npos;
+    node_holds += t.find("job and nodes") != std::string::npos;
+  }
+  EXPECT_EQ(completes, 1) << r.out;
+  EXPECT_EQ(node_holds, 0) << r.out;
+  for (const auto &[name, n] : j["result"]["nodes"].items()) {
+    EXPECT_EQ(n["state"], "DRAINED") << name;
+    EXPECT_EQ(n["reason"], "switch teardown failed: JobId=1001 switch/lua job_complete returned "
+                           "slurm.EAGAIN but block_job_complete is false")
+        << name;
+  }
+}
+
 TEST(Simulate, CancelDuringSetupIsNotAFailureAndTearsDownOnce) {
   fs::path p = fs::temp_directory_path() / "switchlua-slow.lua";
   std::ofstream(p) << "function slurm_switch_job_start(job) os.execute('sleep 1') "
