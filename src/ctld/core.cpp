@@ -212,8 +212,16 @@ struct CtldCore::Impl {
         continue;
       }
       auto it = jobs.find(q.job_id);
-      if (q.kind != EventKind::LateTeardownResult &&
-          (it == jobs.end() || it->second.generation != q.generation)) {
+      if (q.kind == EventKind::LateTeardownResult) {
+        // Only logged (R-LATE-RESULT), also when the job's own teardown has
+        // finished and its state is gone.
+        JobSwitchState s = it != jobs.end() ? it->second : JobSwitchState{};
+        s.job.job_id = q.job_id;
+        Event e{.kind = q.kind, .outcome = &q.outcome};
+        execute(s, step(s, e, cfg).actions);
+        continue;
+      }
+      if (it == jobs.end() || it->second.generation != q.generation) {
         port.log(LogLevel::Verbose,
                  fmt::format("switch/lua: JobId={} stale {} ignored ({})", q.job_id,
                              event_kind_name(q.kind), describe(q.outcome)));

@@ -471,6 +471,24 @@ std::optional<Action> late_job_complete(const Event &e) {
   return std::nullopt;
 }
 
+/// R-LATE-RESULT.  switch.lua contract, job_start timeout: the extra
+/// call's "result is only logged": one line, in any state (the job's own
+/// teardown may be over), at error level unless it returned SUCCESS or a
+/// positive rc other than EAGAIN.  The state is unchanged.
+StepResult late_result(const JobSwitchState &s, const Event &e) {
+  StepResult out{.next = s, .actions = {}, .rule = "R-LATE-RESULT"};
+  std::string what = e.outcome ? what_happened(*e.outcome) : "ended";
+  bool ok = e.outcome && e.outcome->kind == OutcomeKind::Returned && e.outcome->ret.rc >= 0 &&
+            e.outcome->ret.rc != kEagain;
+  out.actions.push_back(
+      {.kind = ActionKind::Log,
+       .reason = fmt::format("{} job_complete for the late setup result {} (only logged{})",
+                             job_tag(s), what, ok ? "" : "; nothing drained, nothing retried"),
+       .error = !ok,
+       .rule = out.rule});
+  return out;
+}
+
 } // namespace
 
 std::string_view job_state_name(JobState s) {
@@ -505,16 +523,8 @@ std::string outcome_text(const Outcome &o) {
 
 StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
   StepResult out{.next = s, .actions = {}, .rule = "R-IGNORED"};
-  if (e.kind == E::LateTeardownResult) {
-    std::string what = e.outcome ? what_happened(*e.outcome) : "ended";
-    out.rule = "R-LATE-RESULT";
-    out.actions.push_back({.kind = ActionKind::Log,
-                           .reason = fmt::format("{} job_complete for the late setup result {} "
-                                                 "(only logged)",
-                                                 job_tag(s), what),
-                           .rule = out.rule});
-    return out;
-  }
+  if (e.kind == E::LateTeardownResult)
+    return late_result(s, e);
   // A new run of the job (first start, or after a requeue) starts afresh.
   JobState from = (e.kind == E::SetupRequested && is_terminal(s.state)) ? S::None : s.state;
   Verdict v = verdict_of(s, e, cfg);
