@@ -6,12 +6,18 @@
 // logs and switch.lua(5) call it.
 #include "ctld/job_fsm.hpp"
 
+#include "common/utf8.hpp"
+
 #include <array>
 #include <fmt/format.h>
 #include <initializer_list>
 
 namespace switchlua {
 namespace {
+
+/// The "what happened" part of a job or drain reason is cut to this many
+/// bytes, on a character boundary, "..." included.
+constexpr std::size_t kMaxReasonWhatBytes = 160;
 
 /// What an event means for the table: outcomes reduced per hook.
 enum class Verdict : std::uint8_t {
@@ -429,9 +435,8 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
 std::string setup_reason(const Event &e, Verdict v) {
   std::string_view head = v == V::TimedOut ? kReasonSetupTimedOut : kReasonSetupFailed;
   std::string what = e.outcome ? what_happened(*e.outcome) : "no result";
-  if (what.size() > 160)
-    what = what.substr(0, 157) + "...";
-  if (e.kind == E::TeardownResult) // R-UNDO-FAIL
+  what = utf8_truncate_marked(what, kMaxReasonWhatBytes); // never half a character
+  if (e.kind == E::TeardownResult)                        // R-UNDO-FAIL
     return fmt::format("{}: switch/lua job_complete for a killed job_start {}", kReasonSetupFailed,
                        what);
   return fmt::format("{}: switch/lua job_start {}", head, what);
@@ -446,8 +451,7 @@ std::string drain_reason(const JobSwitchState &s, const Event &e, Verdict v,
     what = "returned slurm.EAGAIN but block_job_complete is false";
   else
     what = e.outcome ? what_happened(*e.outcome) : "failed";
-  if (what.size() > 160)
-    what = what.substr(0, 157) + "...";
+  what = utf8_truncate_marked(what, kMaxReasonWhatBytes); // never half a character
   // sinfo -R shows 20 characters: they say what failed.
   return fmt::format("{}: JobId={} switch/lua job_complete {}", kReasonTeardownFailed, s.job.job_id,
                      what);

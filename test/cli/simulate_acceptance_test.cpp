@@ -329,6 +329,22 @@ TEST(Simulate, NonUtf8LogLineGivesValidJson) {
   EXPECT_EQ(found, 1) << r.out; // the byte became U+FFFD
 }
 
+TEST(Simulate, LongAccentedErrorReasonEndsOnAWholeCharacter) {
+  // Issue 9 item 6: the job's reason was cut at a byte limit, in half an "é".
+  fs::path p = fs::temp_directory_path() / "switchlua-accented.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) "
+                      "error(('a'):rep(115)..('\xc3\xa9'):rep(20), 0) end\n";
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric --no-requeue");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  std::string want =
+      "switch setup failed: switch/lua job_start raised an error: " + std::string(115, 'a');
+  for (int i = 0; i < 12; ++i)
+    want += "\xc3\xa9";
+  want += "...";
+  EXPECT_EQ(j["result"]["job_reason"], want);
+}
+
 TEST(Simulate, MissingScriptIsAnError) {
   CmdResult r = run("simulate /nonexistent/switch.lua --network fabric");
   EXPECT_NE(r.status, 0);

@@ -567,6 +567,42 @@ TEST(JobFsm, R_UNDO_FAIL_TheJobsReasonSaysTheSetupFailed) {
             "switch setup failed: switch/lua job_complete for a killed job_start returned rc=-1");
 }
 
+// Issue 9 item 6: reasons are cut on a character boundary, never in half
+// an "é" (error(("a"):rep(115)..("é"):rep(20), 0) in job_start).
+TEST(JobFsm, R_START_FAIL_LongAccentedMessageIsCutOnAWholeCharacter) {
+  std::string msg = std::string(115, 'a');
+  for (int i = 0; i < 20; ++i)
+    msg += "\xc3\xa9";
+  Outcome o = with_kind(OutcomeKind::LuaError, msg);
+  StepResult r = step(state(S::SetupRunning), Event{.kind = E::SetupResult, .outcome = &o}, {});
+  ASSERT_EQ(r.actions[1].kind, A::Cancel);
+  std::string want =
+      "switch setup failed: switch/lua job_start raised an error: " + std::string(115, 'a');
+  for (int i = 0; i < 12; ++i)
+    want += "\xc3\xa9";
+  want += "...";
+  EXPECT_EQ(r.actions[1].reason, want);
+}
+
+TEST(JobFsm, R_COMPLETE_FAIL_LongAccentedMessageIsCutOnAWholeCharacter) {
+  std::string msg = std::string(115, 'a');
+  for (int i = 0; i < 20; ++i)
+    msg += "\xc3\xa9";
+  Outcome o = with_kind(OutcomeKind::LuaError, msg);
+  StepResult r =
+      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &o}, {});
+  std::string drain;
+  for (const Action &a : r.actions)
+    if (a.kind == A::DrainNodes)
+      drain = a.reason;
+  std::string want = "switch teardown failed: JobId=42 switch/lua job_complete raised an error: " +
+                     std::string(115, 'a');
+  for (int i = 0; i < 12; ++i)
+    want += "\xc3\xa9";
+  want += "...";
+  EXPECT_EQ(drain, want);
+}
+
 TEST(JobFsm, R_UNDO_OK_TheNewJobStartGetsTheJobTable) {
   Outcome o = returned(kSuccess);
   StepResult r = step(state(S::SetupUndoing), Event{.kind = E::TeardownResult, .outcome = &o}, {});
