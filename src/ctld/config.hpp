@@ -21,10 +21,14 @@
 // (slurmctld's start and every reconfigure, which restarts it in 24.11):
 // they size the supervisor, which is restarted then.
 //
-// Keys are matched as Slurm matches its own (case-sensitive, lower case);
-// tokens that are not ours are ignored, as Slurm ignores unknown tokens.
-// A bad value of ours is an error naming the key and the value, at load and
-// at reconfigure (the caller then keeps the previous configuration).
+// Keys are matched as Slurm matches its own SlurmctldParameters keys
+// (slurmctld uses xstrcasestr(): case-insensitive), spaces around a token
+// ignored; yes/no values are case-insensitive too.  Tokens that are not ours
+// are ignored, as Slurm ignores unknown tokens, but one that starts with
+// "switch_" and is not ours gets a warning (slurmctld_parameters_warnings):
+// a typo must not silently become the default.  A bad value of ours is an
+// error naming the key and the value, at load and at reconfigure (the caller
+// then keeps the previous configuration).
 #pragma once
 
 #include "common/expected.hpp"
@@ -33,6 +37,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace switchlua {
 
@@ -63,6 +68,12 @@ struct CtldConfig {
 /// number, overflowing, out of range, or empty; a repeated key of ours with a
 /// different value; switch_drain_on_failure other than yes/no.
 Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params);
+
+/// One line per token that starts with "switch_" (any case) and is not a
+/// setting of ours, e.g. "SlurmctldParameters: switch_timout is not a
+/// switch/lua setting and is ignored (the settings are switch_timeout,
+/// ...): check its spelling".  Empty when there is none.
+std::vector<std::string> slurmctld_parameters_warnings(std::string_view params);
 
 /// "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes
 /// switch_max_calls=512 switch_max_queue=10000".

@@ -191,6 +191,8 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
       ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}", cfg.error().message).c_str());
       return -1;
     }
+    for (const std::string &w : slurmctld_parameters_warnings(params ? params : ""))
+      ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}", w).c_str());
     auto *c = new Ctld;
     c->ops = *ops;
     c->port = std::make_unique<CPort>(*ops);
@@ -242,6 +244,8 @@ int slc_ctld_reconfigure(const char *params) {
                                   describe(g_ctld->core->config())));
     return -1;
   }
+  for (const std::string &w : slurmctld_parameters_warnings(params ? params : ""))
+    g_ctld->port->log(LogLevel::Error, fmt::format("switch/lua: {}", w));
   g_ctld->core->set_config(*cfg);
   return 0;
 }
