@@ -66,6 +66,9 @@ const Key kKeys[] = {
   {"switch_max_queue", 1, kMaxSwitchMaxQueue, "count",
    [](const CtldConfig &c) -> std::uint64_t { return c.max_queue; },
    [](CtldConfig &c, std::uint64_t v) { c.max_queue = static_cast<std::uint32_t>(v); }},
+  {"switch_lua_memory", 1, kMaxSwitchLuaMemory, "number of MiB",
+   [](const CtldConfig &c) -> std::uint64_t { return c.lua_memory_mb; },
+   [](CtldConfig &c, std::uint64_t v) { c.lua_memory_mb = static_cast<std::uint32_t>(v); }},
 };
 // clang-format on
 
@@ -153,9 +156,9 @@ std::vector<std::string> slurmctld_parameters_warnings(std::string_view params) 
 
 std::string describe(const CtldConfig &c) {
   return fmt::format("switch_timeout={} switch_retries={} switch_drain_on_failure={} "
-                     "switch_max_calls={} switch_max_queue={}",
+                     "switch_max_calls={} switch_max_queue={} switch_lua_memory={}",
                      c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no",
-                     c.max_calls, c.max_queue);
+                     c.max_calls, c.max_queue, c.lua_memory_mb);
 }
 
 } // namespace switchlua

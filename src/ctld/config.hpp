@@ -16,6 +16,9 @@
 //   switch_max_queue=<count>        calls waiting per lane (teardown,
 //                                   interactive, batch); integer 1..100000,
 //                                   default 10000
+//   switch_lua_memory=<MiB>         memory bound of the Lua state of each
+//                                   job_start / job_complete call; integer
+//                                   1..65536, default 256
 //
 // switch_max_calls and switch_max_queue are read when the plugin starts
 // (slurmctld's start and every reconfigure, which restarts it in 24.11):
@@ -50,6 +53,8 @@ inline constexpr std::uint32_t kDefaultSwitchMaxCalls = 512;
 inline constexpr std::uint32_t kMaxSwitchMaxCalls = 4096;
 inline constexpr std::uint32_t kDefaultSwitchMaxQueue = 10000;
 inline constexpr std::uint32_t kMaxSwitchMaxQueue = 100000;
+inline constexpr std::uint32_t kDefaultSwitchLuaMemory = 256; ///< MiB (kDefaultCtldLuaMemoryLimit)
+inline constexpr std::uint32_t kMaxSwitchLuaMemory = 65536;
 
 /// The parsed settings.  A hook call keeps the timeout it started with
 /// across a reconfigure (the supervisor gets it with the request).
@@ -57,8 +62,9 @@ struct CtldConfig {
   std::chrono::seconds switch_timeout = kDefaultSwitchTimeout;
   std::uint32_t switch_retries = kDefaultSwitchRetries;
   bool drain_on_failure = true;
-  std::uint32_t max_calls = kDefaultSwitchMaxCalls; ///< switch_max_calls
-  std::uint32_t max_queue = kDefaultSwitchMaxQueue; ///< switch_max_queue
+  std::uint32_t max_calls = kDefaultSwitchMaxCalls;      ///< switch_max_calls
+  std::uint32_t max_queue = kDefaultSwitchMaxQueue;      ///< switch_max_queue
+  std::uint32_t lua_memory_mb = kDefaultSwitchLuaMemory; ///< switch_lua_memory, MiB per call
   bool operator==(const CtldConfig &) const = default;
 };
 
@@ -76,7 +82,7 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params);
 std::vector<std::string> slurmctld_parameters_warnings(std::string_view params);
 
 /// "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes
-/// switch_max_calls=512 switch_max_queue=10000".
+/// switch_max_calls=512 switch_max_queue=10000 switch_lua_memory=256".
 std::string describe(const CtldConfig &c);
 
 } // namespace switchlua

@@ -12,6 +12,8 @@
 // re-entry from an action (requeue → job_complete) is allowed.
 #include "ctld/core.hpp"
 
+#include "lua/runtime.hpp"
+
 #include <condition_variable>
 #include <csignal>
 #include <deque>
@@ -129,6 +131,7 @@ struct CtldCore::Impl {
     c.max_concurrent = cfg.max_calls;
     c.max_queue = cfg.max_queue;
     c.max_queued = cfg.max_calls + 3 * cfg.max_queue; // the lanes refuse first
+    c.child_env.push_back(fmt::format("{}={}", kLuaMemoryEnv, cfg.lua_memory_mb));
     return c;
   }
 

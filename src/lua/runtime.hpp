@@ -37,6 +37,7 @@
 #include "common/expected.hpp"
 #include "lua/contract.hpp"
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -69,6 +70,17 @@ struct CallError {
   Kind kind = Kind::LuaError;
   std::string message;
 };
+
+/// Memory bound of the Lua state of a step hook (slurmstepd, which Slurm
+/// 24.11 makes immune to the OOM killer), fixed: 64 MiB.
+inline constexpr std::size_t kStepLuaMemoryLimit = std::size_t{64} << 20;
+/// Default memory bound of the Lua state of a job_start / job_complete
+/// call (a switch-lua-runner): 256 MiB; SlurmctldParameters=switch_lua_memory.
+inline constexpr std::size_t kDefaultCtldLuaMemoryLimit = std::size_t{256} << 20;
+
+/// Environment variable of switch-lua-runner: its Lua memory bound in MiB
+/// (the controller sets it from SlurmctldParameters=switch_lua_memory).
+inline constexpr const char *kLuaMemoryEnv = "SWITCHLUA_LUA_MEMORY_MB";
 
 /// A loaded script.  Move-only; owns its lua_State (closed on destruction).
 /// Not thread-safe: one thread at a time.
@@ -103,8 +115,17 @@ public:
     /// of slurmstepd.
     InProcess,
   };
-  /// As load(path, sink), for the given host.
+  /// As load(path, sink), for the given host, with the host's default
+  /// memory limit (InProcess: kStepLuaMemoryLimit; OwnProcess:
+  /// kDefaultCtldLuaMemoryLimit).
   static Expected<Script> load(const std::string &path, LogSink sink, Host host);
+  /// As load(path, sink, host), with the Lua state bounded to
+  /// `memory_limit` bytes (Lua's own accounting: everything the state
+  /// allocates).  An allocation past it fails; Lua raises "not enough
+  /// memory", which the chunk or the hook gets like any Lua error (a
+  /// CallError of kind LuaError, or a load failure); the host lives.
+  static Expected<Script> load(const std::string &path, LogSink sink, Host host,
+                               std::size_t memory_limit);
 
   Script(Script &&) noexcept;
   Script &operator=(Script &&) noexcept;

@@ -80,6 +80,27 @@ ResultFrame failed(ResultFrame::Kind kind, std::string message) {
   return r;
 }
 
+/// The Lua memory bound: kLuaMemoryEnv (MiB, from
+/// SlurmctldParameters=switch_lua_memory) or the default.
+std::size_t memory_limit() {
+  const char *v = std::getenv(kLuaMemoryEnv);
+  char *end = nullptr;
+  const unsigned long long mib = v ? std::strtoull(v, &end, 10) : 0;
+  if (mib == 0 || end == v || *end != '\0' || mib > (1ULL << 20))
+    return kDefaultCtldLuaMemoryLimit;
+  return static_cast<std::size_t>(mib) << 20;
+}
+
+/// A runner is the first process the kernel's OOM killer should pick, before
+/// slurmctld (a killed job_complete is retried: R-COMPLETE-KILLED).
+void become_oom_victim() {
+  const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  [[maybe_unused]] ssize_t n = ::write(fd, "1000", 4);
+  ::close(fd);
+}
+
 ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
   if (req.hook != Hook::JobStart && req.hook != Hook::JobComplete &&
       req.hook != Hook::BlockJobComplete && req.hook != Hook::SetupSpecialSteps)
@@ -88,7 +109,7 @@ ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
   auto job = JobArgs::from_msgpack(req.job);
   if (!job)
     return failed(ResultFrame::Kind::LoadFailed, "request: job: " + job.error().message);
-  auto script = Script::load(req.script, std::move(sink));
+  auto script = Script::load(req.script, std::move(sink), Script::Host::OwnProcess, memory_limit());
   if (!script)
     return failed(ResultFrame::Kind::LoadFailed, script.error().message);
   const MsgpackBytes *info = req.jobinfo ? &*req.jobinfo : nullptr;
@@ -116,6 +137,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && std::string_view(argv[1]).substr(0, 13) == "--channel-fd=")
     fd = std::atoi(argv[1] + 13);
   ::signal(SIGTERM, on_parent_death);
+  become_oom_victim();
   // Commands the script runs (os.execute, io.popen) must not hold the channel.
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   auto req = read_request(fd);

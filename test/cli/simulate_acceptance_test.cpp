@@ -345,6 +345,34 @@ TEST(Simulate, LongAccentedErrorReasonEndsOnAWholeCharacter) {
   EXPECT_EQ(j["result"]["job_reason"], want);
 }
 
+TEST(Simulate, HooksAllocatingWithoutEndFailAsTheContractSaysAndTheHostLives) {
+  // Issue 9 item 8: a Lua memory bound for every hook.  job_start (a runner,
+  // 256 MiB): a failed setup; step_init (in the host, 64 MiB): fail-open.
+  fs::path p = fs::temp_directory_path() / "switchlua-oom.lua";
+  const std::string grow = "local t, c = {}, ('x'):rep(1 << 20) "
+                           "for i = 1, 1e9 do t[i] = c .. i end ";
+  std::ofstream(p) << "function slurm_switch_job_start(job) "
+                   << "if job.network == 'grow' then " << grow << "end "
+                   << "return slurm.SUCCESS, {x = 1} end\n"
+                   << "function slurm_switch_step_init(step, si) " << grow << "end\n";
+  CmdResult r = run("simulate " + p.string() + " --json --network grow --no-requeue");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["job_reason"],
+            "switch setup failed: switch/lua job_start raised an error: not enough memory");
+  r = run("simulate " + p.string() + " --json --network fabric");
+  ASSERT_EQ(r.status, 0) << r.out; // the host (slurmstepd here) lives
+  j = json::parse(r.out);
+  ASSERT_EQ(j["result"]["steps"].size(), 1u);
+  EXPECT_FALSE(j["result"]["steps"][0]["failed"].get<bool>()) << "step hooks are fail-open";
+  int oom = 0;
+  for (const auto &e : j["timeline"])
+    oom += e["text"].get<std::string>().find(
+               "step_init raised an error: not enough memory; fail-open: the step proceeds") !=
+           std::string::npos;
+  EXPECT_EQ(oom, 2) << r.out; // one per node
+}
+
 TEST(Simulate, MissingScriptIsAnError) {
   CmdResult r = run("simulate /nonexistent/switch.lua --network fabric");
   EXPECT_NE(r.status, 0);

@@ -16,6 +16,7 @@ TEST(Config, DefaultsAreFinite) {
   EXPECT_TRUE(c->drain_on_failure);
   EXPECT_EQ(c->max_calls, 512u);
   EXPECT_EQ(c->max_queue, 10000u);
+  EXPECT_EQ(c->lua_memory_mb, 256u);
 }
 
 TEST(Config, ReadsTheLaneSizes) {
@@ -24,7 +25,7 @@ TEST(Config, ReadsTheLaneSizes) {
   EXPECT_EQ(c->max_calls, 4096u);
   EXPECT_EQ(c->max_queue, 1u);
   EXPECT_EQ(describe(*c), "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes "
-                          "switch_max_calls=4096 switch_max_queue=1");
+                          "switch_max_calls=4096 switch_max_queue=1 switch_lua_memory=256");
 }
 
 TEST(Config, ReadsOurKeysAmongOthers) {
@@ -64,10 +65,10 @@ TEST(Config, UnknownSwitchKeyIsNamedInAWarning) {
             (std::vector<std::string>{
                 "SlurmctldParameters: switch_timout is not a switch/lua setting and is ignored "
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
-                "switch_max_calls, switch_max_queue): check its spelling",
+                "switch_max_calls, switch_max_queue, switch_lua_memory): check its spelling",
                 "SlurmctldParameters: Switch_X is not a switch/lua setting and is ignored "
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
-                "switch_max_calls, switch_max_queue): check its spelling"}));
+                "switch_max_calls, switch_max_queue, switch_lua_memory): check its spelling"}));
   EXPECT_TRUE(slurmctld_parameters_warnings("enable_configless,switch_timeout=3").empty());
 }
 
@@ -99,6 +100,8 @@ TEST(Config, BadValuesNameKeyAndValue) {
       {"switch_max_queue=0", "SlurmctldParameters: switch_max_queue=0: must be an integer count "
                              "from 1 to 100000"},
       {"switch_max_queue=100001", "switch_max_queue=100001: must be"},
+      {"switch_lua_memory=0", "SlurmctldParameters: switch_lua_memory=0: must be an integer "
+                              "number of MiB from 1 to 65536"},
       {"switch_max_calls=8,switch_max_calls=9", "switch_max_calls given twice (8 and 9)"},
       {"switch_max_queue=8,switch_max_queue=9", "switch_max_queue given twice (8 and 9)"},
   };
