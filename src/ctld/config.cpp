@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+//
+// SlurmctldParameters, read as Slurm reads its own keys there (slurmctld
+// looks them up with xstrcasestr(): case-insensitive, e.g. power_save.c,
+// rate_limit.c), one table row per key of ours.
 #include "ctld/config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
 #include <optional>
@@ -8,119 +13,156 @@
 namespace switchlua {
 namespace {
 
-/// One key=value token of ours, or nullopt.
+/// One key=value token as written (spaces around it trimmed).
 struct Token {
   std::string_view key;
   std::string_view value;
   bool has_value;
 };
 
-std::optional<Token> split_token(std::string_view tok) {
+Token split_token(std::string_view tok) {
+  const auto space = [](char c) { return c == ' ' || c == '\t'; };
+  while (!tok.empty() && space(tok.front()))
+    tok.remove_prefix(1);
+  while (!tok.empty() && space(tok.back()))
+    tok.remove_suffix(1);
   auto eq = tok.find('=');
-  std::string_view key = tok.substr(0, eq);
-  if (key != "switch_timeout" && key != "switch_retries" && key != "switch_drain_on_failure" &&
-      key != "switch_max_calls" && key != "switch_max_queue" && key != "switch_kill_grace")
-    return std::nullopt;
   if (eq == std::string_view::npos)
-    return Token{key, {}, false};
-  return Token{key, tok.substr(eq + 1), true};
+    return Token{tok, {}, false};
+  return Token{tok.substr(0, eq), tok.substr(eq + 1), true};
 }
 
-Expected<std::uint64_t> parse_count(const Token &t, std::uint64_t lo, std::uint64_t hi,
-                                    std::string_view what) {
-  std::uint64_t v = 0;
-  const char *b = t.value.data();
-  const char *e = b + t.value.size();
-  auto [p, ec] = std::from_chars(b, e, v);
-  if (!t.has_value || t.value.empty() || ec != std::errc() || p != e || v < lo || v > hi)
+/// ASCII case-insensitive equality (no locale involved).
+bool iequals(std::string_view a, std::string_view b) {
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                            [&](char x, char y) { return lower(x) == lower(y); });
+}
+
+/// One setting of ours.  `hi == 0`: a yes/no switch; else an integer in
+/// [lo, hi] (`unit` says what it counts).
+struct Key {
+  std::string_view name;
+  std::uint64_t lo, hi;
+  std::string_view unit;
+  std::uint64_t (*get)(const CtldConfig &);
+  void (*set)(CtldConfig &, std::uint64_t);
+};
+
+// clang-format off
+const Key kKeys[] = {
+  {"switch_timeout", 1, static_cast<std::uint64_t>(kMaxSwitchTimeout.count()), "number of seconds",
+   [](const CtldConfig &c) -> std::uint64_t { return c.switch_timeout.count(); },
+   [](CtldConfig &c, std::uint64_t v) { c.switch_timeout = std::chrono::seconds(v); }},
+  {"switch_retries", 0, kMaxSwitchRetries, "count",
+   [](const CtldConfig &c) -> std::uint64_t { return c.switch_retries; },
+   [](CtldConfig &c, std::uint64_t v) { c.switch_retries = static_cast<std::uint32_t>(v); }},
+  {"switch_drain_on_failure", 0, 0, "",
+   [](const CtldConfig &c) -> std::uint64_t { return c.drain_on_failure; },
+   [](CtldConfig &c, std::uint64_t v) { c.drain_on_failure = v != 0; }},
+  {"switch_kill_grace", 0, static_cast<std::uint64_t>(kMaxSwitchKillGrace.count()), "number of seconds",
+   [](const CtldConfig &c) -> std::uint64_t { return c.switch_kill_grace.count(); },
+   [](CtldConfig &c, std::uint64_t v) { c.switch_kill_grace = std::chrono::seconds(v); }},
+  {"switch_max_calls", 1, kMaxSwitchMaxCalls, "count",
+   [](const CtldConfig &c) -> std::uint64_t { return c.max_calls; },
+   [](CtldConfig &c, std::uint64_t v) { c.max_calls = static_cast<std::uint32_t>(v); }},
+  {"switch_max_queue", 1, kMaxSwitchMaxQueue, "count",
+   [](const CtldConfig &c) -> std::uint64_t { return c.max_queue; },
+   [](CtldConfig &c, std::uint64_t v) { c.max_queue = static_cast<std::uint32_t>(v); }},
+  {"switch_lua_memory", 1, kMaxSwitchLuaMemory, "number of MiB",
+   [](const CtldConfig &c) -> std::uint64_t { return c.lua_memory_mb; },
+   [](CtldConfig &c, std::uint64_t v) { c.lua_memory_mb = static_cast<std::uint32_t>(v); }},
+};
+// clang-format on
+
+const Key *find_key(std::string_view name) {
+  for (const Key &k : kKeys)
+    if (iequals(k.name, name))
+      return &k;
+  return nullptr;
+}
+
+/// The token's value for `k`, or the error naming key and value as written.
+Expected<std::uint64_t> parse_value(const Key &k, const Token &t) {
+  const std::string_view v = t.has_value ? t.value : "";
+  if (k.hi == 0) {
+    if (iequals(v, "yes"))
+      return 1;
+    if (iequals(v, "no"))
+      return 0;
+    return fail(fmt::format("SlurmctldParameters: {}={}: must be yes or no", t.key, v));
+  }
+  std::uint64_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || n < k.lo || n > k.hi)
     return fail(fmt::format("SlurmctldParameters: {}={}: must be an integer {} from {} to {}",
-                            t.key, t.has_value ? t.value : "", what, lo, hi));
-  return v;
+                            t.key, v, k.unit, k.lo, k.hi));
+  return n;
+}
+
+std::string value_text(const Key &k, std::uint64_t v) {
+  return k.hi == 0 ? (v ? "yes" : "no") : std::to_string(v);
+}
+
+/// Calls f(token) for each comma-separated token.
+template <class F> void each_token(std::string_view params, F f) {
+  while (!params.empty()) {
+    auto comma = params.find(',');
+    f(split_token(params.substr(0, comma)));
+    params = comma == std::string_view::npos ? std::string_view{} : params.substr(comma + 1);
+  }
 }
 
 } // namespace
 
 Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
   CtldConfig c;
-  bool seen_timeout = false, seen_retries = false, seen_drain = false, seen_calls = false,
-       seen_queue = false, seen_grace = false;
-  // switch_max_calls / switch_max_queue: a count in [lo, hi], same rules.
-  auto count_key = [&](const Token &t, std::uint32_t lo, std::uint32_t hi, std::uint32_t &dst,
-                       bool &seen) -> Expected<void> {
-    auto v = parse_count(t, lo, hi, "count");
-    if (!v)
-      return fail(v.error().message);
-    if (seen && *v != dst)
-      return fail(fmt::format("SlurmctldParameters: {} given twice ({} and {})", t.key, dst, *v));
-    dst = static_cast<std::uint32_t>(*v);
-    seen = true;
-    return {};
-  };
-  while (!params.empty()) {
-    auto comma = params.find(',');
-    std::string_view tok = params.substr(0, comma);
-    params = comma == std::string_view::npos ? std::string_view{} : params.substr(comma + 1);
-    auto t = split_token(tok);
-    if (!t)
-      continue; // not ours: Slurm ignores unknown tokens, so do we
-    if (t->key == "switch_timeout") {
-      auto v = parse_count(*t, 1, kMaxSwitchTimeout.count(), "number of seconds");
-      if (!v)
-        return fail(v.error().message);
-      std::chrono::seconds s(*v);
-      if (seen_timeout && s != c.switch_timeout)
-        return fail(fmt::format("SlurmctldParameters: switch_timeout given twice ({} and {})",
-                                c.switch_timeout.count(), *v));
-      c.switch_timeout = s;
-      seen_timeout = true;
-    } else if (t->key == "switch_kill_grace") { // SIGTERM..SIGKILL at the deadline
-      auto v = parse_count(*t, 0, kMaxSwitchKillGrace.count(), "number of seconds");
-      if (!v)
-        return fail(v.error().message);
-      if (seen_grace && std::chrono::seconds(*v) != c.switch_kill_grace)
-        return fail(fmt::format("SlurmctldParameters: switch_kill_grace given twice ({} and {})",
-                                c.switch_kill_grace.count(), *v));
-      c.switch_kill_grace = std::chrono::seconds(*v);
-      seen_grace = true;
-    } else if (t->key == "switch_retries") {
-      auto v = parse_count(*t, 0, kMaxSwitchRetries, "count");
-      if (!v)
-        return fail(v.error().message);
-      if (seen_retries && *v != c.switch_retries)
-        return fail(fmt::format("SlurmctldParameters: switch_retries given twice ({} and {})",
-                                c.switch_retries, *v));
-      c.switch_retries = static_cast<std::uint32_t>(*v);
-      seen_retries = true;
-    } else if (t->key == "switch_max_calls") {
-      if (auto ok = count_key(*t, 1, kMaxSwitchMaxCalls, c.max_calls, seen_calls); !ok)
-        return fail(ok.error().message);
-    } else if (t->key == "switch_max_queue") {
-      if (auto ok = count_key(*t, 1, kMaxSwitchMaxQueue, c.max_queue, seen_queue); !ok)
-        return fail(ok.error().message);
-    } else {
-      bool v;
-      if (t->has_value && t->value == "yes")
-        v = true;
-      else if (t->has_value && t->value == "no")
-        v = false;
-      else
-        return fail(
-            fmt::format("SlurmctldParameters: switch_drain_on_failure={}: must be yes or no",
-                        t->has_value ? t->value : ""));
-      if (seen_drain && v != c.drain_on_failure)
-        return fail("SlurmctldParameters: switch_drain_on_failure given twice (yes and no)");
-      c.drain_on_failure = v;
-      seen_drain = true;
+  std::vector<const Key *> seen;
+  std::optional<std::string> error;
+  each_token(params, [&](const Token &t) {
+    const Key *k = find_key(t.key);
+    if (!k || error)
+      return; // not ours: Slurm ignores unknown tokens (unknown switch_*: see warnings)
+    auto v = parse_value(*k, t);
+    if (!v) {
+      error = v.error().message;
+      return;
     }
-  }
+    bool again = std::find(seen.begin(), seen.end(), k) != seen.end();
+    if (again && k->get(c) != *v) {
+      error = fmt::format("SlurmctldParameters: {} given twice ({} and {})", k->name,
+                          value_text(*k, k->get(c)), value_text(*k, *v));
+      return;
+    }
+    k->set(c, *v);
+    seen.push_back(k);
+  });
+  if (error)
+    return fail(*error);
   return c;
+}
+
+std::vector<std::string> slurmctld_parameters_warnings(std::string_view params) {
+  std::vector<std::string> out;
+  each_token(params, [&](const Token &t) {
+    if (t.key.size() < 7 || !iequals(t.key.substr(0, 7), "switch_") || find_key(t.key))
+      return;
+    std::string ours;
+    for (const Key &k : kKeys)
+      ours += fmt::format("{}{}", ours.empty() ? "" : ", ", k.name);
+    out.push_back(fmt::format("SlurmctldParameters: {} is not a switch/lua setting and is "
+                              "ignored (the settings are {}): check its spelling",
+                              t.key, ours));
+  });
+  return out;
 }
 
 std::string describe(const CtldConfig &c) {
   return fmt::format("switch_timeout={} switch_retries={} switch_drain_on_failure={} "
-                     "switch_kill_grace={} switch_max_calls={} switch_max_queue={}",
+                     "switch_kill_grace={} switch_max_calls={} switch_max_queue={} "
+                     "switch_lua_memory={}",
                      c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no",
-                     c.switch_kill_grace.count(), c.max_calls, c.max_queue);
+                     c.switch_kill_grace.count(), c.max_calls, c.max_queue, c.lua_memory_mb);
 }
 
 } // namespace switchlua

@@ -19,15 +19,22 @@
 //   switch_max_queue=<count>        calls waiting per lane (teardown,
 //                                   interactive, batch); integer 1..100000,
 //                                   default 10000
+//   switch_lua_memory=<MiB>         memory bound of the Lua state of each
+//                                   job_start / job_complete call; integer
+//                                   1..65536, default 256
 //
 // switch_max_calls and switch_max_queue are read when the plugin starts
 // (slurmctld's start and every reconfigure, which restarts it in 24.11):
 // they size the supervisor, which is restarted then.
 //
-// Keys are matched as Slurm matches its own (case-sensitive, lower case);
-// tokens that are not ours are ignored, as Slurm ignores unknown tokens.
-// A bad value of ours is an error naming the key and the value, at load and
-// at reconfigure (the caller then keeps the previous configuration).
+// Keys are matched as Slurm matches its own SlurmctldParameters keys
+// (slurmctld uses xstrcasestr(): case-insensitive), spaces around a token
+// ignored; yes/no values are case-insensitive too.  Tokens that are not ours
+// are ignored, as Slurm ignores unknown tokens, but one that starts with
+// "switch_" and is not ours gets a warning (slurmctld_parameters_warnings):
+// a typo must not silently become the default.  A bad value of ours is an
+// error naming the key and the value, at load and at reconfigure (the caller
+// then keeps the previous configuration).
 #pragma once
 
 #include "common/expected.hpp"
@@ -36,6 +43,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace switchlua {
 
@@ -50,6 +58,8 @@ inline constexpr std::uint32_t kDefaultSwitchMaxQueue = 10000;
 inline constexpr std::uint32_t kMaxSwitchMaxQueue = 100000;
 inline constexpr std::chrono::seconds kDefaultSwitchKillGrace{2};
 inline constexpr std::chrono::seconds kMaxSwitchKillGrace{300};
+inline constexpr std::uint32_t kDefaultSwitchLuaMemory = 256; ///< MiB (kDefaultCtldLuaMemoryLimit)
+inline constexpr std::uint32_t kMaxSwitchLuaMemory = 65536;
 
 /// The parsed settings.  A hook call keeps the timeout it started with
 /// across a reconfigure (the supervisor gets it with the request).
@@ -57,9 +67,10 @@ struct CtldConfig {
   std::chrono::seconds switch_timeout = kDefaultSwitchTimeout;
   std::uint32_t switch_retries = kDefaultSwitchRetries;
   bool drain_on_failure = true;
-  std::chrono::seconds switch_kill_grace = kDefaultSwitchKillGrace;
-  std::uint32_t max_calls = kDefaultSwitchMaxCalls; ///< switch_max_calls
-  std::uint32_t max_queue = kDefaultSwitchMaxQueue; ///< switch_max_queue
+  std::chrono::seconds switch_kill_grace = kDefaultSwitchKillGrace; ///< switch_kill_grace
+  std::uint32_t max_calls = kDefaultSwitchMaxCalls;                 ///< switch_max_calls
+  std::uint32_t max_queue = kDefaultSwitchMaxQueue;                 ///< switch_max_queue
+  std::uint32_t lua_memory_mb = kDefaultSwitchLuaMemory; ///< switch_lua_memory, MiB per call
   bool operator==(const CtldConfig &) const = default;
 };
 
@@ -70,8 +81,14 @@ struct CtldConfig {
 /// different value; switch_drain_on_failure other than yes/no.
 Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params);
 
+/// One line per token that starts with "switch_" (any case) and is not a
+/// setting of ours, e.g. "SlurmctldParameters: switch_timout is not a
+/// switch/lua setting and is ignored (the settings are switch_timeout,
+/// ...): check its spelling".  Empty when there is none.
+std::vector<std::string> slurmctld_parameters_warnings(std::string_view params);
+
 /// "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes
-/// switch_kill_grace=2 switch_max_calls=512 switch_max_queue=10000".
+/// switch_kill_grace=2 switch_max_calls=512 switch_max_queue=10000 switch_lua_memory=256".
 std::string describe(const CtldConfig &c);
 
 } // namespace switchlua

@@ -12,6 +12,8 @@
 // re-entry from an action (requeue → job_complete) is allowed.
 #include "ctld/core.hpp"
 
+#include "lua/runtime.hpp"
+
 #include <condition_variable>
 #include <csignal>
 #include <deque>
@@ -84,6 +86,18 @@ JournalRecord journal_record(JournalKind k, const JobArgs &job) {
   return JournalRecord{
       .kind = k, .attempt = job.attempt, .job_id = job.job_id, .submit_time = job.submit_time};
 }
+
+/// Whether a call's outcome is a failure for its hook (switch.lua contract):
+/// anything but a return; job_start: rc ~= SUCCESS or a jobinfo that cannot
+/// be saved; job_complete: rc < 0.
+bool outcome_is_failure(Hook h, const Outcome &o) {
+  if (o.kind != OutcomeKind::Returned)
+    return true;
+  if (h == Hook::JobStart)
+    return o.ret.rc != kSuccess || !o.ret.jobinfo_error.empty();
+  return o.ret.rc < 0;
+}
+
 } // namespace
 
 struct CtldCore::Impl {
@@ -117,6 +131,7 @@ struct CtldCore::Impl {
     c.max_concurrent = cfg.max_calls;
     c.max_queue = cfg.max_queue;
     c.max_queued = cfg.max_calls + 3 * cfg.max_queue; // the lanes refuse first
+    c.child_env.push_back(fmt::format("{}={}", kLuaMemoryEnv, cfg.lua_memory_mb));
     return c;
   }
 
@@ -212,8 +227,16 @@ struct CtldCore::Impl {
         continue;
       }
       auto it = jobs.find(q.job_id);
-      if (q.kind != EventKind::LateTeardownResult &&
-          (it == jobs.end() || it->second.generation != q.generation)) {
+      if (q.kind == EventKind::LateTeardownResult) {
+        // Only logged (R-LATE-RESULT), also when the job's own teardown has
+        // finished and its state is gone.
+        JobSwitchState s = it != jobs.end() ? it->second : JobSwitchState{};
+        s.job.job_id = q.job_id;
+        Event e{.kind = q.kind, .outcome = &q.outcome};
+        execute(s, step(s, e, cfg).actions);
+        continue;
+      }
+      if (it == jobs.end() || it->second.generation != q.generation) {
         port.log(LogLevel::Verbose,
                  fmt::format("switch/lua: JobId={} stale {} ignored ({})", q.job_id,
                              event_kind_name(q.kind), describe(q.outcome)));
@@ -433,8 +456,6 @@ struct CtldCore::Impl {
             calls.erase(cid);
             stopping_now = frozen;
           }
-          // The full outcome (a Lua traceback included) at verbose level; the
-          // state machine's own line says what it means, once, at info/error.
           if (stopping_now && o.kind == OutcomeKind::Abandoned)
             port.log(LogLevel::Verbose,
                      fmt::format("switch/lua: JobId={} {} stopped with the supervisor: slurmctld "
@@ -442,9 +463,7 @@ struct CtldCore::Impl {
                                  "call",
                                  job_id, hook_name(h)));
           else if (h != Hook::JobComplete || o.kind != OutcomeKind::Returned) // the rule says it
-            port.log(LogLevel::Verbose,
-                     fmt::format("switch/lua: JobId={} {} {} (queued {} ms, ran {} ms)", job_id,
-                                 hook_name(h), describe(o), o.queued.count(), o.elapsed.count()));
+            log_outcome(job_id, h, o);
           enqueue({job_id, gen, result_kind, o});
         },
         on_started);
@@ -454,6 +473,31 @@ struct CtldCore::Impl {
       return;
     }
     calls[*id] = {job_id, h};
+  }
+
+  /// The outcome line of a call (switch_lua.conf(5), FOLLOWING A JOB IN THE
+  /// LOGS) at info level for a return the contract accepts, else at error
+  /// level, followed by the Lua stack traceback of an error, one line each at
+  /// the same level.  The state machine's own line then says what it means.
+  void log_outcome(std::uint32_t job_id, Hook h, const Outcome &o) {
+    const LogLevel level = outcome_is_failure(h, o) ? LogLevel::Error : LogLevel::Info;
+    port.log(level, fmt::format("switch/lua: JobId={} {} {} (queued {} ms, ran {} ms)", job_id,
+                                hook_name(h), describe(o), o.queued.count(), o.elapsed.count()));
+    if (o.kind != OutcomeKind::LuaError && o.kind != OutcomeKind::LoadFailed)
+      return;
+    std::string_view rest(o.message);
+    const auto nl = rest.find('\n');
+    if (nl == std::string_view::npos)
+      return;
+    rest.remove_prefix(nl + 1);
+    while (!rest.empty()) {
+      const auto end = rest.find('\n');
+      std::string_view line = rest.substr(0, end);
+      if (!line.empty())
+        port.log(level,
+                 fmt::format("switch/lua: JobId={} {} traceback: {}", job_id, hook_name(h), line));
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+    }
   }
 
   void execute(const JobSwitchState &s, const std::vector<Action> &actions) {

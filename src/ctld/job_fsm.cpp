@@ -6,12 +6,18 @@
 // logs and switch.lua(5) call it.
 #include "ctld/job_fsm.hpp"
 
+#include "common/utf8.hpp"
+
 #include <array>
 #include <fmt/format.h>
 #include <initializer_list>
 
 namespace switchlua {
 namespace {
+
+/// The "what happened" part of a job or drain reason is cut to this many
+/// bytes, on a character boundary, "..." included.
+constexpr std::size_t kMaxReasonWhatBytes = 160;
 
 /// What an event means for the table: outcomes reduced per hook.
 enum class Verdict : std::uint8_t {
@@ -45,6 +51,7 @@ enum class Do : std::uint8_t {
   FailSetup,         // Requeue if allowed, else Cancel; reason per verdict
   HoldJob,           // keep the job COMPLETING; nodes stay in service
   HoldJobAndNodes,   // keep the job and its nodes COMPLETING
+  HoldAsBlockSays,   // HoldJobAndNodes if block_job_complete is true, else HoldJob
   Release,           // undo HoldJob / HoldJobAndNodes
   DrainIfConfigured, // drain unless switch_drain_on_failure=no
   ScheduleRetry,
@@ -127,12 +134,14 @@ const Row kRules[] = {
   // A failed setup is not torn down.
   {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::Blocking,      S::Done, {Do::LogInfo}},
   {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::NonBlocking,   S::Done, {Do::LogInfo}},
-  // An abandoned setup (timeout, exit, death) is torn down with nil jobinfo,
-  // nodes held whatever block_job_complete says.
+  // An abandoned setup (timeout, exit, death) is torn down with nil jobinfo.
+  // Its job ended after the setup did, so the nodes are held only when
+  // block_job_complete is true (switch.lua contract: job_complete EAGAIN is
+  // a failure otherwise).
   {"R-END-AFTER-ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::Blocking,      S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::RunJobCompleteNil}},
   {"R-END-AFTER-ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::NonBlocking,   S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::RunJobCompleteNil}},
+     {Do::HoldJob, Do::RunJobCompleteNil}},
 
   // switch.lua contract: job_complete rc == SUCCESS: the nodes go back to service.
   {"R-COMPLETE-OK",           S::TeardownRunning,   E::TeardownResult, V::Success,    S::Done,
@@ -154,9 +163,10 @@ const Row kRules[] = {
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
   // Killed by a signal that was not the plugin's timeout kill (the OOM
   // killer), or lost with the supervisor: job_complete is safe to repeat, so
-  // the nodes stay held and it runs again at the next periodic check ...
+  // it runs again at the next periodic check, the job (and its nodes, if
+  // they were held) kept as they are ...
   {"R-COMPLETE-KILLED",       S::TeardownRunning,   E::TeardownResult, V::KilledRetry, S::TeardownRetryWait,
-     {Do::CountRetry, Do::HoldJobAndNodes, Do::LogInfo, Do::ScheduleRetry}},
+     {Do::CountRetry, Do::LogInfo, Do::ScheduleRetry}},
   // ... up to switch_retries times, then drained like any failure.
   {"R-COMPLETE-KILLED-EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::KilledExhausted, S::Done,
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
@@ -235,8 +245,9 @@ const Row kRules[] = {
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
   {"R-RESTART-UNKNOWN",       S::SetupRunningEnded, E::Recover,     V::Recovered,     S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
+  // An abandoned setup's teardown that had not started: as at the job's end.
   {"R-RESTART-UNKNOWN",       S::SetupAbandoned,    E::Recover,     V::Recovered,     S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
+     {Do::HoldAsBlockSays, Do::LogInfo, Do::RunJobCompleteNil}},
   // Restart: a running job or a failed setup needs nothing now.
   {"R-RESTART-NOTHING",       S::Running,           E::Recover,     V::Recovered,     S::Running, {}},
   {"R-RESTART-NOTHING",       S::SetupFailed,       E::Recover,     V::Recovered,     S::SetupFailed, {}},
@@ -424,9 +435,8 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
 std::string setup_reason(const Event &e, Verdict v) {
   std::string_view head = v == V::TimedOut ? kReasonSetupTimedOut : kReasonSetupFailed;
   std::string what = e.outcome ? what_happened(*e.outcome) : "no result";
-  if (what.size() > 160)
-    what = what.substr(0, 157) + "...";
-  if (e.kind == E::TeardownResult) // R-UNDO-FAIL
+  what = utf8_truncate_marked(what, kMaxReasonWhatBytes); // never half a character
+  if (e.kind == E::TeardownResult)                        // R-UNDO-FAIL
     return fmt::format("{}: switch/lua job_complete for a killed job_start {}", kReasonSetupFailed,
                        what);
   return fmt::format("{}: switch/lua job_start {}", head, what);
@@ -441,8 +451,7 @@ std::string drain_reason(const JobSwitchState &s, const Event &e, Verdict v,
     what = "returned slurm.EAGAIN but block_job_complete is false";
   else
     what = e.outcome ? what_happened(*e.outcome) : "failed";
-  if (what.size() > 160)
-    what = what.substr(0, 157) + "...";
+  what = utf8_truncate_marked(what, kMaxReasonWhatBytes); // never half a character
   // sinfo -R shows 20 characters: they say what failed.
   return fmt::format("{}: JobId={} switch/lua job_complete {}", kReasonTeardownFailed, s.job.job_id,
                      what);
@@ -464,6 +473,24 @@ std::optional<Action> late_job_complete(const Event &e) {
   if (o.late_exit)
     return a; // nil: exited without returning
   return std::nullopt;
+}
+
+/// R-LATE-RESULT.  switch.lua contract, job_start timeout: the extra
+/// call's "result is only logged": one line, in any state (the job's own
+/// teardown may be over), at error level unless it returned SUCCESS or a
+/// positive rc other than EAGAIN.  The state is unchanged.
+StepResult late_result(const JobSwitchState &s, const Event &e) {
+  StepResult out{.next = s, .actions = {}, .rule = "R-LATE-RESULT"};
+  std::string what = e.outcome ? what_happened(*e.outcome) : "ended";
+  bool ok = e.outcome && e.outcome->kind == OutcomeKind::Returned && e.outcome->ret.rc >= 0 &&
+            e.outcome->ret.rc != kEagain;
+  out.actions.push_back(
+      {.kind = ActionKind::Log,
+       .reason = fmt::format("{} job_complete for the late setup result {} (only logged{})",
+                             job_tag(s), what, ok ? "" : "; nothing drained, nothing retried"),
+       .error = !ok,
+       .rule = out.rule});
+  return out;
 }
 
 } // namespace
@@ -500,16 +527,8 @@ std::string outcome_text(const Outcome &o) {
 
 StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
   StepResult out{.next = s, .actions = {}, .rule = "R-IGNORED"};
-  if (e.kind == E::LateTeardownResult) {
-    std::string what = e.outcome ? what_happened(*e.outcome) : "ended";
-    out.rule = "R-LATE-RESULT";
-    out.actions.push_back({.kind = ActionKind::Log,
-                           .reason = fmt::format("{} job_complete for the late setup result {} "
-                                                 "(only logged)",
-                                                 job_tag(s), what),
-                           .rule = out.rule});
-    return out;
-  }
+  if (e.kind == E::LateTeardownResult)
+    return late_result(s, e);
   // A new run of the job (first start, or after a requeue) starts afresh.
   JobState from = (e.kind == E::SetupRequested && is_terminal(s.state)) ? S::None : s.state;
   Verdict v = verdict_of(s, e, cfg);
@@ -535,6 +554,8 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
     out.actions.push_back(std::move(a));
   };
   for (Do d : r->actions) {
+    if (d == Do::HoldAsBlockSays)
+      d = s.block_job_complete ? Do::HoldJobAndNodes : Do::HoldJob;
     switch (d) {
     case Do::RunJobStart:
       n.generation++;
@@ -563,6 +584,7 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
            .reason = setup_reason(e, v)});
       break;
     case Do::HoldJob:
+    case Do::HoldAsBlockSays: // resolved above
       add({.kind = ActionKind::HoldNodes, .reason = "job"});
       break;
     case Do::HoldJobAndNodes:

@@ -84,10 +84,32 @@ Expected<void> check_chunk_return(lua_State *L, const std::string &path, int nre
 
 } // namespace
 
+/// The allocator of a Script's state: Lua's own, refusing to grow past
+/// `limit` bytes in use (Lua then raises "not enough memory", LUA_ERRMEM,
+/// which the hook's lua_pcall catches like any error).
+struct MemoryBound {
+  lua_Alloc next = nullptr;
+  void *next_ud = nullptr;
+  std::size_t limit = 0;
+  std::size_t used = 0;
+
+  static void *alloc(void *ud, void *ptr, std::size_t osize, std::size_t nsize) {
+    auto *m = static_cast<MemoryBound *>(ud);
+    const std::size_t old = ptr ? osize : 0; // osize is a type tag for a new block
+    if (nsize > old && m->used - old + nsize > m->limit)
+      return nullptr; // shrinking and freeing never fail
+    void *p = m->next(m->next_ud, ptr, osize, nsize);
+    if (p != nullptr || nsize == 0)
+      m->used = m->used - old + nsize;
+    return p;
+  }
+};
+
 struct Script::Impl {
   lua_State *L = nullptr;
   std::string path;
   LogSink sink;
+  MemoryBound memory;
 
   Impl() = default;
   Impl(const Impl &) = delete;
@@ -145,12 +167,22 @@ Expected<Script> Script::load(const std::string &path, LogSink sink) {
 }
 
 Expected<Script> Script::load(const std::string &path, LogSink sink, Host host) {
-  return load_impl(path, nullptr, std::move(sink), host);
+  return load_impl(path, nullptr, std::move(sink), host, default_memory_limit(host));
+}
+
+Expected<Script> Script::load(const std::string &path, LogSink sink, Host host,
+                              std::size_t memory_limit) {
+  return load_impl(path, nullptr, std::move(sink), host, memory_limit);
 }
 
 Expected<Script> Script::load_source(const std::string &path, std::string_view source, LogSink sink,
-                                     Host host) {
-  return load_impl(path, &source, std::move(sink), host);
+                                     Host host, std::size_t memory_limit) {
+  return load_impl(path, &source, std::move(sink), host,
+                   memory_limit ? memory_limit : default_memory_limit(host));
+}
+
+std::size_t Script::default_memory_limit(Host host) {
+  return host == Host::InProcess ? kStepLuaMemoryLimit : kDefaultCtldLuaMemoryLimit;
 }
 
 std::vector<std::string> Script::hook_type_errors() const {
@@ -168,7 +200,7 @@ std::vector<std::string> Script::hook_type_errors() const {
 }
 
 Expected<Script> Script::load_impl(const std::string &path, const std::string_view *source,
-                                   LogSink sink, Host host) {
+                                   LogSink sink, Host host, std::size_t memory_limit) {
   const LocaleGuard keep_locale; // the chunk's top level may call os.setlocale
   auto impl = std::make_unique<Impl>();
   impl->path = path;
@@ -177,6 +209,11 @@ Expected<Script> Script::load_impl(const std::string &path, const std::string_vi
   if (impl->L == nullptr)
     return fail(fmt::format("{}: cannot create a Lua state (out of memory)", path));
   lua_State *L = impl->L;
+  impl->memory.next = lua_getallocf(L, &impl->memory.next_ud);
+  impl->memory.used = static_cast<std::size_t>(lua_gc(L, LUA_GCCOUNT, 0)) * 1024 +
+                      static_cast<std::size_t>(lua_gc(L, LUA_GCCOUNTB, 0));
+  impl->memory.limit = memory_limit;
+  lua_setallocf(L, &MemoryBound::alloc, &impl->memory);
 
   lua_pushcfunction(L, l_open_state);
   lua_pushlightuserdata(L, &impl->sink);

@@ -37,6 +37,7 @@
 #include "common/expected.hpp"
 #include "lua/contract.hpp"
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -71,6 +72,17 @@ struct CallError {
   std::string message;
 };
 
+/// Memory bound of the Lua state of a step hook (slurmstepd, which Slurm
+/// 24.11 makes immune to the OOM killer), fixed: 64 MiB.
+inline constexpr std::size_t kStepLuaMemoryLimit = std::size_t{64} << 20;
+/// Default memory bound of the Lua state of a job_start / job_complete
+/// call (a switch-lua-runner): 256 MiB; SlurmctldParameters=switch_lua_memory.
+inline constexpr std::size_t kDefaultCtldLuaMemoryLimit = std::size_t{256} << 20;
+
+/// Environment variable of switch-lua-runner: its Lua memory bound in MiB
+/// (the controller sets it from SlurmctldParameters=switch_lua_memory).
+inline constexpr const char *kLuaMemoryEnv = "SWITCHLUA_LUA_MEMORY_MB";
+
 /// A loaded script.  Move-only; owns its lua_State (closed on destruction).
 /// Not thread-safe: one thread at a time.
 class Script {
@@ -104,19 +116,34 @@ public:
     /// of slurmstepd.
     InProcess,
   };
-  /// As load(path, sink), for the given host.
+  /// As load(path, sink), for the given host, with the host's default
+  /// memory limit (InProcess: kStepLuaMemoryLimit; OwnProcess:
+  /// kDefaultCtldLuaMemoryLimit).
   static Expected<Script> load(const std::string &path, LogSink sink, Host host);
   /// As load(), from the script's bytes `source` instead of the file; the
   /// chunk is named after `path` (messages read "path:line: ...").  Used by
-  /// the runner with the version the supervisor validated.
+  /// the runner with the version the supervisor validated.  `memory_limit`
+  /// as below; 0: default_memory_limit(host).
   static Expected<Script> load_source(const std::string &path, std::string_view source,
-                                      LogSink sink, Host host);
+                                      LogSink sink, Host host, std::size_t memory_limit = 0);
 
   /// The hook globals that are set but are not functions, one message each:
   /// "<path>: slurm_switch_job_start is a string, not a function" (every
   /// call of such a hook would fail).  Empty for a script whose hooks are
   /// all functions or absent.
   std::vector<std::string> hook_type_errors() const;
+
+  /// As load(path, sink, host), with the Lua state bounded to
+  /// `memory_limit` bytes (Lua's own accounting: everything the state
+  /// allocates).  An allocation past it fails; Lua raises "not enough
+  /// memory", which the chunk or the hook gets like any Lua error (a
+  /// CallError of kind LuaError, or a load failure); the host lives.
+  static Expected<Script> load(const std::string &path, LogSink sink, Host host,
+                               std::size_t memory_limit);
+
+  /// The bound of a state loaded without one: kStepLuaMemoryLimit in
+  /// slurmstepd (InProcess), kDefaultCtldLuaMemoryLimit otherwise.
+  static std::size_t default_memory_limit(Host host);
 
   Script(Script &&) noexcept;
   Script &operator=(Script &&) noexcept;
@@ -145,7 +172,7 @@ private:
   struct Impl;
   explicit Script(std::unique_ptr<Impl> impl);
   static Expected<Script> load_impl(const std::string &path, const std::string_view *source,
-                                    LogSink sink, Host host);
+                                    LogSink sink, Host host, std::size_t memory_limit);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -182,10 +182,11 @@ constexpr const char *kGoodParamsVar = "SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS";
 
 /// The SlurmctldParameters tokens that give exactly `c`.
 std::string to_parameters(const CtldConfig &c) {
-  return fmt::format(
-      "switch_timeout={},switch_retries={},switch_drain_on_failure={},switch_kill_grace={}",
-      c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no",
-      c.switch_kill_grace.count());
+  return fmt::format("switch_timeout={},switch_retries={},switch_drain_on_failure={},"
+                     "switch_kill_grace={},switch_max_calls={},switch_max_queue={},"
+                     "switch_lua_memory={}",
+                     c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no",
+                     c.switch_kill_grace.count(), c.max_calls, c.max_queue, c.lua_memory_mb);
 }
 
 /// The settings for init.  A bad value at a real start-up is an error (the
@@ -229,6 +230,8 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     auto cfg = settings_at_init(ops, params);
     if (!cfg)
       return -1;
+    for (const std::string &w : slurmctld_parameters_warnings(params ? params : ""))
+      ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}", w).c_str());
     auto *c = new Ctld;
     c->ops = *ops;
     c->port = std::make_unique<CPort>(*ops);
@@ -280,6 +283,8 @@ int slc_ctld_reconfigure(const char *params) {
                                   describe(g_ctld->core->config())));
     return -1;
   }
+  for (const std::string &w : slurmctld_parameters_warnings(params ? params : ""))
+    g_ctld->port->log(LogLevel::Error, fmt::format("switch/lua: {}", w));
   g_ctld->core->set_config(*cfg);
   ::setenv(kGoodParamsVar, to_parameters(*cfg).c_str(), 1);
   return 0;

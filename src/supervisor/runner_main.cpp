@@ -82,11 +82,33 @@ ResultFrame failed(ResultFrame::Kind kind, std::string message) {
   return r;
 }
 
+/// The Lua memory bound: kLuaMemoryEnv (MiB, from
+/// SlurmctldParameters=switch_lua_memory) or the default.
+std::size_t memory_limit() {
+  const char *v = std::getenv(kLuaMemoryEnv);
+  char *end = nullptr;
+  const unsigned long long mib = v ? std::strtoull(v, &end, 10) : 0;
+  if (mib == 0 || end == v || *end != '\0' || mib > (1ULL << 20))
+    return kDefaultCtldLuaMemoryLimit;
+  return static_cast<std::size_t>(mib) << 20;
+}
+
+/// A runner is the first process the kernel's OOM killer should pick, before
+/// slurmctld (a killed job_complete is retried: R-COMPLETE-KILLED).
+void become_oom_victim() {
+  const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  [[maybe_unused]] ssize_t n = ::write(fd, "1000", 4);
+  ::close(fd);
+}
+
 ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
   auto load = [&]() {
     return req.source ? Script::load_source(req.script, *req.source, std::move(sink),
-                                            Script::Host::OwnProcess)
-                      : Script::load(req.script, std::move(sink));
+                                            Script::Host::OwnProcess, memory_limit())
+                      : Script::load(req.script, std::move(sink), Script::Host::OwnProcess,
+                                     memory_limit());
   };
   if (req.validate_only) { // the supervisor's check of a changed script
     auto script = load();
@@ -160,6 +182,7 @@ int main(int argc, char **argv) {
     fd = std::atoi(argv[1] + 13);
   ::signal(kRunnerParentDeathSignal, on_parent_death);
   ::signal(SIGTERM, SIG_DFL);
+  become_oom_victim();
   // Commands the script runs (os.execute, io.popen) must not hold the channel.
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   auto req = read_request(fd);

@@ -246,6 +246,35 @@ TEST(Simulate, TimedOutSetupFailsAndTearsDownWithNil) {
   EXPECT_EQ(nil_teardowns, 1) << r.out;
 }
 
+TEST(Simulate, EagainAfterAnAbandonedSetupWithoutBlockingDrainsAtOnce) {
+  // Issue 9 item 1: block_job_complete false, job_start past switch_timeout,
+  // job_complete(nil) returns EAGAIN: a failure at the first EAGAIN, and the
+  // nodes are not held meanwhile.
+  fs::path p = fs::temp_directory_path() / "switchlua-abandon-eagain.lua";
+  std::ofstream(p) << "function slurm_switch_block_job_complete() return false end\n"
+                      "function slurm_switch_job_start(job) os.execute('sleep 30') "
+                      "return slurm.SUCCESS, {} end\n"
+                      "function slurm_switch_job_complete(job, ji) return slurm.EAGAIN end\n";
+  CmdResult r =
+      run("simulate " + p.string() + " --json --network fabric --timeout 1 --no-requeue --nodes 2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  int completes = 0, node_holds = 0;
+  for (const auto &e : j["timeline"]) {
+    std::string t = e["text"];
+    completes += t.find("job_complete started") != std::string::npos;
+    node_holds += t.find("job and nodes") != std::string::npos;
+  }
+  EXPECT_EQ(completes, 1) << r.out;
+  EXPECT_EQ(node_holds, 0) << r.out;
+  for (const auto &[name, n] : j["result"]["nodes"].items()) {
+    EXPECT_EQ(n["state"], "DRAINED") << name;
+    EXPECT_EQ(n["reason"], "switch teardown failed: JobId=1001 switch/lua job_complete returned "
+                           "slurm.EAGAIN but block_job_complete is false")
+        << name;
+  }
+}
+
 TEST(Simulate, CancelDuringSetupIsNotAFailureAndTearsDownOnce) {
   fs::path p = fs::temp_directory_path() / "switchlua-slow.lua";
   std::ofstream(p) << "function slurm_switch_job_start(job) os.execute('sleep 1') "
@@ -298,6 +327,50 @@ TEST(Simulate, NonUtf8LogLineGivesValidJson) {
   for (const auto &e : j["timeline"])
     found += e["text"].get<std::string>().find("caf\xef\xbf\xbd") != std::string::npos;
   EXPECT_EQ(found, 1) << r.out; // the byte became U+FFFD
+}
+
+TEST(Simulate, LongAccentedErrorReasonEndsOnAWholeCharacter) {
+  // Issue 9 item 6: the job's reason was cut at a byte limit, in half an "é".
+  fs::path p = fs::temp_directory_path() / "switchlua-accented.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) "
+                      "error(('a'):rep(115)..('\xc3\xa9'):rep(20), 0) end\n";
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric --no-requeue");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  std::string want =
+      "switch setup failed: switch/lua job_start raised an error: " + std::string(115, 'a');
+  for (int i = 0; i < 12; ++i)
+    want += "\xc3\xa9";
+  want += "...";
+  EXPECT_EQ(j["result"]["job_reason"], want);
+}
+
+TEST(Simulate, HooksAllocatingWithoutEndFailAsTheContractSaysAndTheHostLives) {
+  // Issue 9 item 8: a Lua memory bound for every hook.  job_start (a runner,
+  // 256 MiB): a failed setup; step_init (in the host, 64 MiB): fail-open.
+  fs::path p = fs::temp_directory_path() / "switchlua-oom.lua";
+  const std::string grow = "local t, c = {}, ('x'):rep(1 << 20) "
+                           "for i = 1, 1e9 do t[i] = c .. i end ";
+  std::ofstream(p) << "function slurm_switch_job_start(job) "
+                   << "if job.network == 'grow' then " << grow << "end "
+                   << "return slurm.SUCCESS, {x = 1} end\n"
+                   << "function slurm_switch_step_init(step, si) " << grow << "end\n";
+  CmdResult r = run("simulate " + p.string() + " --json --network grow --no-requeue");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["job_reason"],
+            "switch setup failed: switch/lua job_start raised an error: not enough memory");
+  r = run("simulate " + p.string() + " --json --network fabric");
+  ASSERT_EQ(r.status, 0) << r.out; // the host (slurmstepd here) lives
+  j = json::parse(r.out);
+  ASSERT_EQ(j["result"]["steps"].size(), 1u);
+  EXPECT_FALSE(j["result"]["steps"][0]["failed"].get<bool>()) << "step hooks are fail-open";
+  int oom = 0;
+  for (const auto &e : j["timeline"])
+    oom += e["text"].get<std::string>().find(
+               "step_init raised an error: not enough memory; fail-open: the step proceeds") !=
+           std::string::npos;
+  EXPECT_EQ(oom, 2) << r.out; // one per node
 }
 
 TEST(Simulate, MissingScriptIsAnError) {

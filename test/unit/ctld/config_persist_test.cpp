@@ -17,6 +17,7 @@ TEST(Config, DefaultsAreFinite) {
   EXPECT_EQ(c->max_calls, 512u);
   EXPECT_EQ(c->max_queue, 10000u);
   EXPECT_EQ(c->switch_kill_grace.count(), 2);
+  EXPECT_EQ(c->lua_memory_mb, 256u);
 }
 
 TEST(Config, ReadsTheLaneSizes) {
@@ -25,7 +26,8 @@ TEST(Config, ReadsTheLaneSizes) {
   EXPECT_EQ(c->max_calls, 4096u);
   EXPECT_EQ(c->max_queue, 1u);
   EXPECT_EQ(describe(*c), "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes "
-                          "switch_kill_grace=2 switch_max_calls=4096 switch_max_queue=1");
+                          "switch_kill_grace=2 switch_max_calls=4096 switch_max_queue=1 "
+                          "switch_lua_memory=256");
 }
 
 TEST(Config, KillGraceTakesZeroToThreeHundredSeconds) {
@@ -55,6 +57,38 @@ TEST(Config, UnknownKeysAreIgnoredAsSlurmDoes) {
   EXPECT_TRUE(parse_slurmctld_parameters("switch_timeout_extra=abc,foo=bar"));
 }
 
+// Issue 9 item 5b: Slurm looks up its own SlurmctldParameters keys with
+// xstrcasestr() (case-insensitive); ours are read the same way.
+TEST(Config, KeysAndYesNoAreCaseInsensitiveAsSlurmReadsItsOwn) {
+  auto c = parse_slurmctld_parameters(
+      "enable_configless, Switch_Timeout=7 ,SWITCH_RETRIES=1,switch_drain_on_failure=NO");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->switch_timeout.count(), 7);
+  EXPECT_EQ(c->switch_retries, 1u);
+  EXPECT_FALSE(c->drain_on_failure);
+  auto bad = parse_slurmctld_parameters("SWITCH_TIMEOUT=0");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "SlurmctldParameters: SWITCH_TIMEOUT=0: must be an integer "
+                                 "number of seconds from 1 to 86400");
+}
+
+TEST(Config, UnknownSwitchKeyIsNamedInAWarning) {
+  auto c = parse_slurmctld_parameters("switch_timout=5,foo=bar,switch_retries=2");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->switch_timeout.count(), 10) << "the typo is ignored, not an error";
+  EXPECT_EQ(slurmctld_parameters_warnings("switch_timout=5,foo=bar,switch_retries=2,Switch_X"),
+            (std::vector<std::string>{
+                "SlurmctldParameters: switch_timout is not a switch/lua setting and is ignored "
+                "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
+                "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory): check "
+                "its spelling",
+                "SlurmctldParameters: Switch_X is not a switch/lua setting and is ignored "
+                "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
+                "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory): check "
+                "its spelling"}));
+  EXPECT_TRUE(slurmctld_parameters_warnings("enable_configless,switch_timeout=3").empty());
+}
+
 TEST(Config, BadValuesNameKeyAndValue) {
   struct Bad {
     const char *params;
@@ -72,7 +106,9 @@ TEST(Config, BadValuesNameKeyAndValue) {
       {"switch_retries=-1", "switch_retries=-1: must be an integer count from 0 to 1000"},
       {"switch_retries=1001", "switch_retries=1001"},
       {"switch_drain_on_failure=maybe", "switch_drain_on_failure=maybe: must be yes or no"},
-      {"switch_drain_on_failure=YES", "switch_drain_on_failure=YES"},
+      {"switch_drain_on_failure=", "switch_drain_on_failure=: must be yes or no"},
+      {"switch_drain_on_failure=no,switch_drain_on_failure=yes",
+       "switch_drain_on_failure given twice (no and yes)"},
       {"switch_timeout=5,switch_timeout=6", "switch_timeout given twice (5 and 6)"},
       {"switch_max_calls=0", "SlurmctldParameters: switch_max_calls=0: must be an integer count "
                              "from 1 to 4096"},
@@ -81,6 +117,8 @@ TEST(Config, BadValuesNameKeyAndValue) {
       {"switch_max_queue=0", "SlurmctldParameters: switch_max_queue=0: must be an integer count "
                              "from 1 to 100000"},
       {"switch_max_queue=100001", "switch_max_queue=100001: must be"},
+      {"switch_lua_memory=0", "SlurmctldParameters: switch_lua_memory=0: must be an integer "
+                              "number of MiB from 1 to 65536"},
       {"switch_max_calls=8,switch_max_calls=9", "switch_max_calls given twice (8 and 9)"},
       {"switch_max_queue=8,switch_max_queue=9", "switch_max_queue given twice (8 and 9)"},
   };

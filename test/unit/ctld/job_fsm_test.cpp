@@ -443,7 +443,7 @@ std::vector<Case> cases() {
        with_kind(OutcomeKind::Signaled, ""),
        def,
        S::TeardownRetryWait,
-       {A::HoldNodes, A::ScheduleRetry},
+       {A::ScheduleRetry},
        "",
        "R-COMPLETE-KILLED"},
       {"R_COMPLETE_KILLED_LostWithTheSupervisorIsRetried",
@@ -452,7 +452,7 @@ std::vector<Case> cases() {
        with_kind(OutcomeKind::Abandoned, "switch-lua-supervisor died"),
        def,
        S::TeardownRetryWait,
-       {A::HoldNodes, A::ScheduleRetry},
+       {A::ScheduleRetry},
        "",
        "R-COMPLETE-KILLED"},
       {"R_COMPLETE_KILLED_EXHAUSTED_DrainsAfterSwitchRetries",
@@ -567,6 +567,42 @@ TEST(JobFsm, R_UNDO_FAIL_TheJobsReasonSaysTheSetupFailed) {
             "switch setup failed: switch/lua job_complete for a killed job_start returned rc=-1");
 }
 
+// Issue 9 item 6: reasons are cut on a character boundary, never in half
+// an "é" (error(("a"):rep(115)..("é"):rep(20), 0) in job_start).
+TEST(JobFsm, R_START_FAIL_LongAccentedMessageIsCutOnAWholeCharacter) {
+  std::string msg = std::string(115, 'a');
+  for (int i = 0; i < 20; ++i)
+    msg += "\xc3\xa9";
+  Outcome o = with_kind(OutcomeKind::LuaError, msg);
+  StepResult r = step(state(S::SetupRunning), Event{.kind = E::SetupResult, .outcome = &o}, {});
+  ASSERT_EQ(r.actions[1].kind, A::Cancel);
+  std::string want =
+      "switch setup failed: switch/lua job_start raised an error: " + std::string(115, 'a');
+  for (int i = 0; i < 12; ++i)
+    want += "\xc3\xa9";
+  want += "...";
+  EXPECT_EQ(r.actions[1].reason, want);
+}
+
+TEST(JobFsm, R_COMPLETE_FAIL_LongAccentedMessageIsCutOnAWholeCharacter) {
+  std::string msg = std::string(115, 'a');
+  for (int i = 0; i < 20; ++i)
+    msg += "\xc3\xa9";
+  Outcome o = with_kind(OutcomeKind::LuaError, msg);
+  StepResult r =
+      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &o}, {});
+  std::string drain;
+  for (const Action &a : r.actions)
+    if (a.kind == A::DrainNodes)
+      drain = a.reason;
+  std::string want = "switch teardown failed: JobId=42 switch/lua job_complete raised an error: " +
+                     std::string(115, 'a');
+  for (int i = 0; i < 12; ++i)
+    want += "\xc3\xa9";
+  want += "...";
+  EXPECT_EQ(drain, want);
+}
+
 TEST(JobFsm, R_UNDO_OK_TheNewJobStartGetsTheJobTable) {
   Outcome o = returned(kSuccess);
   StepResult r = step(state(S::SetupUndoing), Event{.kind = E::TeardownResult, .outcome = &o}, {});
@@ -587,6 +623,74 @@ TEST(JobFsm, AbandonedSetupTeardownGetsNilJobinfo) {
   StepResult r = step(state(S::SetupAbandoned), Event{.kind = E::JobEnded}, {});
   ASSERT_EQ(r.actions.back().kind, A::RunJobComplete);
   EXPECT_FALSE(r.actions.back().jobinfo.has_value());
+}
+
+/// The hold actions of a step, as "job" / "job+nodes".
+std::vector<std::string> holds(const StepResult &r) {
+  std::vector<std::string> out;
+  for (const Action &a : r.actions)
+    if (a.kind == A::HoldNodes)
+      out.push_back(a.reason);
+  return out;
+}
+
+// switch.lua contract, job_complete EAGAIN: nodes are held only with
+// block_job_complete true, for a job that ended while its setup was still
+// running, or for a teardown run again after a restart.  An abandoned setup
+// (timed out) whose job ends afterwards is none of these.
+TEST(JobFsm, R_END_AFTER_ABANDON_NonBlockingHoldsTheJobButNotItsNodes) {
+  StepResult r = step(state(S::SetupAbandoned), Event{.kind = E::JobEnded}, {});
+  EXPECT_EQ(r.rule, "R-END-AFTER-ABANDON");
+  EXPECT_EQ(holds(r), std::vector<std::string>{"job"});
+  EXPECT_FALSE(r.next.nodes_held);
+  // ... so its first EAGAIN is a failure: drained at once, no retry.
+  Outcome again = returned(kEagain);
+  StepResult t = step(r.next, Event{.kind = E::TeardownResult, .outcome = &again}, {});
+  EXPECT_EQ(t.rule, "R-COMPLETE-EAGAIN-UNHELD");
+  EXPECT_EQ(job_state_name(t.next.state), "Done");
+  std::vector<std::string> drains;
+  for (const Action &a : t.actions)
+    if (a.kind == A::DrainNodes)
+      drains.push_back(a.reason);
+  EXPECT_EQ(drains, std::vector<std::string>{"switch teardown failed: JobId=42 switch/lua "
+                                             "job_complete returned slurm.EAGAIN but "
+                                             "block_job_complete is false"});
+}
+
+TEST(JobFsm, R_END_AFTER_ABANDON_BlockingHoldsTheNodesAndRetriesEagain) {
+  JobSwitchState s = state(S::SetupAbandoned);
+  s.block_job_complete = true;
+  StepResult r = step(s, Event{.kind = E::JobEnded}, {});
+  EXPECT_EQ(holds(r), std::vector<std::string>{"job+nodes"});
+  EXPECT_TRUE(r.next.nodes_held);
+  Outcome again = returned(kEagain);
+  StepResult t = step(r.next, Event{.kind = E::TeardownResult, .outcome = &again}, {});
+  EXPECT_EQ(t.rule, "R-COMPLETE-EAGAIN");
+}
+
+TEST(JobFsm, R_RESTART_UNKNOWN_AbandonedSetupHoldsNodesOnlyWhenBlocking) {
+  JobSwitchState s = state(S::SetupAbandoned);
+  s.recovered = true;
+  StepResult r = step(s, Event{.kind = E::Recover}, {});
+  EXPECT_EQ(r.rule, "R-RESTART-UNKNOWN");
+  EXPECT_EQ(holds(r), std::vector<std::string>{"job"});
+  EXPECT_FALSE(r.next.nodes_held);
+  s.block_job_complete = true;
+  r = step(s, Event{.kind = E::Recover}, {});
+  EXPECT_EQ(holds(r), std::vector<std::string>{"job+nodes"});
+  EXPECT_TRUE(r.next.nodes_held);
+}
+
+TEST(JobFsm, R_COMPLETE_KILLED_KeepsTheNodesAsTheyWere) {
+  Outcome killed = with_kind(OutcomeKind::Signaled, "");
+  StepResult r =
+      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &killed}, {});
+  EXPECT_EQ(r.rule, "R-COMPLETE-KILLED");
+  EXPECT_TRUE(holds(r).empty());
+  EXPECT_FALSE(r.next.nodes_held) << "block_job_complete false: the nodes stay in service";
+  JobSwitchState h = state(S::TeardownRunning);
+  h.nodes_held = true;
+  r = step(h, Event{.kind = E::TeardownResult, .outcome = &killed}, {});
   EXPECT_TRUE(r.next.nodes_held);
 }
 
@@ -617,6 +721,8 @@ struct Model {
   bool nodes_held = false;
   std::uint32_t completes_this_run = 0;
   bool ended = false;
+  bool ended_during_setup = false; ///< JobEnded while job_start (or its undo) ran
+  bool restarted = false;
 
   void check(const StepResult &r) {
     for (const Action &a : r.actions) {
@@ -631,6 +737,11 @@ struct Model {
         break;
       case A::HoldNodes:
         if (a.reason == "job+nodes") {
+          // switch.lua contract, job_complete EAGAIN: nodes are held only
+          // with block_job_complete true, for a job that ended while its
+          // setup ran, or for a teardown run again after a restart.
+          ASSERT_TRUE(s.block_job_complete || ended_during_setup || restarted)
+              << "nodes held outside the contract's cases by " << r.rule;
           nodes_held = true;
         }
         break;
@@ -689,6 +800,7 @@ struct Model {
     ASSERT_EQ(s.jobinfo, before.jobinfo) << "jobinfo lost across restart";
     ASSERT_EQ(s.retries, before.retries);
     pending_start = pending_complete = 0; // calls in flight died with slurmctld
+    restarted = true;
     nodes_held = s.nodes_held;
     feed(Event{.kind = E::Recover});
   }
@@ -710,6 +822,7 @@ struct Model {
         feed(Event{.kind = E::TeardownResult, .outcome = &o});
       } else if (pick < 8 && !ended) {
         ended = true;
+        ended_during_setup = s.state == S::SetupRunning || s.state == S::SetupUndoing;
         feed(Event{.kind = E::JobEnded});
       } else if (pick < 9) {
         feed(Event{.kind = E::RetryTick});

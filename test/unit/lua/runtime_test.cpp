@@ -254,5 +254,35 @@ TEST(Runtime, ScriptIsMovable) {
   EXPECT_TRUE(r->flag);
 }
 
+// Issue 9 item 8: every hook runs under a Lua memory bound; past it the
+// hook gets Lua's "not enough memory" error, handled like any Lua error,
+// and the state (and its host) lives on.
+TEST(Runtime, HookAllocatingPastTheMemoryBoundGetsACleanLuaError) {
+  test::TempDir dir;
+  const std::string path = dir.write(
+      "switch.lua", "function slurm_switch_job_start(job)\n"
+                    "  local t, chunk = {}, ('x'):rep(1 << 20)\n"
+                    "  for i = 1, 1e9 do t[i] = chunk .. i end\n"
+                    "end\n"
+                    "function slurm_switch_job_complete(job, ji) return slurm.SUCCESS end\n");
+  test::Lines log;
+  auto s = Script::load(path, log.sink(), Script::Host::InProcess, std::size_t{16} << 20);
+  ASSERT_TRUE(s) << s.error().message;
+  JobArgs job = test::sample_job();
+  auto r = s->call(Hook::JobStart, &job, nullptr, nullptr);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, CallError::Kind::LuaError);
+  EXPECT_EQ(first_line(r.error().message), "not enough memory");
+  lua_gc(s->state(), LUA_GCCOLLECT, 0);
+  auto again = s->call(Hook::JobComplete, &job, nullptr, nullptr);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->rc, kSuccess);
+}
+
+TEST(Runtime, TheStepHostsBoundIs64MiB) {
+  EXPECT_EQ(kStepLuaMemoryLimit, std::size_t{64} << 20);
+  EXPECT_EQ(kDefaultCtldLuaMemoryLimit, std::size_t{256} << 20);
+}
+
 } // namespace
 } // namespace switchlua

@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
+#
+# t0211-info-level: what an operator sees at the default SlurmctldDebug=info
+# (switch_lua.conf(5), FOLLOWING A JOB IN THE LOGS): every call's outcome
+# line, at info level for an accepted result and at error level for a
+# failure, and the Lua stack traceback of a job_start error; and the
+# warning for a misspelt switch_* key in SlurmctldParameters, with the keys
+# read case-insensitively as Slurm reads its own (switch_lua.conf(5),
+# Syntax).  Issue 9 items 3 and 5b.
+
+# e2e-config: --switch-type switch/lua --script test/e2e/lua/info-level.lua --debug info --slurmctld-params Switch_Timeout=7,switch_timout=3
+
+e2e_test "switch/lua: at SlurmctldDebug=info, an accepted job_start's outcome line is logged at info level" t_info_ok
+t_info_ok() {
+	local id
+	id=$(submit --network=fabric --wrap=true)
+	wait_job "$id" COMPLETED 30
+	ctld_grep "\] switch/lua: JobId=$id job_start returned rc=0 with jobinfo \(queued [0-9]+ ms, ran [0-9]+ ms\)$" >/dev/null ||
+		fail "no info-level 'job_start returned rc=0 with jobinfo' line"
+	ctld_grep "\] switch/lua: JobId=$id job_start accepted the job: jobinfo stored, job may launch$" >/dev/null ||
+		fail "no 'accepted the job' line"
+	ctld_grep "\] switch/lua: JobId=$id job_complete returned rc=0 \(slurm.SUCCESS\)$" >/dev/null ||
+		fail "no 'job_complete returned rc=0' line"
+	assert_eq 0 "$(ctld_count "\\] debug[0-9]?: ")" "debug lines at SlurmctldDebug=info"
+}
+
+e2e_test "switch/lua: at SlurmctldDebug=info, a job_start Lua error is logged at error level with its traceback" t_info_error
+t_info_error() {
+	local id
+	id=$(submit --no-requeue --network=crash --wrap=true)
+	wait_job "$id" CANCELLED 30
+	ctld_grep "\] error: switch/lua: JobId=$id job_start raised a Lua error: /etc/slurm/switch.lua:9: fabric manager refused the VNI \(queued [0-9]+ ms, ran [0-9]+ ms\)$" >/dev/null ||
+		fail "no error-level 'raised a Lua error' line"
+	ctld_grep "\] error: switch/lua: JobId=$id job_start traceback: stack traceback:$" >/dev/null ||
+		fail "no traceback header"
+	ctld_grep "\] error: switch/lua: JobId=$id job_start traceback: .*/etc/slurm/switch.lua:9: in (upvalue|local|function) '?fabric_call'?$" >/dev/null ||
+		fail "the traceback does not name fabric_call at line 9"
+	ctld_grep "\] error: switch/lua: JobId=$id job_start traceback: .*/etc/slurm/switch.lua:14: in function '?slurm_switch_job_start'?$" >/dev/null ||
+		fail "the traceback does not name slurm_switch_job_start at line 14"
+	ctld_grep "\] switch/lua: JobId=$id cancelled: switch setup failed: switch/lua job_start raised an error: /etc/slurm/switch.lua:9: fabric manager refused the VNI$" >/dev/null ||
+		fail "no 'cancelled' line"
+}
+
+e2e_test "switch/lua: SlurmctldParameters: a misspelt switch_* key is named at start; keys are read case-insensitively" t_params
+t_params() {
+	grep -E "\] error: switch/lua: SlurmctldParameters: switch_timout is not a switch/lua setting and is ignored \(the settings are switch_timeout, switch_retries, switch_drain_on_failure, switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory\): check its spelling$" "$(ctld_log)" >/dev/null ||
+		fail "no warning naming switch_timout in slurmctld.log"
+	grep -E "\] switch/lua: script /etc/slurm/switch.lua \(switch_timeout=7 switch_retries=3 " "$(ctld_log)" >/dev/null ||
+		fail "Switch_Timeout=7 was not read"
+}
