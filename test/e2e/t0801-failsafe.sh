@@ -18,8 +18,9 @@ SCRIPT_H=$E2E_ROOT/etc/slurm/switch.lua
 our_supervisor() {
 	local p root
 	root=$(realpath "$E2E_ROOT")
-	for p in $(pgrep -f 'switch-lua-supervisor --channel-fd'); do
-		[ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ] && echo "$p"
+	# Only ours (other testbeds may run clusters); never a failing status.
+	for p in $(pgrep -f 'switch-lua-supervisor --channel-fd' || true); do
+		if [ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ]; then echo "$p"; fi
 	done | head -n1
 }
 CONF_H=$E2E_ROOT/etc/slurm/slurm.conf
