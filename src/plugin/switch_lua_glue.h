@@ -2,8 +2,8 @@
 /*
  * File: plugin/switch_lua_glue.h
  *
- * Private to the three C files of the Slurm glue (switch_lua.c,
- * slurm_ctld.c, slurm_stepd.c).  Include it after Slurm's headers: the
+ * Private to the C files of the Slurm glue (switch_lua.c, slurm_ctld.c
+ * and its ctld_*.c, slurm_stepd.c).  Include it after Slurm's headers: the
  * logging macros below expand to Slurm's info()/error()/debug().
  *
  * Nothing here is part of the interface with the C++ core; that is

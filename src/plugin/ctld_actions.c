@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * File: plugin/ctld_actions.c
+ *
+ * The actions of switch/lua on jobs and nodes in slurmctld (Slurm 24.11)
+ * that hold nothing: requeue, cancel, drain, forget a job's state, save
+ * the state.  Slurm's conf R, job W, node W, fed R locks are held by the
+ * caller in every one of them.
+ *
+ *   failed setup   job_requeue(0, id, NULL, false, 0), else SIGKILL, with
+ *                  state_reason FAIL_LAUNCH and state_desc set first.
+ */
+
+#include "config.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+
+#include "src/common/slurm_xlator.h"
+
+#include "src/common/log.h"
+#include "src/common/read_config.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+#include "src/slurmctld/state_save.h"
+#include "src/stepmgr/srun_comm.h"
+
+#include "switch_lua_glue.h"
+#include "ctld_internal.h"
+
+static void _set_reason(job_record_t *job_ptr, const char *reason)
+{
+	job_ptr->state_reason = FAIL_LAUNCH;
+	xfree(job_ptr->state_desc);
+	job_ptr->state_desc = xstrdup(reason ? reason : "switch setup failed");
+}
+
+/* As prep_prolog_slurmctld_callback() does after a refused requeue. */
+static void _kill_job(job_record_t *job_ptr, const char *reason)
+{
+	char *msg = xstrdup(reason ? reason : "switch setup failed");
+	job_record_t *leader;
+	int rc;
+
+	_set_reason(job_ptr, reason);
+	(void) srun_user_message(job_ptr, msg);
+	if (job_ptr->het_job_id) {
+		leader = job_ptr->het_job_list ?
+				 job_ptr :
+				 find_job_record(job_ptr->het_job_id);
+		if (!leader) {
+			sl_error("JobId=%u: no hetjob leader JobId=%u to cancel",
+				 job_ptr->job_id, job_ptr->het_job_id);
+			xfree(msg);
+			return;
+		}
+		rc = het_job_signal(leader, SIGKILL, 0, 0, false);
+	} else {
+		rc = job_signal(job_ptr, SIGKILL, 0, 0, false);
+	}
+	if (rc)
+		sl_error("JobId=%u: cannot cancel the job: %s",
+			 job_ptr->job_id, slurm_strerror(rc));
+	else
+		sl_info("JobId=%u cancelled: %s", job_ptr->job_id, msg);
+	xfree(msg);
+}
+
+extern void ctld_op_requeue(uint32_t job_id, const char *reason)
+{
+	job_record_t *job_ptr = find_job_record(job_id);
+	uint32_t target;
+	int rc;
+
+	if (!job_ptr) {
+		sl_info("JobId=%u: not requeued, the job is gone", job_id);
+		return;
+	}
+	_set_reason(job_ptr, reason);
+	target = job_ptr->het_job_id ? job_ptr->het_job_id : job_id;
+	rc = job_requeue(0, target, NULL, false, 0);
+	if (rc == SLURM_SUCCESS) {
+		sl_info("JobId=%u requeued: %s", job_id, job_ptr->state_desc);
+		return;
+	}
+	if (rc == ESLURM_JOB_PENDING) {
+		sl_info("JobId=%u: not requeued, it is pending already",
+			job_id);
+		return;
+	}
+	sl_info("JobId=%u: cannot requeue (%s), cancelling it", job_id,
+		slurm_strerror(rc));
+	/* job_requeue() may have ended a het job; look it up again. */
+	if ((job_ptr = find_job_record(job_id)))
+		_kill_job(job_ptr, reason);
+}
+
+extern void ctld_op_cancel(uint32_t job_id, const char *reason)
+{
+	job_record_t *job_ptr = find_job_record(job_id);
+
+	if (!job_ptr) {
+		sl_info("JobId=%u: not cancelled, the job is gone", job_id);
+		return;
+	}
+	_kill_job(job_ptr, reason);
+}
+
+extern void ctld_op_drain(const char *nodes, const char *reason)
+{
+	char *n = xstrdup(nodes);
+	char *r = xstrdup(reason ? reason : "switch teardown failed (switch/lua)");
+	int rc;
+
+	if (!n || !n[0]) {
+		xfree(n);
+		xfree(r);
+		return;
+	}
+	rc = drain_nodes(n, r, slurm_conf.slurm_user_id);
+	if (rc)
+		sl_error("cannot drain %s (%s): %s", n, r, slurm_strerror(rc));
+	else
+		sl_info("drained %s: %s", n, r);
+	xfree(n);
+	xfree(r);
+}
+
+extern void ctld_op_forget(uint32_t job_id)
+{
+	job_record_t *job_ptr = find_job_record(job_id);
+
+	if (job_ptr)
+		job_ptr->switch_jobinfo = NULL;
+}
+
+extern void ctld_op_save_state(void)
+{
+	schedule_job_save();
+}

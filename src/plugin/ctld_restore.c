@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * File: plugin/ctld_restore.c
+ *
+ * The restart of switch/lua in slurmctld (Slurm 24.11): the restore thread
+ * that re-arms the setups the core re-runs and has the core reconcile its
+ * journal.
+ *
+ *   restart        switch_p_restore() starts a thread that waits for the
+ *                  startup locks and re-arms the jobs the core re-runs;
+ *                  a job whose launch the core's journal says was released
+ *                  before the crash gets job_config_fini() (CONFIGURING
+ *                  ended) without launch_job(), so job_time_limit() does
+ *                  not launch its batch script a second time; then the
+ *                  core tears down the journal's orphaned attempts.
+ *
+ * Locking: Slurm's locks always come first; restore_mutex is a leaf taken
+ * under them (or alone) and never held while taking a Slurm lock.
+ */
+
+#include "config.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+
+#include "src/common/slurm_xlator.h"
+
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/macros.h"
+#include "src/slurmctld/job_scheduler.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "switch_lua_core.h"
+#include "switch_lua_glue.h"
+#include "ctld_internal.h"
+
+/* ---------------------------------------------------------------------- */
+/* Restart: re-arm the outstanding setups.                                */
+/* ---------------------------------------------------------------------- */
+
+static pthread_mutex_t restore_mutex = PTHREAD_MUTEX_INITIALIZER;
+static bool restore_pending = false; /* a thread has not walked yet */
+static bool restore_started = false; /* restore_thread needs a join */
+static pthread_t restore_thread;
+
+typedef struct {
+	uint32_t seen;
+	uint32_t rearmed;
+	uint32_t unconfigured;
+	uint32_t launched;
+} restore_stats_t;
+
+static int _recover_one(void *x, void *arg)
+{
+	job_record_t *job_ptr = x;
+	restore_stats_t *stats = arg;
+	bool configuring;
+
+	if (!job_ptr->switch_jobinfo)
+		return 0;
+	stats->seen++;
+	configuring = IS_JOB_RUNNING(job_ptr) && IS_JOB_CONFIGURING(job_ptr);
+	switch (slc_ctld_recover_job(job_ptr->job_id, job_ptr->switch_jobinfo,
+				     configuring)) {
+	case 1:
+		break;
+	case 2:
+		/*
+		 * The setup had returned and the launch was released before
+		 * the crash; Slurm's saved record is older (CONFIGURING).
+		 * job_time_limit() would launch_job() a job that is
+		 * CONFIGURING with prolog_running 0: end CONFIGURING here,
+		 * without launching the batch script a second time.
+		 */
+		if (configuring && !ctld_armed_has(job_ptr->job_id) &&
+		    (!job_ptr->details || !job_ptr->details->prolog_running)) {
+			job_config_fini(job_ptr);
+			stats->unconfigured++;
+			sl_info("JobId=%u: launch released before the restart, CONFIGURING ended without a second launch",
+				job_ptr->job_id);
+		}
+		return 0;
+	case 3:
+		if (configuring && !ctld_armed_has(job_ptr->job_id) &&
+		    (!job_ptr->details || !job_ptr->details->prolog_running)) {
+			stats->launched++;
+			sl_info("JobId=%u: switch setup had returned before the restart, launching the job",
+				job_ptr->job_id);
+			prolog_running_decr(job_ptr);
+		}
+		return 0;
+	default:
+		return 0;
+	}
+	/* Still armed in this process (a failed reconfigure calls restore
+	 * again without zeroing prolog_running): our increment stands. */
+	if (ctld_armed_has(job_ptr->job_id))
+		return 0;
+	if (!configuring)
+		sl_error("JobId=%u: setup re-run for a job that is not RUNNING+CONFIGURING",
+			 job_ptr->job_id);
+	ctld_delay_launch(job_ptr);
+	stats->rearmed++;
+	sl_info("JobId=%u: switch setup re-run after restart, launch delayed",
+		job_ptr->job_id);
+	return 0;
+}
+
+static void *_restore_main(void *arg)
+{
+	restore_stats_t stats = { 0 };
+
+	/* Blocks until slurmctld's startup releases config_write_lock, after
+	 * read_slurm_conf() has loaded job_list. */
+	lock_slurmctld(ctld_job_node_write_lock);
+	if (job_list)
+		(void) list_for_each(job_list, _recover_one, &stats);
+	slc_ctld_reconcile();
+	unlock_slurmctld(ctld_job_node_write_lock);
+	if (stats.seen)
+		sl_info("recovered %u jobs with switch state: %u setups re-armed, %u released before the restart (CONFIGURING ended, not launched again), %u launched now",
+			stats.seen, stats.rearmed, stats.unconfigured,
+			stats.launched);
+
+	slurm_mutex_lock(&restore_mutex);
+	restore_pending = false;
+	slurm_mutex_unlock(&restore_mutex);
+	return NULL;
+}
+
+/* The body of switch_p_restore() (slurm_ctld.c), which has checked that the
+ * plugin is active. */
+extern int ctld_restore_start(void)
+{
+	int rc;
+
+	slurm_mutex_lock(&restore_mutex);
+	if (restore_pending) {
+		/* That thread has not walked job_list yet; it will see the
+		 * same list this call would. */
+		slurm_mutex_unlock(&restore_mutex);
+		return SLURM_SUCCESS;
+	}
+	if (restore_started)
+		pthread_join(restore_thread, NULL); /* done or finishing */
+	if ((rc = pthread_create(&restore_thread, NULL, _restore_main,
+				 NULL))) {
+		restore_started = false;
+		slurm_mutex_unlock(&restore_mutex);
+		sl_error("cannot start the restore thread: %s", strerror(rc));
+		return SLURM_ERROR;
+	}
+	restore_started = restore_pending = true;
+	slurm_mutex_unlock(&restore_mutex);
+	return SLURM_SUCCESS;
+}
+
+/* From fini: the thread is done or finishing. */
+extern void ctld_restore_join(void)
+{
+	slurm_mutex_lock(&restore_mutex);
+	if (restore_started) {
+		slurm_mutex_unlock(&restore_mutex);
+		pthread_join(restore_thread, NULL);
+		slurm_mutex_lock(&restore_mutex);
+		restore_started = restore_pending = false;
+	}
+	slurm_mutex_unlock(&restore_mutex);
+}
