@@ -74,8 +74,7 @@ TEST_F(Trust, ScriptOfAnotherUserIsRefusedUnlessSlurmUser) {
   set_slurm_user(kOther); // SlurmUser may own it
   EXPECT_EQ(load_error(p), "");
   ::chmod(p.c_str(), 0646);
-  EXPECT_EQ(load_error(p), p +
-                               ": owned by uid 65534 (nobody), mode 0646: refused; it must be "
+  EXPECT_EQ(load_error(p), p + ": owned by uid 65534 (nobody), mode 0646: refused; it must be "
                                "owned by root or SlurmUser (nobody) and not writable by group or "
                                "others (switch.lua(5))");
 }
