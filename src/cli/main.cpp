@@ -4,11 +4,14 @@
 //   switch-lua check FILE
 //   switch-lua simulate FILE --network STR [options]
 #include "cli/simulate.hpp"
+#include "lua/trust.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -31,6 +34,26 @@ std::string helper_path(const char *env, const char *name, const char *build_dir
   return std::string(SWITCHLUA_LIBEXECDIR) + "/" + name;
 }
 
+/// SlurmUser for the ownership rule (switch.lua(5)): --slurm-user NAME|UID,
+/// else the owner of the slurm.conf next to the script, else root only.
+/// nullopt (after a message) for an unknown name.
+std::optional<uid_t> slurm_user_for(const std::string &opt, const std::string &script) {
+  if (!opt.empty()) {
+    if (opt.find_first_not_of("0123456789") == std::string::npos && opt.size() < 11)
+      return static_cast<uid_t>(std::stoul(opt));
+    if (const struct passwd *pw = ::getpwnam(opt.c_str()))
+      return pw->pw_uid;
+    std::cerr << "switch-lua: --slurm-user " << opt << ": no such user\n";
+    return std::nullopt;
+  }
+  std::error_code ec;
+  auto dir = std::filesystem::absolute(script, ec).parent_path();
+  struct stat st {};
+  if (!ec && ::stat((dir / "slurm.conf").c_str(), &st) == 0)
+    return st.st_uid;
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -42,6 +65,12 @@ int main(int argc, char **argv) {
   auto *check = app.add_subcommand("check", "compile and load a switch.lua, list its hooks");
   check->add_option("FILE", check_file, "the script")->required();
   check->add_flag("--json", check_json, "machine-readable output");
+  std::string slurm_user_opt;
+  const char *slurm_user_help =
+      "SlurmUser (name or uid) who may own the script, the directories above it and its "
+      "modules besides root (default: the owner of the slurm.conf next to the script, else "
+      "root only)";
+  check->add_option("--slurm-user", slurm_user_opt, slurm_user_help);
 
   switchlua::SimulateOptions so;
   int timeout = 10, retries = 3;
@@ -78,8 +107,19 @@ int main(int argc, char **argv) {
   sim->add_flag("--cancel-during-setup", so.cancel_during_setup,
                 "cancel the job while job_start runs");
   sim->add_flag("--json", so.json, "machine-readable output");
+  sim->add_option("--slurm-user", slurm_user_opt, slurm_user_help);
 
   CLI11_PARSE(app, argc, argv);
+
+  // One module search path whatever the caller's environment (switch.lua(5)).
+  ::unsetenv("LUA_PATH");
+  ::unsetenv("LUA_PATH_5_4");
+  ::unsetenv("LUA_CPATH");
+  ::unsetenv("LUA_CPATH_5_4");
+  auto su = slurm_user_for(slurm_user_opt, check->parsed() ? check_file : so.script);
+  if (!su)
+    return 2;
+  switchlua::set_slurm_user(*su);
 
   if (check->parsed())
     return switchlua::run_check(check_file, check_json);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/simulate.hpp"
+#include "lua/trust.hpp"
 
 #include "cli/sim_cluster.hpp"
 #include "ctld/core.hpp"
@@ -266,6 +267,8 @@ int run_simulate(const SimulateOptions &o) {
   co.config = o.config;
   co.client.supervisor = o.supervisor;
   co.client.runner = o.runner;
+  // The supervisor and runners apply the ownership rule with our SlurmUser.
+  co.client.child_env.push_back(fmt::format("{}={}", kSlurmUserEnv, slurm_user()));
   co.retry_interval = std::chrono::milliseconds(200); // the "periodic check", compressed
   // The journal, as slurmctld keeps it under StateSaveLocation: a fresh
   // folder per run, removed at the end.

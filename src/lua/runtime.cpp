@@ -7,6 +7,7 @@
 #include "lua/runtime.hpp"
 #include "lua/codec.hpp"
 #include "lua/detail.hpp"
+#include "lua/trust.hpp"
 
 #include <lua.hpp>
 
@@ -35,12 +36,15 @@ int l_traceback(lua_State *L) {
   return 1;
 }
 
-/// Opens the standard libraries and installs the slurm table; run under
+/// Opens the standard libraries, installs the slurm table and the module
+/// rules (one search path, the ownership rule: lua/trust.hpp); run under
 /// lua_pcall so a memory error is a failed load, not a panic.
 int l_open_state(lua_State *L) {
   auto *sink = static_cast<LogSink *>(lua_touserdata(L, 1));
+  const auto *path = static_cast<const std::string *>(lua_touserdata(L, 2));
   luaL_openlibs(L);
   install_slurm_table(L, sink);
+  install_module_rules(L, *path);
   return 0;
 }
 
@@ -215,9 +219,23 @@ Expected<Script> Script::load_impl(const std::string &path, const std::string_vi
   impl->memory.limit = memory_limit;
   lua_setallocf(L, &MemoryBound::alloc, &impl->memory);
 
+  // From the file: read it only after the ownership rule passed on the
+  // open file (lua/trust.hpp); the bytes then load like a given source.
+  std::string file_bytes;
+  std::string_view given;
+  if (source == nullptr) {
+    auto bytes = read_trusted_file(path, slurm_user());
+    if (!bytes)
+      return Unexpected<Error>{bytes.error()};
+    file_bytes = std::move(*bytes);
+    given = file_bytes;
+    source = &given;
+  }
+
   lua_pushcfunction(L, l_open_state);
   lua_pushlightuserdata(L, &impl->sink);
-  if (lua_pcall(L, 1, 0, 0) != LUA_OK)
+  lua_pushlightuserdata(L, const_cast<std::string *>(&impl->path));
+  if (lua_pcall(L, 2, 0, 0) != LUA_OK)
     return fail(fmt::format("{}: cannot set up the Lua state: {}", path, pop_message(L)));
   if (host == Host::InProcess) {
     lua_getglobal(L, "os");
@@ -235,14 +253,12 @@ Expected<Script> Script::load_impl(const std::string &path, const std::string_vi
   // "<path>:<line>: <syntax error>".
   // From bytes, skip what luaL_loadfilex skips: a UTF-8 BOM, and a first
   // line starting with '#' (kept as an empty line: line numbers stay).
-  std::string_view text = source ? *source : std::string_view();
+  std::string_view text = *source;
   if (text.substr(0, 3) == "\xEF\xBB\xBF")
     text.remove_prefix(3);
   if (!text.empty() && text[0] == '#')
     text.remove_prefix(std::min(text.find('\n'), text.size()));
-  const int loaded = source == nullptr
-                         ? luaL_loadfilex(L, path.c_str(), "t")
-                         : luaL_loadbufferx(L, text.data(), text.size(), ("@" + path).c_str(), "t");
+  const int loaded = luaL_loadbufferx(L, text.data(), text.size(), ("@" + path).c_str(), "t");
   if (loaded != LUA_OK)
     return fail(pop_message(L));
   if (lua_pcall(L, 0, LUA_MULTRET, handler) != LUA_OK)

@@ -7,6 +7,7 @@
 #include "common/utf8.hpp"
 #include "ctld/core.hpp"
 #include "ctld/persist.hpp"
+#include "lua/trust.hpp"
 #include "stepd/step_hooks.hpp"
 #include "stepd/stepinfo.hpp"
 
@@ -245,6 +246,8 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
       o.journal_path = fmt::format("{}/switch_lua.journal", state_dir);
     if (const char *conf = std::getenv("SLURM_CONF"))
       o.client.child_env.push_back(fmt::format("SLURM_CONF={}", conf));
+    // The ownership rule of the supervisor and runners (lua/trust.hpp).
+    o.client.child_env.push_back(fmt::format("{}={}", kSlurmUserEnv, slurm_user()));
     {
       // Ask the script once, in a supervised child (no Lua in slurmctld).
       SupervisorClient probe(o.client, [&](CallId, LogLevel l, std::string_view t) {
@@ -404,6 +407,10 @@ int slc_ctld_stepinfo(void *handle, char **buf, size_t *len) {
 
 void slc_free(void *p) {
   std::free(p);
+}
+
+void slc_set_slurm_user(uint32_t uid) {
+  set_slurm_user(static_cast<uid_t>(uid));
 }
 
 int slc_stepd_init(const char *script_path, slc_log_fn log) {

@@ -107,6 +107,7 @@ extern int init(void)
 	char *script = NULL;
 	int rc = SLURM_SUCCESS;
 
+	slc_set_slurm_user(slurm_conf.slurm_user_id);
 	if (running_in_slurmctld()) {
 		script = get_extra_conf_path("switch.lua");
 		rc = switchlua_ctld_init(script);

@@ -112,6 +112,12 @@ typedef struct slc_ctld_ops {
 	slc_log_fn log;
 } slc_ctld_ops_t;
 
+/* SlurmUser's uid (slurm_conf.slurm_user_id), from init() in every process
+ * before slc_ctld_init / slc_stepd_init: the script, the directories above
+ * it and its modules must be owned by root or this user and not writable by
+ * group or others (switch.lua(5)), or they are refused. */
+void slc_set_slurm_user(uint32_t uid);
+
 /* `state_dir`: StateSaveLocation, where the journal switch_lua.journal
  * lives (NULL: no journal).
  * RET 0, or -1 after logging why (bad SlurmctldParameters).  A script that

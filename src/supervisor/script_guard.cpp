@@ -3,6 +3,8 @@
 // File: supervisor/script_guard.cpp
 #include "supervisor/script_guard.hpp"
 
+#include "lua/trust.hpp"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -44,11 +46,24 @@ std::optional<ScriptGuard::Candidate> ScriptGuard::check(const std::string &path
   }
   if (e.seen && same_file_state(e.st, st))
     return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string bytes = ss.str();
+  auto trusted = read_trusted_file(path, slurm_user());
+  if (!trusted) {
+    // Untrusted (or unreadable): refused as it is; the good version stays.
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    const std::string hash = "untrusted:" + content_hash(ss.str());
+    const std::string why = trusted.error().message;
+    e.seen = true;
+    e.st = st;
+    if (e.refused_hash == hash)
+      return std::nullopt;
+    return Candidate{path, {}, hash, why};
+  }
+  std::string bytes = std::move(*trusted);
   std::string hash = content_hash(bytes);
+  if (e.good && e.good->hash == hash && e.refused_hash.rfind("untrusted:", 0) == 0)
+    e.refused_hash.clear(); // trusted again: a new breach is logged again
   if ((e.good && e.good->hash == hash) || e.refused_hash == hash) {
     e.seen = true;
     e.st = st;

@@ -38,6 +38,9 @@ public:
     std::string path;
     std::string bytes;
     std::string hash;
+    /// Non-empty: the file breaks the ownership rule (lua/trust.hpp), this
+    /// is why; the candidate is refused without running it.
+    std::string refusal;
   };
   /// A validated version.
   struct Version {
@@ -45,7 +48,11 @@ public:
     std::string hash;
   };
 
-  /// Stats `path` and, when it changed since the last check, reads it.
+  /// Stats `path` and, when it changed since the last check (content, mode,
+  /// owner: any change of its ctime), checks the ownership rule on the
+  /// opened file (lua/trust.hpp, against slurm_user()) and reads it.  A file
+  /// that breaks the rule is a candidate with `refusal` set (hash
+  /// "untrusted:<content hash>"), even when its content is the good one.
   /// Returns a candidate to validate, or nullopt when dispatching may go
   /// on.  A file that cannot be read is a candidate too (empty bytes): its
   /// validation fails with the open error, and the good version stays.

@@ -215,7 +215,7 @@ void Server::on_call_done(CallId id, Outcome o) {
 }
 
 void Server::start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger) {
-  if (c.hash.rfind("missing:", 0) == 0) // nothing to run: refused as it is
+  if (c.hash.rfind("missing:", 0) == 0 || !c.refusal.empty()) // refused as it is
     return on_validated(c, trigger.id, Outcome{});
   validating_ = true;
   RequestFrame v;
@@ -245,7 +245,9 @@ void Server::on_validated(const ScriptGuard::Candidate &c, CallId trigger, const
   if (stopping_)
     return;
   std::string error;
-  if (c.bytes.empty() && c.hash.rfind("missing:", 0) == 0)
+  if (!c.refusal.empty())
+    error = c.refusal;
+  else if (c.bytes.empty() && c.hash.rfind("missing:", 0) == 0)
     error = fmt::format("cannot open {}: {}", c.path, c.hash.substr(8));
   else if (o.kind == OutcomeKind::LoadFailed)
     error = o.message;

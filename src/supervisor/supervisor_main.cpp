@@ -8,6 +8,7 @@
 //                         [--max-queue=N] [--prestart=N] [--child-env=NAME=value]...
 //
 // Exit status: 0 after the client went away (or SIGTERM), 2 on bad usage.
+#include "lua/trust.hpp"
 #include "supervisor/server.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -53,6 +54,14 @@ bool parse_args(int argc, char **argv, switchlua::ServerConfig &cfg) {
       if (v->find('=') == std::string_view::npos)
         return false;
       cfg.runner.child_env.emplace_back(*v);
+      // The runners' SlurmUser is the supervisor's too (script_guard).
+      const std::string_view key = std::string_view(switchlua::kSlurmUserEnv);
+      if (v->substr(0, key.size()) == key && v->size() > key.size() && (*v)[key.size()] == '=') {
+        unsigned long uid = 0;
+        if (!parse_number(v->substr(key.size() + 1), uid))
+          return false;
+        switchlua::set_slurm_user(static_cast<uid_t>(uid));
+      }
     } else {
       return false;
     }

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
@@ -403,6 +405,119 @@ TEST(Check, BrokenScriptNamesFileAndLine) {
   CmdResult r = run("check " + p.string());
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find(p.string() + ":3:"), std::string::npos) << r.out;
+}
+
+/// A fresh root-owned 0700 directory under the temporary directory.
+fs::path fresh_dir() {
+  std::string t = (fs::temp_directory_path() / "switchlua-trust-XXXXXX").string();
+  if (::mkdtemp(t.data()) == nullptr)
+    throw std::runtime_error("mkdtemp");
+  return t;
+}
+
+TEST(Check, WorldWritableScriptIsRefusedWithOwnerAndMode) {
+  // Issue 12 item 6: anyone who can write the script is root.
+  const fs::path d = fresh_dir();
+  const fs::path p = d / "switch.lua";
+  std::ofstream(p) << "return slurm.SUCCESS\n";
+  ::chmod(p.c_str(), 0666);
+  CmdResult r = run("check " + p.string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find(p.string() +
+                       ": owned by uid 0 (root), mode 0666: refused; it must be owned by root "
+                       "and not writable by group or others (switch.lua(5))"),
+            std::string::npos)
+      << r.out;
+  ::chmod(p.c_str(), 0644);
+  r = run("check " + p.string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  fs::remove_all(d);
+}
+
+TEST(Check, SlurmUserMayOwnTheScript) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "needs root (chown)";
+  const fs::path d = fresh_dir();
+  const fs::path p = d / "switch.lua";
+  std::ofstream(p) << "return slurm.SUCCESS\n";
+  ASSERT_EQ(::chown(p.c_str(), 65534, 0), 0);
+  CmdResult r = run("check " + p.string()); // no slurm.conf beside it: root only
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("owned by uid 65534 (nobody), mode 0644: refused; it must be owned by "
+                       "root and not"),
+            std::string::npos)
+      << r.out;
+  r = run("check --slurm-user nobody " + p.string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  r = run("check --slurm-user 65534 " + p.string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  std::ofstream(d / "slurm.conf") << "SlurmUser=nobody\n"; // its owner is SlurmUser
+  ASSERT_EQ(::chown((d / "slurm.conf").c_str(), 65534, 0), 0);
+  r = run("check " + p.string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  r = run("check --slurm-user no-such-user-xyz " + p.string());
+  EXPECT_EQ(r.status, 2 << 8) << r.out;
+  fs::remove_all(d);
+}
+
+/// Issue 9 item 9: one module search path in check, simulate (in-process
+/// step hooks), and the runner (job_start), whatever the caller's LUA_PATH.
+TEST(Modules, FoundNextToTheScriptEverywhereAndMissingTheSameWay) {
+  const fs::path d = fresh_dir(), elsewhere = fresh_dir();
+  std::ofstream(d / "fabric.lua") << "return { port = 'next-to-script' }\n";
+  std::ofstream(elsewhere / "fabric.lua") << "return { port = 'from-LUA_PATH' }\n";
+  const fs::path top = d / "top.lua", hooks = d / "hooks.lua";
+  std::ofstream(top) << "local fabric = require 'fabric'\n";
+  std::ofstream(hooks)
+      << "function slurm_switch_job_start(job)\n"
+         "  return slurm.SUCCESS, {port = require('fabric').port}\n"
+         "end\n"
+         "function slurm_switch_step_init(step, si)\n"
+         "  return slurm.SUCCESS, {FABRIC_PORT = require('fabric').port .. '/' .. si.port}\n"
+         "end\n";
+  const std::string env = "LUA_PATH='" + elsewhere.string() + "/?.lua' LUA_PATH_5_4='" +
+                          elsewhere.string() + "/?.lua' ";
+  CmdResult r; // check with the caller's LUA_PATH pointing elsewhere
+  {
+    std::string cmd = env + SWITCHLUA_CLI + " check " + top.string() + " 2>&1";
+    FILE *f = popen(cmd.c_str(), "r");
+    std::array<char, 4096> buf;
+    std::size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0)
+      r.out.append(buf.data(), n);
+    r.status = pclose(f);
+  }
+  EXPECT_EQ(r.status, 0) << r.out;
+  r = run("simulate " + hooks.string() + " --json --network fabric --nodes 1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["steps"][0]["env"]["node1"]["FABRIC_PORT"],
+            "next-to-script/next-to-script")
+      << r.out; // job_start (runner) and step_init (in-process) found it
+
+  fs::remove(d / "fabric.lua");
+  const std::string missing = "module 'fabric' not found:";
+  const std::string tried = "no file '" + d.string() + "/fabric.lua'";
+  r = run("check " + top.string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find(top.string() + ":1: " + missing), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(tried), std::string::npos) << r.out;
+  r = run("simulate " + top.string() + " --network fabric");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find(top.string() + ":1: " + missing), std::string::npos) << r.out;
+  r = run("simulate " + hooks.string() + " --json --network fabric --nodes 1 --no-requeue");
+  ASSERT_EQ(r.status, 0) << r.out;
+  j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["job_reason"],
+            "switch setup failed: switch/lua job_start raised an error: " + hooks.string() +
+                ":2: " + missing)
+      << r.out; // the runner: the same message
+  bool runner_tried = false;
+  for (const auto &e : j["timeline"])
+    runner_tried |= e["text"].get<std::string>().find(tried) != std::string::npos;
+  EXPECT_TRUE(runner_tried) << r.out;
+  fs::remove_all(d);
+  fs::remove_all(elsewhere);
 }
 
 } // namespace
