@@ -54,27 +54,29 @@ std::optional<uid_t> slurm_user_for(const std::string &opt, const std::string &s
   return 0;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  CLI::App app{"switch-lua: check and simulate a switch/lua script (switch.lua(5))"};
-  app.require_subcommand(1);
-
+/// What the command line set, besides SimulateOptions.
+struct CliArgs {
   std::string check_file;
   bool check_json = false;
-  auto *check = app.add_subcommand("check", "compile and load a switch.lua, list its hooks");
-  check->add_option("FILE", check_file, "the script")->required();
-  check->add_flag("--json", check_json, "machine-readable output");
-  std::string slurm_user_opt;
-  const char *slurm_user_help =
-      "SlurmUser (name or uid) who may own the script, the directories above it and its "
-      "modules besides root (default: the owner of the slurm.conf next to the script, else "
-      "root only)";
-  check->add_option("--slurm-user", slurm_user_opt, slurm_user_help);
-
-  switchlua::SimulateOptions so;
+  std::string slurm_user;
   int timeout = 10, retries = 3;
   std::string bjc = "auto", drain = "yes";
+};
+
+const char *const kSlurmUserHelp =
+    "SlurmUser (name or uid) who may own the script, the directories above it and its "
+    "modules besides root (default: the owner of the slurm.conf next to the script, else "
+    "root only)";
+
+CLI::App *add_check(CLI::App &app, CliArgs &a) {
+  auto *check = app.add_subcommand("check", "compile and load a switch.lua, list its hooks");
+  check->add_option("FILE", a.check_file, "the script")->required();
+  check->add_flag("--json", a.check_json, "machine-readable output");
+  check->add_option("--slurm-user", a.slurm_user, kSlurmUserHelp);
+  return check;
+}
+
+void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   auto *sim = app.add_subcommand("simulate", "run one job through the script");
   sim->add_option("FILE", so.script, "the script")->required();
   sim->add_option("--network", so.network, "the job's --network string")->required();
@@ -89,16 +91,16 @@ int main(int argc, char **argv) {
   sim->add_flag("--no-requeue", so.no_requeue, "a batch job that may not be requeued");
   sim->add_option("--user", so.user, "user name")->capture_default_str();
   sim->add_option("--partition", so.partition, "partition")->capture_default_str();
-  sim->add_option("--timeout", timeout, "switch_timeout, seconds")
+  sim->add_option("--timeout", a.timeout, "switch_timeout, seconds")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
-  sim->add_option("--retries", retries, "switch_retries")
+  sim->add_option("--retries", a.retries, "switch_retries")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  sim->add_option("--drain-on-failure", drain, "switch_drain_on_failure")
+  sim->add_option("--drain-on-failure", a.drain, "switch_drain_on_failure")
       ->check(CLI::IsMember({"yes", "no"}))
       ->capture_default_str();
-  sim->add_option("--block-job-complete", bjc, "override the script's block_job_complete")
+  sim->add_option("--block-job-complete", a.bjc, "override the script's block_job_complete")
       ->check(CLI::IsMember({"auto", "true", "false"}))
       ->capture_default_str();
   sim->add_option("--restart-during", so.restart_during,
@@ -107,7 +109,18 @@ int main(int argc, char **argv) {
   sim->add_flag("--cancel-during-setup", so.cancel_during_setup,
                 "cancel the job while job_start runs");
   sim->add_flag("--json", so.json, "machine-readable output");
-  sim->add_option("--slurm-user", slurm_user_opt, slurm_user_help);
+  sim->add_option("--slurm-user", a.slurm_user, kSlurmUserHelp);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"switch-lua: check and simulate a switch/lua script (switch.lua(5))"};
+  app.require_subcommand(1);
+  CliArgs a;
+  switchlua::SimulateOptions so;
+  auto *check = add_check(app, a);
+  add_simulate(app, a, so);
 
   CLI11_PARSE(app, argc, argv);
 
@@ -116,21 +129,21 @@ int main(int argc, char **argv) {
   ::unsetenv("LUA_PATH_5_4");
   ::unsetenv("LUA_CPATH");
   ::unsetenv("LUA_CPATH_5_4");
-  auto su = slurm_user_for(slurm_user_opt, check->parsed() ? check_file : so.script);
+  auto su = slurm_user_for(a.slurm_user, check->parsed() ? a.check_file : so.script);
   if (!su)
     return 2;
   switchlua::set_slurm_user(*su);
 
   if (check->parsed())
-    return switchlua::run_check(check_file, check_json);
+    return switchlua::run_check(a.check_file, a.check_json);
 
-  so.config.switch_timeout = std::chrono::seconds(timeout);
-  so.config.switch_retries = static_cast<std::uint32_t>(retries);
-  so.config.drain_on_failure = drain == "yes";
+  so.config.switch_timeout = std::chrono::seconds(a.timeout);
+  so.config.switch_retries = static_cast<std::uint32_t>(a.retries);
+  so.config.drain_on_failure = a.drain == "yes";
   if (so.no_requeue)
     so.batch = true;
-  if (bjc != "auto")
-    so.block_job_complete = bjc == "true";
+  if (a.bjc != "auto")
+    so.block_job_complete = a.bjc == "true";
   so.supervisor =
       helper_path("SWITCHLUA_SUPERVISOR", "switch-lua-supervisor", SWITCHLUA_BUILD_HELPERS);
   so.runner = helper_path("SWITCHLUA_RUNNER", "switch-lua-runner", SWITCHLUA_BUILD_HELPERS);

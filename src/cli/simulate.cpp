@@ -248,6 +248,21 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
 
 } // namespace
 
+/// --block-job-complete, or the script's answer asked as the plugin asks
+/// it at slurmctld start (switch.lua contract: block_job_complete).
+static bool block_job_complete(const SimulateOptions &o, const CoreOptions &co, SimCluster &sim) {
+  if (o.block_job_complete)
+    return *o.block_job_complete;
+  SupervisorClient probe(co.client, [&](CallId, LogLevel l, std::string_view t) {
+    sim.note("script", "log", fmt::format("switch/lua: {}", t), l == LogLevel::Error);
+  });
+  const bool answer = ask_boolean_hook_or_false(
+      probe, o.script, Hook::BlockJobComplete, o.config.switch_timeout,
+      [&](const std::string &line) { sim.note("slurmctld", "log", line, true); });
+  probe.shutdown();
+  return answer;
+}
+
 int run_simulate(const SimulateOptions &o) {
   // Preflight: a script that does not load would only show as failed calls.
   auto pre = Script::load(
@@ -284,17 +299,7 @@ int run_simulate(const SimulateOptions &o) {
         std::filesystem::remove_all(dir, ec);
     }
   } remove_dir{co.journal_path.empty() ? std::string() : state_dir};
-  if (o.block_job_complete) {
-    co.block_job_complete = *o.block_job_complete;
-  } else {
-    SupervisorClient probe(co.client, [&](CallId, LogLevel l, std::string_view t) {
-      sim.note("script", "log", fmt::format("switch/lua: {}", t), l == LogLevel::Error);
-    });
-    co.block_job_complete = ask_boolean_hook_or_false(
-        probe, o.script, Hook::BlockJobComplete, o.config.switch_timeout,
-        [&](const std::string &line) { sim.note("slurmctld", "log", line, true); });
-    probe.shutdown();
-  }
+  co.block_job_complete = block_job_complete(o, co, sim);
   auto core = std::make_unique<CtldCore>(co, sim);
   sim.attach(core.get());
   bool ours;

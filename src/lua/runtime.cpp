@@ -159,6 +159,17 @@ private:
   std::string saved_;
 };
 
+/// The bytes of a script as Lua compiles them: without what luaL_loadfilex
+/// skips, a UTF-8 BOM and a first line starting with '#' (kept as an empty
+/// line, so that line numbers stay).
+std::string_view chunk_text(std::string_view text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF")
+    text.remove_prefix(3);
+  if (!text.empty() && text[0] == '#')
+    text.remove_prefix(std::min(text.find('\n'), text.size()));
+  return text;
+}
+
 /// os.exit() of an in-process script: a Lua error, not the end of the host.
 int l_refuse_exit(lua_State *L) {
   return luaL_error(L, "os.exit() is not allowed here: the script runs inside its host "
@@ -251,13 +262,7 @@ Expected<Script> Script::load_impl(const std::string &path, const std::string_vi
   // Text chunks only: a precompiled chunk is refused ("attempt to load a
   // binary chunk").  Errors read "cannot open <path>: <strerror>" or
   // "<path>:<line>: <syntax error>".
-  // From bytes, skip what luaL_loadfilex skips: a UTF-8 BOM, and a first
-  // line starting with '#' (kept as an empty line: line numbers stay).
-  std::string_view text = *source;
-  if (text.substr(0, 3) == "\xEF\xBB\xBF")
-    text.remove_prefix(3);
-  if (!text.empty() && text[0] == '#')
-    text.remove_prefix(std::min(text.find('\n'), text.size()));
+  const std::string_view text = chunk_text(*source);
   const int loaded = luaL_loadbufferx(L, text.data(), text.size(), ("@" + path).c_str(), "t");
   if (loaded != LUA_OK)
     return fail(pop_message(L));
