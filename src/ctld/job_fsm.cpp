@@ -184,6 +184,13 @@ const Row kRules[] = {
      {Do::LogInfo, Do::RunJobStart}},
   {"R-UNDO-OK",               S::SetupUndoing,      E::TeardownResult, V::OtherPositive, S::SetupRunning,
      {Do::LogInfo, Do::RunJobStart}},
+  // That job_complete killed from outside or lost with the supervisor (as
+  // R-COMPLETE-KILLED): safe to repeat, so it runs again at once, up to
+  // switch_retries times; the job keeps waiting (and its holds stay).
+  {"R-UNDO-KILLED",           S::SetupUndoing,      E::TeardownResult, V::KilledRetry, S::SetupUndoing,
+     {Do::CountRetry, Do::LogInfo, Do::RunJobCompleteNil}},
+  {"R-UNDO-KILLED",           S::SetupUndoingEnded, E::TeardownResult, V::KilledRetry, S::SetupUndoingEnded,
+     {Do::CountRetry, Do::LogInfo, Do::RunJobCompleteNil}},
   // ... else the job fails as a failed setup and its nodes are drained as
   // after a failed teardown.
   {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::Failure,    S::SetupFailed,
@@ -193,8 +200,6 @@ const Row kRules[] = {
   {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainExhausted, S::SetupFailed,
      {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
   {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainUnheld, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
-  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::KilledRetry, S::SetupFailed,
      {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
   {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::KilledExhausted, S::SetupFailed,
      {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
@@ -213,8 +218,6 @@ const Row kRules[] = {
   {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainRetry, S::Done,
      {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
   {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainExhausted, S::Done,
-     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
-  {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::KilledRetry, S::Done,
      {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
   {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::KilledExhausted, S::Done,
      {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
@@ -369,6 +372,19 @@ std::string job_tag(const JobSwitchState &s) {
   return fmt::format("JobId={}", s.job.job_id);
 }
 
+/// The log line of R-COMPLETE-KILLED and R-UNDO-KILLED: a job_complete
+/// killed from outside (or lost with the supervisor) runs again.
+std::string killed_text(std::string_view rule, const JobSwitchState &s, const std::string &what,
+                        const CtldConfig &cfg) {
+  if (rule == "R-UNDO-KILLED")
+    return fmt::format("{} job_complete for the killed job_start of attempt {} {}: running it "
+                       "again (retry {} of {})",
+                       job_tag(s), s.job.attempt, what, s.retries + 1, cfg.switch_retries);
+  return fmt::format("{} job_complete {}: nodes held, running it again at the next periodic "
+                     "check (retry {} of {})",
+                     job_tag(s), what, s.retries + 1, cfg.switch_retries);
+}
+
 /// The log line of a row's LogInfo / LogError.
 std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
   std::string hook = e.kind == E::SetupResult ? "job_start" : "job_complete";
@@ -406,10 +422,8 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
     return fmt::format("{} recovered after a slurmctld restart in state {}: running "
                        "job_complete again",
                        job_tag(s), job_state_name(s.state));
-  if (rule == "R-COMPLETE-KILLED")
-    return fmt::format("{} job_complete {}: nodes held, running it again at the next periodic "
-                       "check (retry {} of {})",
-                       job_tag(s), what, s.retries + 1, cfg.switch_retries);
+  if (rule.ends_with("-KILLED"))
+    return killed_text(rule, s, what, cfg);
   if (rule == "R-UNDO-OK")
     return fmt::format("{} job_complete for the killed job_start of attempt {} {}: running "
                        "job_start again",
@@ -495,32 +509,6 @@ StepResult late_result(const JobSwitchState &s, const Event &e) {
 
 } // namespace
 
-std::string_view job_state_name(JobState s) {
-  static constexpr std::array<std::string_view, 12> names = {
-      "None",         "SetupRunning",     "SetupRunningEnded", "Running",           "Declined",
-      "SetupFailed",  "SetupAbandoned",   "TeardownRunning",   "TeardownRetryWait", "Done",
-      "SetupUndoing", "SetupUndoingEnded"};
-  return names.at(static_cast<std::size_t>(s));
-}
-
-bool is_terminal(JobState s) {
-  return s == S::None || s == S::Declined || s == S::Done;
-}
-
-std::string_view event_kind_name(EventKind e) {
-  static constexpr std::array<std::string_view, 7> names = {
-      "SetupRequested", "SetupResult", "JobEnded",          "TeardownResult",
-      "RetryTick",      "Recover",     "LateTeardownResult"};
-  return names.at(static_cast<std::size_t>(e));
-}
-
-std::string_view action_kind_name(ActionKind a) {
-  static constexpr std::array<std::string_view, 11> names = {
-      "RunJobStart", "RunJobComplete", "RunLateJobComplete", "EndConfiguring", "Requeue", "Cancel",
-      "HoldNodes",   "ReleaseNodes",   "DrainNodes",         "ScheduleRetry",  "Log"};
-  return names.at(static_cast<std::size_t>(a));
-}
-
 std::string outcome_text(const Outcome &o) {
   return what_happened(o);
 }
@@ -557,8 +545,8 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
     if (d == Do::HoldAsBlockSays)
       d = s.block_job_complete ? Do::HoldJobAndNodes : Do::HoldJob;
     switch (d) {
-    case Do::RunJobStart:
-      n.generation++;
+    case Do::RunJobStart: // a new attempt: the whole switch_retries budget again
+      n.generation++, n.retries = 0;
       add({.kind = ActionKind::RunJobStart});
       break;
     case Do::RunJobCompleteWithJobinfo:
