@@ -22,7 +22,7 @@ t_chunk_refused() {
 		fail "srun succeeded with a script that does not load: $out"
 	fi
 	id=$(job_named "$name")
-	assert_contains "srun: switch setup failed: switch/lua job_start could not load the script: /etc/slurm/switch.lua: the chunk returned -1, not slurm.SUCCESS: script refused" "$out" "srun's message"
+	assert_srun_told "srun: switch setup failed: switch/lua job_start could not load the script: /etc/slurm/switch.lua: the chunk returned -1, not slurm.SUCCESS: script refused" "$out"
 	wait_job "$id" CANCELLED 10
 	assert_job_reason "$id" '^switch setup failed: switch/lua job_start could not load the script: /etc/slurm/switch.lua: the chunk returned -1, not slurm.SUCCESS: script refused'
 	ctld_job "$id" ' job_start script did not load: /etc/slurm/switch.lua: the chunk returned -1' >/dev/null ||

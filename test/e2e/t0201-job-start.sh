@@ -110,7 +110,7 @@ t_defer_srun() {
 		fail "srun succeeded although job_start deferred: $out"
 	fi
 	id=$(job_named "$name")
-	assert_contains "srun: switch setup failed: switch/lua job_start returned rc=-1" "$out" "srun's message"
+	assert_srun_told "srun: switch setup failed: switch/lua job_start returned rc=-1" "$out"
 	wait_job "$id" CANCELLED 10
 	assert_job_reason "$id" '^switch setup failed: switch/lua job_start returned rc=-1$'
 	assert_eq 0 "$(job_field "$id" Restarts)" "Restarts"
@@ -170,7 +170,7 @@ t_start_crash() {
 		fail "srun succeeded although job_start raised an error: $out"
 	fi
 	id=$(job_named "$name")
-	assert_contains "srun: switch setup failed: switch/lua job_start raised an error: /etc/slurm/switch.lua:" "$out" "srun's message"
+	assert_srun_told "srun: switch setup failed: switch/lua job_start raised an error: /etc/slurm/switch.lua:" "$out"
 	wait_job "$id" CANCELLED 10
 	assert_job_reason "$id" '^switch setup failed: switch/lua job_start raised an error: /etc/slurm/switch.lua:[0-9]+: switchlua: deliberate error in job_start'
 	ctld_job "$id" ' job_start raised a Lua error: /etc/slurm/switch.lua:[0-9]+: switchlua: deliberate error in job_start' >/dev/null ||
@@ -192,7 +192,7 @@ t_hang_timeout() {
 	fi
 	t1=$(date +%s)
 	id=$(job_named "$name")
-	assert_contains "srun: switch setup timed out: switch/lua job_start timed out after" "$out" "srun's message"
+	assert_srun_told "srun: switch setup timed out: switch/lua job_start timed out after" "$out"
 	(((t1 - t0) >= 3 && (t1 - t0) <= 15)) || fail "srun ended after $((t1 - t0)) s, expected about switch_timeout=3 s"
 	wait_job "$id" CANCELLED 10
 	assert_job_reason "$id" '^switch setup timed out: switch/lua job_start timed out after 3[0-9]{3} ms and was killed with its process group$'
