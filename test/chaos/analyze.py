@@ -278,19 +278,24 @@ class Run:
         At the end, a runner is an orphan when its parent is not a live
         supervisor, a hook process when no runner is among its recorded
         ancestors, and every zombie is one; runners under a live supervisor
-        are calls still in flight (the stuck figures cover them).  After
-        the stop, every switch-lua process or hook process counts."""
+        are calls still in flight (the stuck figures cover them), unless
+        scripts/chaos saw them waiting for a call (idle=1: started ahead of
+        demand, --prestart).  After the stop, every switch-lua process or
+        hook process counts."""
         procs = {}
         for line in read_lines(self.path("final-procs.txt")):
             w = line.split(" ")
             f = fields(w[1:])
-            procs[f.get("pid")] = (w[0], f.get("ppid"), line)
-        orphans, in_flight = [], []
-        for pid, (kind, ppid, line) in procs.items():
+            procs[f.get("pid")] = (w[0], f.get("ppid"), line, f.get("idle") == "1")
+        orphans, in_flight, idle = [], [], []
+        for pid, (kind, ppid, line, waiting) in procs.items():
             if kind == "zombie":
                 orphans.append(line)
             elif kind == "runner":
-                (in_flight if procs.get(ppid, ("",))[0] == "supervisor" else orphans).append(line)
+                if procs.get(ppid, ("",))[0] != "supervisor":
+                    orphans.append(line)
+                else:
+                    (idle if waiting else in_flight).append(line)
             elif kind == "hook":
                 p, seen = ppid, set()
                 while p in procs and p not in seen and procs[p][0] == "hook":
@@ -299,7 +304,7 @@ class Run:
                 if procs.get(p, ("",))[0] != "runner":
                     orphans.append(line)
         after = [l for l in read_lines(self.path("after-stop-procs.txt")) if l.strip()]
-        return orphans, in_flight, after
+        return orphans, in_flight, idle, after
 
     def supervisor(self):
         samples = []
@@ -377,7 +382,7 @@ def analyze(run_dir, log_dir):
     dup_drains = [e for e in episodes if "Duplicate jobid" in e["reason"]]
     other_drains = [e for e in episodes if e not in wrong_drains and e not in dup_drains]
     stuck_jobs, stuck_nodes = r.stuck()
-    orphans_end, in_flight, orphans_after = r.processes()
+    orphans_end, in_flight, idle_runners, orphans_after = r.processes()
     starts = sum(1 for k, _, _ in r.ledger if k == "START")
     completes = sum(1 for k, _, _ in r.ledger if k == "COMPLETE")
     setups = r.setups()
@@ -409,6 +414,7 @@ def analyze(run_dir, log_dir):
     figures["orphan processes at the end"] = len(orphans_end)
     figures["processes left after stop"] = len(orphans_after)
     figures["calls in flight at the end"] = len(in_flight)
+    figures["idle runners at the end"] = len(idle_runners)
     sup = r.supervisor()
     for k, v in sup.items():
         figures["supervisor " + k.replace("_", " ")] = v if v is not None else "-"

@@ -130,13 +130,16 @@ class Figures(unittest.TestCase):
         procs = CLEAN["final-procs.txt"] + (
             "runner pid=300 ppid=100 state=S cmd=switch-lua-runner\n"   # in flight: not an orphan
             "hook pid=301 ppid=300 state=S cmd=sleep\n"
+            "runner pid=302 ppid=100 state=S idle=1 cmd=switch-lua-runner\n"  # started ahead of demand
+            "runner pid=303 ppid=1 state=S idle=1 cmd=switch-lua-runner\n"    # orphan, idle or not
             "runner pid=400 ppid=1 state=S cmd=switch-lua-runner\n"     # orphan
             "hook pid=500 ppid=2 state=S cmd=sleep\n"                   # orphan
             "zombie pid=600 ppid=100 state=Z cmd=\n")                   # orphan
         res = run({"final-procs.txt": procs,
                    "after-stop-procs.txt": "supervisor pid=100 ppid=1 state=S cmd=switch-lua-supervisor\n"})
-        self.assertEqual(res["figures"]["orphan processes at the end"], 3)
+        self.assertEqual(res["figures"]["orphan processes at the end"], 4)
         self.assertEqual(res["figures"]["calls in flight at the end"], 1)
+        self.assertEqual(res["figures"]["idle runners at the end"], 1)
         self.assertEqual(res["figures"]["processes left after stop"], 1)
 
     def test_lost_jobs(self):
