@@ -28,7 +28,13 @@ name to decide anything):
                    script never fails on purpose)
   duplicate launch slurmd's "Job J already running, do not launch second
                    copy"; caused by the plugin when job_start succeeded more
-                   than once for the same (name, job id)
+                   than once for the same (name, job id) within one Slurm
+                   allocation of JobId J (slurmctld.log: two "job_start
+                   accepted" lines with no "Allocate"/"Started"/
+                   "allocate_resources" line of J between them); a second
+                   setup after Slurm allocated the job again (a record saved
+                   PENDING before the crash, its old step still running) is
+                   Slurm's duplicate
   stuck            jobs CONFIGURING/COMPLETING, nodes COMPLETING at the end,
                    in that state for STUCK_AFTER s or more (by the polls):
                    longer than two calls at switch_timeout=20 can take, so
@@ -49,6 +55,10 @@ TERMINAL = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPT
             "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"}
 ACTIVE_STUCK = {"CONFIGURING", "COMPLETING"}
 STUCK_AFTER = 60.0  # seconds
+# slurmctld.log: Slurm allocated JobId N (batch scheduler, backfill, srun/salloc)
+ALLOCATED = re.compile(r"(?:sched: Allocate|_start_job: Started|_slurm_rpc_allocate_resources) JobId=(\d+)\b")
+# slurmctld.log: switch/lua's job_start of JobId N returned SUCCESS
+ACCEPTED = re.compile(r"switch/lua: JobId=(\d+) job_start accepted the job")
 
 
 def read_lines(path):
@@ -171,8 +181,27 @@ class Run:
                 c[(f.get("name"), f.get("job"))] += 1
         return c
 
+    def setups_in_one_allocation(self):
+        """(twice, seen): job ids (str) whose job_start was accepted twice or
+        more within one Slurm allocation by slurmctld.log (the plugin's own
+        re-runs), and those with any accepted line (a job without one is
+        judged by the ledger alone)."""
+        since_alloc, twice = collections.Counter(), set()
+        for line in read_lines(os.path.join(self.logs, "slurmctld.log")):
+            m = ALLOCATED.search(line)
+            if m:
+                since_alloc[m.group(1)] = 0
+                continue
+            m = ACCEPTED.search(line)
+            if m:
+                since_alloc[m.group(1)] += 1
+                if since_alloc[m.group(1)] >= 2:
+                    twice.add(m.group(1))
+        return twice, set(since_alloc)
+
     def duplicates(self):
         setups = self.setups()
+        rerun, logged = self.setups_in_one_allocation()
         by_job = collections.defaultdict(list)
         for (name, job), n in setups.items():
             by_job[job].append((name, n))
@@ -186,7 +215,7 @@ class Run:
                          if "Duplicate jobid" in line)
         plugin, slurm = [], []
         for job in sorted(dup_jobs, key=int):
-            if any(n >= 2 for _, n in by_job.get(job, [])):
+            if (job in rerun or job not in logged) and any(n >= 2 for _, n in by_job.get(job, [])):
                 plugin.append(job)
             else:
                 slurm.append(job)

@@ -109,6 +109,26 @@ class Figures(unittest.TestCase):
         self.assertEqual(res["figures"]["duplicate launches by the plugin"], 1)
         self.assertEqual(res["figures"]["duplicate launches by Slurm"], 1)
 
+    def test_duplicate_launch_after_a_new_slurm_allocation_is_slurms(self):
+        # Both setups of JobId 1 succeeded, but Slurm allocated the job again
+        # in between (its record was recovered PENDING after a crash while
+        # the first batch step still ran): Slurm's duplicate, not the plugin's.
+        logs = {"slurmd-node1.log": "[t] error: Job 1 already running, do not launch second copy\n"}
+        ledger = CLEAN["ledger.log"] + (
+            "ALLOC a3 job=1 key=k1 name=chaos-1 attempt=1 pid=207 t=13\n"
+            "FREE a3 job=1 key=k1 name=chaos-1 owner_job=1 owner_name=chaos-1 first=yes via=jobinfo pid=208 t=16\n")
+        accepted = "[t] switch/lua: JobId=1 job_start accepted the job: jobinfo stored, job may launch\n"
+        for first, again, by_plugin in (("sched: Allocate JobId=1 NodeList=node1", "", 1),
+                                         ("sched: Allocate JobId=1 NodeList=node1",
+                                          "sched/backfill: _start_job: Started JobId=1 in debug on node1", 0),
+                                         ("sched: _slurm_rpc_allocate_resources JobId=1 NodeList=node1",
+                                          "sched: _slurm_rpc_allocate_resources JobId=1 NodeList=node1", 0)):
+            ctld = "[t] %s\n%s[t] Recovered JobId=1 Assoc=0\n%s%s" % (
+                first, accepted, "[t] %s\n" % again if again else "", accepted)
+            res = run({"ledger.log": ledger}, dict(logs, **{"slurmctld.log": ctld}))
+            self.assertEqual(res["figures"]["duplicate launches by the plugin"], by_plugin, again)
+            self.assertEqual(res["figures"]["duplicate launches by Slurm"], 1 - by_plugin, again)
+
     def test_stuck(self):
         # COMPLETING for 70 s at the end of the polls: stuck; for 10 s: not.
         polls = CLEAN["polls.log"] + ("20.00 1|1|N/A|chaos-1|COMPLETING|None|node1\n"
