@@ -55,8 +55,10 @@ TERMINAL = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPT
             "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"}
 ACTIVE_STUCK = {"CONFIGURING", "COMPLETING"}
 STUCK_AFTER = 60.0  # seconds
-# slurmctld.log: Slurm allocated JobId N (batch scheduler, backfill, srun/salloc)
-ALLOCATED = re.compile(r"(?:sched: Allocate|_start_job: Started|_slurm_rpc_allocate_resources) JobId=(\d+)\b")
+# slurmctld.log: Slurm allocated JobId N (batch scheduler, backfill,
+# srun/salloc); an array task is "JobId=A_T(N)"
+ALLOCATED = re.compile(r"(?:sched: Allocate|_start_job: Started|_slurm_rpc_allocate_resources) "
+                       r"JobId=(?:\d+_\d+\((\d+)\)|(\d+)\b)")
 # slurmctld.log: switch/lua's job_start of JobId N returned SUCCESS
 ACCEPTED = re.compile(r"switch/lua: JobId=(\d+) job_start accepted the job")
 
@@ -190,7 +192,7 @@ class Run:
         for line in read_lines(os.path.join(self.logs, "slurmctld.log")):
             m = ALLOCATED.search(line)
             if m:
-                since_alloc[m.group(1)] = 0
+                since_alloc[m.group(1) or m.group(2)] = 0
                 continue
             m = ACCEPTED.search(line)
             if m:

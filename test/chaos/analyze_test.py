@@ -122,7 +122,12 @@ class Figures(unittest.TestCase):
                                          ("sched: Allocate JobId=1 NodeList=node1",
                                           "sched/backfill: _start_job: Started JobId=1 in debug on node1", 0),
                                          ("sched: _slurm_rpc_allocate_resources JobId=1 NodeList=node1",
-                                          "sched: _slurm_rpc_allocate_resources JobId=1 NodeList=node1", 0)):
+                                          "sched: _slurm_rpc_allocate_resources JobId=1 NodeList=node1", 0),
+                                         # an array task: JobId=ARRAY_TASK(ID); the array job's id is not ours
+                                         ("sched: Allocate JobId=1_0(1) NodeList=node1",
+                                          "sched/backfill: _start_job: Started JobId=1_0(1) in debug on node1", 0),
+                                         ("sched: Allocate JobId=1_0(1) NodeList=node1",
+                                          "sched/backfill: _start_job: Started JobId=7_0(8) in debug on node1", 1)):
             ctld = "[t] %s\n%s[t] Recovered JobId=1 Assoc=0\n%s%s" % (
                 first, accepted, "[t] %s\n" % again if again else "", accepted)
             res = run({"ledger.log": ledger}, dict(logs, **{"slurmctld.log": ctld}))
