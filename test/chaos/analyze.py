@@ -28,7 +28,13 @@ name to decide anything):
                    script never fails on purpose)
   duplicate launch slurmd's "Job J already running, do not launch second
                    copy"; caused by the plugin when job_start succeeded more
-                   than once for the same (name, job id)
+                   than once for the same (name, job id) within one Slurm
+                   allocation of JobId J (slurmctld.log: two "job_start
+                   accepted" lines with no "Allocate"/"Started"/
+                   "allocate_resources" line of J between them); a second
+                   setup after Slurm allocated the job again (a record saved
+                   PENDING before the crash, its old step still running) is
+                   Slurm's duplicate
   stuck            jobs CONFIGURING/COMPLETING, nodes COMPLETING at the end,
                    in that state for STUCK_AFTER s or more (by the polls):
                    longer than two calls at switch_timeout=20 can take, so
@@ -49,6 +55,12 @@ TERMINAL = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPT
             "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"}
 ACTIVE_STUCK = {"CONFIGURING", "COMPLETING"}
 STUCK_AFTER = 60.0  # seconds
+# slurmctld.log: Slurm allocated JobId N (batch scheduler, backfill,
+# srun/salloc); an array task is "JobId=A_T(N)"
+ALLOCATED = re.compile(r"(?:sched: Allocate|_start_job: Started|_slurm_rpc_allocate_resources) "
+                       r"JobId=(?:\d+_\d+\((\d+)\)|(\d+)\b)")
+# slurmctld.log: switch/lua's job_start of JobId N returned SUCCESS
+ACCEPTED = re.compile(r"switch/lua: JobId=(\d+) job_start accepted the job")
 
 
 def read_lines(path):
@@ -171,8 +183,27 @@ class Run:
                 c[(f.get("name"), f.get("job"))] += 1
         return c
 
+    def setups_in_one_allocation(self):
+        """(twice, seen): job ids (str) whose job_start was accepted twice or
+        more within one Slurm allocation by slurmctld.log (the plugin's own
+        re-runs), and those with any accepted line (a job without one is
+        judged by the ledger alone)."""
+        since_alloc, twice = collections.Counter(), set()
+        for line in read_lines(os.path.join(self.logs, "slurmctld.log")):
+            m = ALLOCATED.search(line)
+            if m:
+                since_alloc[m.group(1) or m.group(2)] = 0
+                continue
+            m = ACCEPTED.search(line)
+            if m:
+                since_alloc[m.group(1)] += 1
+                if since_alloc[m.group(1)] >= 2:
+                    twice.add(m.group(1))
+        return twice, set(since_alloc)
+
     def duplicates(self):
         setups = self.setups()
+        rerun, logged = self.setups_in_one_allocation()
         by_job = collections.defaultdict(list)
         for (name, job), n in setups.items():
             by_job[job].append((name, n))
@@ -186,7 +217,7 @@ class Run:
                          if "Duplicate jobid" in line)
         plugin, slurm = [], []
         for job in sorted(dup_jobs, key=int):
-            if any(n >= 2 for _, n in by_job.get(job, [])):
+            if (job in rerun or job not in logged) and any(n >= 2 for _, n in by_job.get(job, [])):
                 plugin.append(job)
             else:
                 slurm.append(job)
@@ -278,19 +309,24 @@ class Run:
         At the end, a runner is an orphan when its parent is not a live
         supervisor, a hook process when no runner is among its recorded
         ancestors, and every zombie is one; runners under a live supervisor
-        are calls still in flight (the stuck figures cover them).  After
-        the stop, every switch-lua process or hook process counts."""
+        are calls still in flight (the stuck figures cover them), unless
+        scripts/chaos saw them waiting for a call (idle=1: started ahead of
+        demand, --prestart).  After the stop, every switch-lua process or
+        hook process counts."""
         procs = {}
         for line in read_lines(self.path("final-procs.txt")):
             w = line.split(" ")
             f = fields(w[1:])
-            procs[f.get("pid")] = (w[0], f.get("ppid"), line)
-        orphans, in_flight = [], []
-        for pid, (kind, ppid, line) in procs.items():
+            procs[f.get("pid")] = (w[0], f.get("ppid"), line, f.get("idle") == "1")
+        orphans, in_flight, idle = [], [], []
+        for pid, (kind, ppid, line, waiting) in procs.items():
             if kind == "zombie":
                 orphans.append(line)
             elif kind == "runner":
-                (in_flight if procs.get(ppid, ("",))[0] == "supervisor" else orphans).append(line)
+                if procs.get(ppid, ("",))[0] != "supervisor":
+                    orphans.append(line)
+                else:
+                    (idle if waiting else in_flight).append(line)
             elif kind == "hook":
                 p, seen = ppid, set()
                 while p in procs and p not in seen and procs[p][0] == "hook":
@@ -299,7 +335,7 @@ class Run:
                 if procs.get(p, ("",))[0] != "runner":
                     orphans.append(line)
         after = [l for l in read_lines(self.path("after-stop-procs.txt")) if l.strip()]
-        return orphans, in_flight, after
+        return orphans, in_flight, idle, after
 
     def supervisor(self):
         samples = []
@@ -377,7 +413,7 @@ def analyze(run_dir, log_dir):
     dup_drains = [e for e in episodes if "Duplicate jobid" in e["reason"]]
     other_drains = [e for e in episodes if e not in wrong_drains and e not in dup_drains]
     stuck_jobs, stuck_nodes = r.stuck()
-    orphans_end, in_flight, orphans_after = r.processes()
+    orphans_end, in_flight, idle_runners, orphans_after = r.processes()
     starts = sum(1 for k, _, _ in r.ledger if k == "START")
     completes = sum(1 for k, _, _ in r.ledger if k == "COMPLETE")
     setups = r.setups()
@@ -409,6 +445,7 @@ def analyze(run_dir, log_dir):
     figures["orphan processes at the end"] = len(orphans_end)
     figures["processes left after stop"] = len(orphans_after)
     figures["calls in flight at the end"] = len(in_flight)
+    figures["idle runners at the end"] = len(idle_runners)
     sup = r.supervisor()
     for k, v in sup.items():
         figures["supervisor " + k.replace("_", " ")] = v if v is not None else "-"

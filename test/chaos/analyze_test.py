@@ -109,6 +109,31 @@ class Figures(unittest.TestCase):
         self.assertEqual(res["figures"]["duplicate launches by the plugin"], 1)
         self.assertEqual(res["figures"]["duplicate launches by Slurm"], 1)
 
+    def test_duplicate_launch_after_a_new_slurm_allocation_is_slurms(self):
+        # Both setups of JobId 1 succeeded, but Slurm allocated the job again
+        # in between (its record was recovered PENDING after a crash while
+        # the first batch step still ran): Slurm's duplicate, not the plugin's.
+        logs = {"slurmd-node1.log": "[t] error: Job 1 already running, do not launch second copy\n"}
+        ledger = CLEAN["ledger.log"] + (
+            "ALLOC a3 job=1 key=k1 name=chaos-1 attempt=1 pid=207 t=13\n"
+            "FREE a3 job=1 key=k1 name=chaos-1 owner_job=1 owner_name=chaos-1 first=yes via=jobinfo pid=208 t=16\n")
+        accepted = "[t] switch/lua: JobId=1 job_start accepted the job: jobinfo stored, job may launch\n"
+        for first, again, by_plugin in (("sched: Allocate JobId=1 NodeList=node1", "", 1),
+                                         ("sched: Allocate JobId=1 NodeList=node1",
+                                          "sched/backfill: _start_job: Started JobId=1 in debug on node1", 0),
+                                         ("sched: _slurm_rpc_allocate_resources JobId=1 NodeList=node1",
+                                          "sched: _slurm_rpc_allocate_resources JobId=1 NodeList=node1", 0),
+                                         # an array task: JobId=ARRAY_TASK(ID); the array job's id is not ours
+                                         ("sched: Allocate JobId=1_0(1) NodeList=node1",
+                                          "sched/backfill: _start_job: Started JobId=1_0(1) in debug on node1", 0),
+                                         ("sched: Allocate JobId=1_0(1) NodeList=node1",
+                                          "sched/backfill: _start_job: Started JobId=7_0(8) in debug on node1", 1)):
+            ctld = "[t] %s\n%s[t] Recovered JobId=1 Assoc=0\n%s%s" % (
+                first, accepted, "[t] %s\n" % again if again else "", accepted)
+            res = run({"ledger.log": ledger}, dict(logs, **{"slurmctld.log": ctld}))
+            self.assertEqual(res["figures"]["duplicate launches by the plugin"], by_plugin, again)
+            self.assertEqual(res["figures"]["duplicate launches by Slurm"], 1 - by_plugin, again)
+
     def test_stuck(self):
         # COMPLETING for 70 s at the end of the polls: stuck; for 10 s: not.
         polls = CLEAN["polls.log"] + ("20.00 1|1|N/A|chaos-1|COMPLETING|None|node1\n"
@@ -130,13 +155,16 @@ class Figures(unittest.TestCase):
         procs = CLEAN["final-procs.txt"] + (
             "runner pid=300 ppid=100 state=S cmd=switch-lua-runner\n"   # in flight: not an orphan
             "hook pid=301 ppid=300 state=S cmd=sleep\n"
+            "runner pid=302 ppid=100 state=S idle=1 cmd=switch-lua-runner\n"  # started ahead of demand
+            "runner pid=303 ppid=1 state=S idle=1 cmd=switch-lua-runner\n"    # orphan, idle or not
             "runner pid=400 ppid=1 state=S cmd=switch-lua-runner\n"     # orphan
             "hook pid=500 ppid=2 state=S cmd=sleep\n"                   # orphan
             "zombie pid=600 ppid=100 state=Z cmd=\n")                   # orphan
         res = run({"final-procs.txt": procs,
                    "after-stop-procs.txt": "supervisor pid=100 ppid=1 state=S cmd=switch-lua-supervisor\n"})
-        self.assertEqual(res["figures"]["orphan processes at the end"], 3)
+        self.assertEqual(res["figures"]["orphan processes at the end"], 4)
         self.assertEqual(res["figures"]["calls in flight at the end"], 1)
+        self.assertEqual(res["figures"]["idle runners at the end"], 1)
         self.assertEqual(res["figures"]["processes left after stop"], 1)
 
     def test_lost_jobs(self):
