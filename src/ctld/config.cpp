@@ -157,12 +157,22 @@ std::vector<std::string> slurmctld_parameters_warnings(std::string_view params) 
   return out;
 }
 
+namespace {
+/// Every setting of ours as KEY=VALUE, in table order, joined by `sep`.
+std::string join_settings(const CtldConfig &c, std::string_view sep) {
+  std::string out;
+  for (const Key &k : kKeys)
+    out += fmt::format("{}{}={}", out.empty() ? "" : sep, k.name, value_text(k, k.get(c)));
+  return out;
+}
+} // namespace
+
 std::string describe(const CtldConfig &c) {
-  return fmt::format("switch_timeout={} switch_retries={} switch_drain_on_failure={} "
-                     "switch_kill_grace={} switch_max_calls={} switch_max_queue={} "
-                     "switch_lua_memory={}",
-                     c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no",
-                     c.switch_kill_grace.count(), c.max_calls, c.max_queue, c.lua_memory_mb);
+  return join_settings(c, " ");
+}
+
+std::string to_slurmctld_parameters(const CtldConfig &c) {
+  return join_settings(c, ",");
 }
 
 } // namespace switchlua

@@ -91,4 +91,9 @@ std::vector<std::string> slurmctld_parameters_warnings(std::string_view params);
 /// switch_kill_grace=2 switch_max_calls=512 switch_max_queue=10000 switch_lua_memory=256".
 std::string describe(const CtldConfig &c);
 
+/// The same settings as a SlurmctldParameters string that
+/// parse_slurmctld_parameters() reads back to `c`:
+/// "switch_timeout=10,switch_retries=3,...,switch_lua_memory=256".
+std::string to_slurmctld_parameters(const CtldConfig &c);
+
 } // namespace switchlua

@@ -181,15 +181,6 @@ std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *inf
 /// that `scontrol reconfigure` execs (Slurm 24.11 copies the environment).
 constexpr const char *kGoodParamsVar = "SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS";
 
-/// The SlurmctldParameters tokens that give exactly `c`.
-std::string to_parameters(const CtldConfig &c) {
-  return fmt::format("switch_timeout={},switch_retries={},switch_drain_on_failure={},"
-                     "switch_kill_grace={},switch_max_calls={},switch_max_queue={},"
-                     "switch_lua_memory={}",
-                     c.switch_timeout.count(), c.switch_retries, c.drain_on_failure ? "yes" : "no",
-                     c.switch_kill_grace.count(), c.max_calls, c.max_queue, c.lua_memory_mb);
-}
-
 /// The settings for init.  A bad value at a real start-up is an error (the
 /// plugin refuses to load: fatal, as Slurm does for its own settings).  At
 /// a reconfigure (SLURMCTLD_RECONF set by 24.11 in the re-exec'd process)
@@ -214,7 +205,7 @@ std::optional<CtldConfig> settings_at_init(const slc_ctld_ops_t *ops, const char
                                 .c_str());
     out = *kept;
   }
-  ::setenv(kGoodParamsVar, to_parameters(*out).c_str(), 1);
+  ::setenv(kGoodParamsVar, to_slurmctld_parameters(*out).c_str(), 1);
   return out;
 }
 
@@ -289,7 +280,7 @@ int slc_ctld_reconfigure(const char *params) {
   for (const std::string &w : slurmctld_parameters_warnings(params ? params : ""))
     g_ctld->port->log(LogLevel::Error, fmt::format("switch/lua: {}", w));
   g_ctld->core->set_config(*cfg);
-  ::setenv(kGoodParamsVar, to_parameters(*cfg).c_str(), 1);
+  ::setenv(kGoodParamsVar, to_slurmctld_parameters(*cfg).c_str(), 1);
   return 0;
 }
 

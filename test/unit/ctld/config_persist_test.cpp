@@ -30,6 +30,20 @@ TEST(Config, ReadsTheLaneSizes) {
                           "switch_lua_memory=256");
 }
 
+TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
+  // What a reconfigure with a bad value falls back to (core_abi.cpp).
+  auto c = parse_slurmctld_parameters("switch_timeout=7,switch_retries=0,switch_drain_on_failure="
+                                      "no,switch_kill_grace=0,switch_max_calls=9,"
+                                      "switch_max_queue=3,switch_lua_memory=64");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(to_slurmctld_parameters(*c),
+            "switch_timeout=7,switch_retries=0,switch_drain_on_failure=no,switch_kill_grace=0,"
+            "switch_max_calls=9,switch_max_queue=3,switch_lua_memory=64");
+  auto back = parse_slurmctld_parameters(to_slurmctld_parameters(*c));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, *c);
+}
+
 TEST(Config, KillGraceTakesZeroToThreeHundredSeconds) {
   auto zero = parse_slurmctld_parameters("switch_kill_grace=0");
   ASSERT_TRUE(zero) << zero.error().message;
