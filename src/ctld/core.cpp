@@ -74,7 +74,7 @@ struct Queued {
 };
 
 /// A setup attempt the journal says is not over and whose job record no
-/// longer carries it: torn down on its own (R-ORPHAN-*).
+/// longer carries it: torn down on its own (R_ORPHAN-*).
 struct Orphan {
   JobArgs job;
   std::optional<MsgpackBytes> jobinfo;
@@ -228,7 +228,7 @@ struct CtldCore::Impl {
       }
       auto it = jobs.find(q.job_id);
       if (q.kind == EventKind::LateTeardownResult) {
-        // Only logged (R-LATE-RESULT), also when the job's own teardown has
+        // Only logged (R_LATE_RESULT), also when the job's own teardown has
         // finished and its state is gone.
         JobSwitchState s = it != jobs.end() ? it->second : JobSwitchState{};
         s.job.job_id = q.job_id;
@@ -285,7 +285,7 @@ struct CtldCore::Impl {
       starts = starts || a.kind == ActionKind::RunJobStart;
     if (starts && old.job.attempt != 0 && old.job.attempt != n.job.attempt &&
         !is_terminal(old.state) && old.state != JobState::SetupFailed)
-      recs.push_back(journal_record(JournalKind::Forgotten, old.job)); // R-UNDO-OK
+      recs.push_back(journal_record(JournalKind::Forgotten, old.job)); // R_UNDO_OK
     if (n.job.attempt == 0) { // a state saved by an older plugin: no key to journal
       journal_append(recs);
       return;
@@ -355,7 +355,7 @@ struct CtldCore::Impl {
     calls[*id] = {job_id, Hook::JobComplete};
   }
 
-  /// The result of an orphan teardown (R-ORPHAN-OK / -RETRY / -FAIL).
+  /// The result of an orphan teardown (R_ORPHAN_OK / -RETRY / -FAIL).
   void apply_orphan(std::int64_t attempt, const Outcome &out) {
     auto it = orphans.find(attempt);
     if (it == orphans.end())
@@ -370,7 +370,7 @@ struct CtldCore::Impl {
     if (ok) {
       port.log(LogLevel::Info,
                fmt::format("switch/lua: JobId={} job_complete for attempt {} (job record gone) "
-                           "{}: torn down (R-ORPHAN-OK)",
+                           "{}: torn down (R_ORPHAN_OK)",
                            id, attempt, what));
     } else if (again && o.retries < cfg.switch_retries) {
       o.retries++;
@@ -378,7 +378,7 @@ struct CtldCore::Impl {
       port.log(LogLevel::Info,
                fmt::format("switch/lua: JobId={} job_complete for attempt {} (job record gone) "
                            "{}: running it again at the next periodic check (retry {} of {}) "
-                           "(R-ORPHAN-RETRY)",
+                           "(R_ORPHAN_RETRY)",
                            id, attempt, what, o.retries, cfg.switch_retries));
       return;
     } else {
@@ -388,12 +388,12 @@ struct CtldCore::Impl {
       if (cfg.drain_on_failure && !nodes.empty()) {
         port.log(
             LogLevel::Error,
-            fmt::format("switch/lua: JobId={} draining {}: {} (R-ORPHAN-FAIL)", id, nodes, reason));
+            fmt::format("switch/lua: JobId={} draining {}: {} (R_ORPHAN_FAIL)", id, nodes, reason));
         port.drain(nodes, reason);
       } else {
         port.log(
             LogLevel::Error,
-            fmt::format("switch/lua: JobId={} not draining {}: {} (R-ORPHAN-FAIL)", id,
+            fmt::format("switch/lua: JobId={} not draining {}: {} (R_ORPHAN_FAIL)", id,
                         nodes.empty() ? "(no nodes)" : nodes,
                         cfg.drain_on_failure ? reason : reason + "; switch_drain_on_failure=no"));
       }
@@ -681,7 +681,7 @@ void CtldCore::reconcile_journal() {
           LogLevel::Info,
           fmt::format("switch/lua: JobId={} recovery: the journal has attempt {} (submitted at "
                       "{}) {}, and no job record carries it (the record was lost, or its job id "
-                      "now belongs to a newer job): tearing it down with {} (R-ORPHAN-TEARDOWN)",
+                      "now belongs to a newer job): tearing it down with {} (R_ORPHAN_TEARDOWN)",
                       e.job.job_id, attempt, e.job.submit_time,
                       e.teardown_started ? "with its teardown started"
                       : e.accepted       ? "set up (job_start returned a jobinfo)"

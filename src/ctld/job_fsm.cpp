@@ -78,182 +78,182 @@ using V = Verdict;
 // clang-format off
 const Row kRules[] = {
   // A job with --network was allocated: run job_start; it waits in CONFIGURING.
-  {"R-SETUP",                 S::None,              E::SetupRequested, V::None,       S::SetupRunning,
+  {"R_SETUP",                 S::None,              E::SetupRequested, V::None,       S::SetupRunning,
      {Do::RunJobStart}},
   // switch.lua contract: job_start rc == SUCCESS with a table: store it, launch.
-  {"R-START-OK",              S::SetupRunning,      E::SetupResult, V::Accepted,      S::Running,
+  {"R_START_OK",              S::SetupRunning,      E::SetupResult, V::Accepted,      S::Running,
      {Do::StoreJobinfo, Do::LogInfo, Do::EndConfiguring}},
   // jobinfo == nil: not managed; no stepinfo, no job_complete, no step hooks.
-  {"R-START-DECLINE",         S::SetupRunning,      E::SetupResult, V::Declined,      S::Declined,
+  {"R_START_DECLINE",         S::SetupRunning,      E::SetupResult, V::Declined,      S::Declined,
      {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring}},
   // rc ~= SUCCESS, an error, or a non-number rc: requeue, else cancel with
   // "switch setup failed"; no drain; no job_complete (job_start undid its work).
-  {"R-START-FAIL",            S::SetupRunning,      E::SetupResult, V::Failed,        S::SetupFailed,
+  {"R_START_FAIL",            S::SetupRunning,      E::SetupResult, V::Failed,        S::SetupFailed,
      {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring}},
   // SUCCESS with a table that cannot be saved: the fabric is set up but the
   // controller cannot keep what describes it: fail, then job_complete(nil).
-  {"R-START-UNSAVEABLE",      S::SetupRunning,      E::SetupResult, V::Unsaveable,    S::SetupAbandoned,
+  {"R_START_UNSAVEABLE",      S::SetupRunning,      E::SetupResult, V::Unsaveable,    S::SetupAbandoned,
      {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring}},
   // Exited without returning: failed as a returned failure, but job_complete(nil) runs.
-  {"R-START-EXIT",            S::SetupRunning,      E::SetupResult, V::Exited,        S::SetupAbandoned,
+  {"R_START_EXIT",            S::SetupRunning,      E::SetupResult, V::Exited,        S::SetupAbandoned,
      {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring}},
   // Timed out (or died on a signal): "switch setup timed out", job_complete(nil)
   // at the job's end; a late SUCCESS+table or exit gets one more job_complete.
-  {"R-START-TIMEOUT",         S::SetupRunning,      E::SetupResult, V::TimedOut,      S::SetupAbandoned,
+  {"R_START_TIMEOUT",         S::SetupRunning,      E::SetupResult, V::TimedOut,      S::SetupAbandoned,
      {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::RunLateJobComplete}},
 
   // The job ended (cancel, time limit) while job_start ran: not a failure, no
   // requeue, no drain; hold the job and its nodes until the setup reports.
-  {"R-CANCEL-DURING-SETUP",   S::SetupRunning,      E::JobEnded,    V::Blocking,      S::SetupRunningEnded,
+  {"R_CANCEL_DURING_SETUP",   S::SetupRunning,      E::JobEnded,    V::Blocking,      S::SetupRunningEnded,
      {Do::HoldJobAndNodes, Do::LogInfo}},
-  {"R-CANCEL-DURING-SETUP",   S::SetupRunning,      E::JobEnded,    V::NonBlocking,   S::SetupRunningEnded,
+  {"R_CANCEL_DURING_SETUP",   S::SetupRunning,      E::JobEnded,    V::NonBlocking,   S::SetupRunningEnded,
      {Do::HoldJobAndNodes, Do::LogInfo}},
   // ... then the teardown runs once, with what the setup returned ...
-  {"R-CANCELLED-SETUP-OK",    S::SetupRunningEnded, E::SetupResult, V::Accepted,      S::TeardownRunning,
+  {"R_CANCELLED_SETUP_OK",    S::SetupRunningEnded, E::SetupResult, V::Accepted,      S::TeardownRunning,
      {Do::StoreJobinfo, Do::EndConfiguring, Do::RunJobCompleteWithJobinfo}},
   // ... or not at all when there is nothing to tear down ...
-  {"R-CANCELLED-SETUP-NONE",  S::SetupRunningEnded, E::SetupResult, V::Declined,      S::Done,
+  {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::Declined,      S::Done,
      {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
-  {"R-CANCELLED-SETUP-NONE",  S::SetupRunningEnded, E::SetupResult, V::Failed,        S::Done,
+  {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::Failed,        S::Done,
      {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
   // ... or with nil when the setup's result is unknown.
-  {"R-CANCELLED-SETUP-UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::Unsaveable,  S::TeardownRunning,
+  {"R_CANCELLED_SETUP_UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::Unsaveable,  S::TeardownRunning,
      {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::RunJobCompleteNil}},
-  {"R-CANCELLED-SETUP-UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::Exited,      S::TeardownRunning,
+  {"R_CANCELLED_SETUP_UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::Exited,      S::TeardownRunning,
      {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::RunJobCompleteNil}},
-  {"R-CANCELLED-SETUP-UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::TimedOut,    S::TeardownRunning,
+  {"R_CANCELLED_SETUP_UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::TimedOut,    S::TeardownRunning,
      {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::RunJobCompleteNil,
       Do::RunLateJobComplete}},
 
   // The job ended after a successful setup: job_complete(job, jobinfo).
   // block_job_complete true keeps the nodes COMPLETING until it reports.
-  {"R-END-HOLD",              S::Running,           E::JobEnded,    V::Blocking,      S::TeardownRunning,
+  {"R_END_HOLD",              S::Running,           E::JobEnded,    V::Blocking,      S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::RunJobCompleteWithJobinfo}},
-  {"R-END",                   S::Running,           E::JobEnded,    V::NonBlocking,   S::TeardownRunning,
+  {"R_END",                   S::Running,           E::JobEnded,    V::NonBlocking,   S::TeardownRunning,
      {Do::HoldJob, Do::RunJobCompleteWithJobinfo}},
   // A failed setup is not torn down.
-  {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::Blocking,      S::Done, {Do::LogInfo}},
-  {"R-END-AFTER-FAIL",        S::SetupFailed,       E::JobEnded,    V::NonBlocking,   S::Done, {Do::LogInfo}},
+  {"R_END_AFTER_FAIL",        S::SetupFailed,       E::JobEnded,    V::Blocking,      S::Done, {Do::LogInfo}},
+  {"R_END_AFTER_FAIL",        S::SetupFailed,       E::JobEnded,    V::NonBlocking,   S::Done, {Do::LogInfo}},
   // An abandoned setup (timeout, exit, death) is torn down with nil jobinfo.
   // Its job ended after the setup did, so the nodes are held only when
   // block_job_complete is true (switch.lua contract: job_complete EAGAIN is
   // a failure otherwise).
-  {"R-END-AFTER-ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::Blocking,      S::TeardownRunning,
+  {"R_END_AFTER_ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::Blocking,      S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::RunJobCompleteNil}},
-  {"R-END-AFTER-ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::NonBlocking,   S::TeardownRunning,
+  {"R_END_AFTER_ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::NonBlocking,   S::TeardownRunning,
      {Do::HoldJob, Do::RunJobCompleteNil}},
 
   // switch.lua contract: job_complete rc == SUCCESS: the nodes go back to service.
-  {"R-COMPLETE-OK",           S::TeardownRunning,   E::TeardownResult, V::Success,    S::Done,
+  {"R_COMPLETE_OK",           S::TeardownRunning,   E::TeardownResult, V::Success,    S::Done,
      {Do::LogInfo, Do::Release, Do::ForgetJobinfo}},
   // Any other positive value is only logged.
-  {"R-COMPLETE-POSITIVE",     S::TeardownRunning,   E::TeardownResult, V::OtherPositive, S::Done,
+  {"R_COMPLETE_POSITIVE",     S::TeardownRunning,   E::TeardownResult, V::OtherPositive, S::Done,
      {Do::LogError, Do::Release, Do::ForgetJobinfo}},
   // EAGAIN with the nodes held: called again at the next periodic check ...
-  {"R-COMPLETE-EAGAIN",       S::TeardownRunning,   E::TeardownResult, V::EagainRetry, S::TeardownRetryWait,
+  {"R_COMPLETE_EAGAIN",       S::TeardownRunning,   E::TeardownResult, V::EagainRetry, S::TeardownRetryWait,
      {Do::CountRetry, Do::LogInfo, Do::ScheduleRetry}},
   // ... up to switch_retries times, then drained like any failure.
-  {"R-COMPLETE-EAGAIN-EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::EagainExhausted, S::Done,
+  {"R_COMPLETE_EAGAIN_EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::EagainExhausted, S::Done,
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
   // EAGAIN without held nodes is a failure.
-  {"R-COMPLETE-EAGAIN-UNHELD", S::TeardownRunning,  E::TeardownResult, V::EagainUnheld, S::Done,
+  {"R_COMPLETE_EAGAIN_UNHELD", S::TeardownRunning,  E::TeardownResult, V::EagainUnheld, S::Done,
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
   // rc < 0 or an error: drain the job's nodes unless switch_drain_on_failure=no.
-  {"R-COMPLETE-FAIL",         S::TeardownRunning,   E::TeardownResult, V::Failure,    S::Done,
+  {"R_COMPLETE_FAIL",         S::TeardownRunning,   E::TeardownResult, V::Failure,    S::Done,
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
   // Killed by a signal that was not the plugin's timeout kill (the OOM
   // killer), or lost with the supervisor: job_complete is safe to repeat, so
   // it runs again at the next periodic check, the job (and its nodes, if
   // they were held) kept as they are ...
-  {"R-COMPLETE-KILLED",       S::TeardownRunning,   E::TeardownResult, V::KilledRetry, S::TeardownRetryWait,
+  {"R_COMPLETE_KILLED",       S::TeardownRunning,   E::TeardownResult, V::KilledRetry, S::TeardownRetryWait,
      {Do::CountRetry, Do::LogInfo, Do::ScheduleRetry}},
   // ... up to switch_retries times, then drained like any failure.
-  {"R-COMPLETE-KILLED-EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::KilledExhausted, S::Done,
+  {"R_COMPLETE_KILLED_EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::KilledExhausted, S::Done,
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
-  {"R-RETRY",                 S::TeardownRetryWait, E::RetryTick,   V::None,          S::TeardownRunning,
+  {"R_RETRY",                 S::TeardownRetryWait, E::RetryTick,   V::None,          S::TeardownRunning,
      {Do::RunJobCompleteWithJobinfo}},
 
   // A job_start killed before it reported (slurmctld restart or reconfigure)
   // is abandoned: job_complete(job, nil) for that attempt runs first, the
   // job still waiting in CONFIGURING ...
-  {"R-RESTART-SETUP",         S::SetupRunning,      E::Recover,     V::Recovered,     S::SetupUndoing,
+  {"R_RESTART_SETUP",         S::SetupRunning,      E::Recover,     V::Recovered,     S::SetupUndoing,
      {Do::LogInfo, Do::RunJobCompleteNil}},
   // ... then job_start runs again, as a new attempt, if it succeeded (any
   // rc >= 0 but EAGAIN) ...
-  {"R-UNDO-OK",               S::SetupUndoing,      E::TeardownResult, V::Success,    S::SetupRunning,
+  {"R_UNDO_OK",               S::SetupUndoing,      E::TeardownResult, V::Success,    S::SetupRunning,
      {Do::LogInfo, Do::RunJobStart}},
-  {"R-UNDO-OK",               S::SetupUndoing,      E::TeardownResult, V::OtherPositive, S::SetupRunning,
+  {"R_UNDO_OK",               S::SetupUndoing,      E::TeardownResult, V::OtherPositive, S::SetupRunning,
      {Do::LogInfo, Do::RunJobStart}},
   // That job_complete killed from outside or lost with the supervisor (as
-  // R-COMPLETE-KILLED): safe to repeat, so it runs again at once, up to
+  // R_COMPLETE_KILLED): safe to repeat, so it runs again at once, up to
   // switch_retries times; the job keeps waiting (and its holds stay).
-  {"R-UNDO-KILLED",           S::SetupUndoing,      E::TeardownResult, V::KilledRetry, S::SetupUndoing,
+  {"R_UNDO_KILLED",           S::SetupUndoing,      E::TeardownResult, V::KilledRetry, S::SetupUndoing,
      {Do::CountRetry, Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R-UNDO-KILLED",           S::SetupUndoingEnded, E::TeardownResult, V::KilledRetry, S::SetupUndoingEnded,
+  {"R_UNDO_KILLED",           S::SetupUndoingEnded, E::TeardownResult, V::KilledRetry, S::SetupUndoingEnded,
      {Do::CountRetry, Do::LogInfo, Do::RunJobCompleteNil}},
   // ... else the job fails as a failed setup and its nodes are drained as
   // after a failed teardown.
-  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::Failure,    S::SetupFailed,
+  {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::Failure,    S::SetupFailed,
      {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
-  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainRetry, S::SetupFailed,
+  {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainRetry, S::SetupFailed,
      {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
-  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainExhausted, S::SetupFailed,
+  {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainExhausted, S::SetupFailed,
      {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
-  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainUnheld, S::SetupFailed,
+  {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainUnheld, S::SetupFailed,
      {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
-  {"R-UNDO-FAIL",             S::SetupUndoing,      E::TeardownResult, V::KilledExhausted, S::SetupFailed,
+  {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::KilledExhausted, S::SetupFailed,
      {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
   // The job ended while that job_complete ran: hold the job and its nodes
   // until it reports; no job_start then.
-  {"R-UNDO-ENDED",            S::SetupUndoing,      E::JobEnded,    V::Blocking,      S::SetupUndoingEnded,
+  {"R_UNDO_ENDED",            S::SetupUndoing,      E::JobEnded,    V::Blocking,      S::SetupUndoingEnded,
      {Do::HoldJobAndNodes, Do::LogInfo}},
-  {"R-UNDO-ENDED",            S::SetupUndoing,      E::JobEnded,    V::NonBlocking,   S::SetupUndoingEnded,
+  {"R_UNDO_ENDED",            S::SetupUndoing,      E::JobEnded,    V::NonBlocking,   S::SetupUndoingEnded,
      {Do::HoldJobAndNodes, Do::LogInfo}},
-  {"R-UNDO-ENDED-OK",         S::SetupUndoingEnded, E::TeardownResult, V::Success,    S::Done,
+  {"R_UNDO_ENDED_OK",         S::SetupUndoingEnded, E::TeardownResult, V::Success,    S::Done,
      {Do::LogInfo, Do::EndConfiguring, Do::Release}},
-  {"R-UNDO-ENDED-OK",         S::SetupUndoingEnded, E::TeardownResult, V::OtherPositive, S::Done,
+  {"R_UNDO_ENDED_OK",         S::SetupUndoingEnded, E::TeardownResult, V::OtherPositive, S::Done,
      {Do::LogInfo, Do::EndConfiguring, Do::Release}},
-  {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::Failure,    S::Done,
+  {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::Failure,    S::Done,
      {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
-  {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainRetry, S::Done,
+  {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainRetry, S::Done,
      {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
-  {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainExhausted, S::Done,
+  {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainExhausted, S::Done,
      {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
-  {"R-UNDO-ENDED-FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::KilledExhausted, S::Done,
+  {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::KilledExhausted, S::Done,
      {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
   // Restart during that job_complete: it runs again (still with nil).
-  {"R-RESTART-UNDO",          S::SetupUndoing,      E::Recover,     V::Recovered,     S::SetupUndoing,
+  {"R_RESTART_UNDO",          S::SetupUndoing,      E::Recover,     V::Recovered,     S::SetupUndoing,
      {Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R-RESTART-UNDO",          S::SetupUndoing,      E::JobEnded,    V::Recovered,     S::SetupUndoingEnded,
+  {"R_RESTART_UNDO",          S::SetupUndoing,      E::JobEnded,    V::Recovered,     S::SetupUndoingEnded,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R-RESTART-UNDO",          S::SetupUndoingEnded, E::Recover,     V::Recovered,     S::SetupUndoingEnded,
+  {"R_RESTART_UNDO",          S::SetupUndoingEnded, E::Recover,     V::Recovered,     S::SetupUndoingEnded,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R-RESTART-UNDO",          S::SetupUndoingEnded, E::JobEnded,    V::Recovered,     S::SetupUndoingEnded,
+  {"R_RESTART_UNDO",          S::SetupUndoingEnded, E::JobEnded,    V::Recovered,     S::SetupUndoingEnded,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
 
   // Restart: a teardown that was running or waiting runs job_complete again
   // with the same jobinfo, the nodes held whatever block_job_complete says.
-  {"R-RESTART-TEARDOWN",      S::TeardownRunning,   E::JobEnded,    V::Recovered,     S::TeardownRunning,
+  {"R_RESTART_TEARDOWN",      S::TeardownRunning,   E::JobEnded,    V::Recovered,     S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
-  {"R-RESTART-TEARDOWN",      S::TeardownRunning,   E::Recover,     V::Recovered,     S::TeardownRunning,
+  {"R_RESTART_TEARDOWN",      S::TeardownRunning,   E::Recover,     V::Recovered,     S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
-  {"R-RESTART-TEARDOWN",      S::TeardownRetryWait, E::JobEnded,    V::Recovered,     S::TeardownRunning,
+  {"R_RESTART_TEARDOWN",      S::TeardownRetryWait, E::JobEnded,    V::Recovered,     S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
-  {"R-RESTART-TEARDOWN",      S::TeardownRetryWait, E::Recover,     V::Recovered,     S::TeardownRunning,
+  {"R_RESTART_TEARDOWN",      S::TeardownRetryWait, E::Recover,     V::Recovered,     S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
   // Restart: a setup whose job had ended, or that was abandoned, is torn down with nil.
-  {"R-RESTART-UNKNOWN",       S::SetupRunning,      E::JobEnded,    V::Recovered,     S::TeardownRunning,
+  {"R_RESTART_UNKNOWN",       S::SetupRunning,      E::JobEnded,    V::Recovered,     S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R-RESTART-UNKNOWN",       S::SetupRunningEnded, E::JobEnded,    V::Recovered,     S::TeardownRunning,
+  {"R_RESTART_UNKNOWN",       S::SetupRunningEnded, E::JobEnded,    V::Recovered,     S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R-RESTART-UNKNOWN",       S::SetupRunningEnded, E::Recover,     V::Recovered,     S::TeardownRunning,
+  {"R_RESTART_UNKNOWN",       S::SetupRunningEnded, E::Recover,     V::Recovered,     S::TeardownRunning,
      {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
   // An abandoned setup's teardown that had not started: as at the job's end.
-  {"R-RESTART-UNKNOWN",       S::SetupAbandoned,    E::Recover,     V::Recovered,     S::TeardownRunning,
+  {"R_RESTART_UNKNOWN",       S::SetupAbandoned,    E::Recover,     V::Recovered,     S::TeardownRunning,
      {Do::HoldAsBlockSays, Do::LogInfo, Do::RunJobCompleteNil}},
   // Restart: a running job or a failed setup needs nothing now.
-  {"R-RESTART-NOTHING",       S::Running,           E::Recover,     V::Recovered,     S::Running, {}},
-  {"R-RESTART-NOTHING",       S::SetupFailed,       E::Recover,     V::Recovered,     S::SetupFailed, {}},
+  {"R_RESTART_NOTHING",       S::Running,           E::Recover,     V::Recovered,     S::Running, {}},
+  {"R_RESTART_NOTHING",       S::SetupFailed,       E::Recover,     V::Recovered,     S::SetupFailed, {}},
 };
 // clang-format on
 
@@ -324,7 +324,7 @@ Verdict setup_verdict(const Outcome &o) {
 
 Verdict teardown_verdict(const Outcome &o, const JobSwitchState &s, const CtldConfig &cfg) {
   // Killed from outside (not the plugin's own timeout kill: TimedOut) or
-  // lost with the supervisor: retried (R-COMPLETE-KILLED).
+  // lost with the supervisor: retried (R_COMPLETE_KILLED).
   if (o.kind == OutcomeKind::Signaled || o.kind == OutcomeKind::Abandoned)
     return s.retries < cfg.switch_retries ? V::KilledRetry : V::KilledExhausted;
   if (o.kind != OutcomeKind::Returned)
@@ -372,11 +372,11 @@ std::string job_tag(const JobSwitchState &s) {
   return fmt::format("JobId={}", s.job.job_id);
 }
 
-/// The log line of R-COMPLETE-KILLED and R-UNDO-KILLED: a job_complete
+/// The log line of R_COMPLETE_KILLED and R_UNDO_KILLED: a job_complete
 /// killed from outside (or lost with the supervisor) runs again.
 std::string killed_text(std::string_view rule, const JobSwitchState &s, const std::string &what,
                         const CtldConfig &cfg) {
-  if (rule == "R-UNDO-KILLED")
+  if (rule == "R_UNDO_KILLED")
     return fmt::format("{} job_complete for the killed job_start of attempt {} {}: running it "
                        "again (retry {} of {})",
                        job_tag(s), s.job.attempt, what, s.retries + 1, cfg.switch_retries);
@@ -390,56 +390,56 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
   std::string hook = e.kind == E::SetupResult ? "job_start" : "job_complete";
   std::string what = e.outcome ? what_happened(*e.outcome) : "";
   std::string_view rule = r.rule;
-  if (rule == "R-START-OK")
+  if (rule == "R_START_OK")
     return fmt::format("{} job_start accepted the job: jobinfo stored, job may launch", job_tag(s));
-  if (rule == "R-START-DECLINE")
+  if (rule == "R_START_DECLINE")
     return fmt::format("{} job_start declined the job (nil jobinfo): not managed by switch/lua",
                        job_tag(s));
-  if (rule == "R-CANCEL-DURING-SETUP")
+  if (rule == "R_CANCEL_DURING_SETUP")
     return fmt::format("{} ended while job_start runs: holding its nodes until the setup reports; "
                        "not a setup failure",
                        job_tag(s));
-  if (rule == "R-COMPLETE-EAGAIN")
+  if (rule == "R_COMPLETE_EAGAIN")
     return fmt::format("{} job_complete returned slurm.EAGAIN: nodes stay held, retry {} of {} at "
                        "the next periodic check",
                        job_tag(s), s.retries + 1, cfg.switch_retries);
-  if (rule == "R-END-AFTER-FAIL")
+  if (rule == "R_END_AFTER_FAIL")
     return fmt::format("{} ended after a failed setup: job_complete is not called (job_start "
                        "undoes its own work before it returns a failure)",
                        job_tag(s));
-  if (rule == "R-RESTART-SETUP")
+  if (rule == "R_RESTART_SETUP")
     return fmt::format("{} recovered after a slurmctld restart in state SetupRunning: the "
                        "job_start of attempt {} was killed before it reported; running "
                        "job_complete with nil jobinfo for it, then job_start again (the job has "
                        "not launched)",
                        job_tag(s), s.job.attempt);
-  if (rule == "R-RESTART-UNDO")
+  if (rule == "R_RESTART_UNDO")
     return fmt::format("{} recovered after a slurmctld restart in state {}: running "
                        "job_complete with nil jobinfo for the killed job_start of attempt {} "
                        "again",
                        job_tag(s), job_state_name(s.state), s.job.attempt);
-  if (rule.starts_with("R-RESTART"))
+  if (rule.starts_with("R_RESTART"))
     return fmt::format("{} recovered after a slurmctld restart in state {}: running "
                        "job_complete again",
                        job_tag(s), job_state_name(s.state));
   if (rule.ends_with("-KILLED"))
     return killed_text(rule, s, what, cfg);
-  if (rule == "R-UNDO-OK")
+  if (rule == "R_UNDO_OK")
     return fmt::format("{} job_complete for the killed job_start of attempt {} {}: running "
                        "job_start again",
                        job_tag(s), s.job.attempt, what);
-  if (rule == "R-UNDO-FAIL" || rule == "R-UNDO-ENDED-FAIL")
+  if (rule == "R_UNDO_FAIL" || rule == "R_UNDO_ENDED_FAIL")
     return fmt::format("{} job_complete for the killed job_start of attempt {} {}", job_tag(s),
                        s.job.attempt, what);
-  if (rule == "R-UNDO-ENDED")
+  if (rule == "R_UNDO_ENDED")
     return fmt::format("{} ended while job_complete for its killed job_start runs: holding its "
                        "nodes until it reports; job_start is not run again",
                        job_tag(s));
-  if (rule == "R-UNDO-ENDED-OK")
+  if (rule == "R_UNDO_ENDED_OK")
     return fmt::format("{} job_complete for the killed job_start of attempt {} {} after the job "
                        "had ended: nothing more to do",
                        job_tag(s), s.job.attempt, what);
-  if (rule.starts_with("R-CANCELLED-SETUP"))
+  if (rule.starts_with("R_CANCELLED_SETUP"))
     return fmt::format("{} job_start {} after the job had ended: {}", job_tag(s), what,
                        r.next == S::Done ? "nothing to tear down"
                                          : "tearing down with nil jobinfo");
@@ -450,7 +450,7 @@ std::string setup_reason(const Event &e, Verdict v) {
   std::string_view head = v == V::TimedOut ? kReasonSetupTimedOut : kReasonSetupFailed;
   std::string what = e.outcome ? what_happened(*e.outcome) : "no result";
   what = utf8_truncate_marked(what, kMaxReasonWhatBytes); // never half a character
-  if (e.kind == E::TeardownResult)                        // R-UNDO-FAIL
+  if (e.kind == E::TeardownResult)                        // R_UNDO_FAIL
     return fmt::format("{}: switch/lua job_complete for a killed job_start {}", kReasonSetupFailed,
                        what);
   return fmt::format("{}: switch/lua job_start {}", head, what);
@@ -477,7 +477,7 @@ std::optional<Action> late_job_complete(const Event &e) {
   if (!e.outcome || e.outcome->kind != OutcomeKind::TimedOut)
     return std::nullopt;
   const Outcome &o = *e.outcome;
-  Action a{.kind = ActionKind::RunLateJobComplete, .rule = "R-START-LATE"};
+  Action a{.kind = ActionKind::RunLateJobComplete, .rule = "R_START_LATE"};
   if (o.late_return && o.late_return->rc == kSuccess && o.late_return->jobinfo) {
     a.jobinfo = o.late_return->jobinfo; // with that table
     return a;
@@ -489,12 +489,12 @@ std::optional<Action> late_job_complete(const Event &e) {
   return std::nullopt;
 }
 
-/// R-LATE-RESULT.  switch.lua contract, job_start timeout: the extra
+/// R_LATE_RESULT.  switch.lua contract, job_start timeout: the extra
 /// call's "result is only logged": one line, in any state (the job's own
 /// teardown may be over), at error level unless it returned SUCCESS or a
 /// positive rc other than EAGAIN.  The state is unchanged.
 StepResult late_result(const JobSwitchState &s, const Event &e) {
-  StepResult out{.next = s, .actions = {}, .rule = "R-LATE-RESULT"};
+  StepResult out{.next = s, .actions = {}, .rule = "R_LATE_RESULT"};
   std::string what = e.outcome ? what_happened(*e.outcome) : "ended";
   bool ok = e.outcome && e.outcome->kind == OutcomeKind::Returned && e.outcome->ret.rc >= 0 &&
             e.outcome->ret.rc != kEagain;
@@ -514,7 +514,7 @@ std::string outcome_text(const Outcome &o) {
 }
 
 StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
-  StepResult out{.next = s, .actions = {}, .rule = "R-IGNORED"};
+  StepResult out{.next = s, .actions = {}, .rule = "R_IGNORED"};
   if (e.kind == E::LateTeardownResult)
     return late_result(s, e);
   // A new run of the job (first start, or after a requeue) starts afresh.
@@ -560,7 +560,7 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
     case Do::RunLateJobComplete:
       if (auto a = late_job_complete(e)) {
         Action late = *a;
-        late.rule = "R-START-LATE";
+        late.rule = "R_START_LATE";
         out.actions.push_back(std::move(late));
       }
       break;
@@ -612,6 +612,14 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
     }
   }
   return out;
+}
+
+std::vector<std::string_view> rule_ids() {
+  std::vector<std::string_view> ids;
+  for (const Row &r : kRules)
+    ids.push_back(r.rule);
+  ids.push_back("R_IGNORED");
+  return ids;
 }
 
 } // namespace switchlua

@@ -11,7 +11,7 @@
 // calls Slurm, spawns or sleeps.
 //
 // The rules are rows of one table in job_fsm.cpp, each with a stable id
-// (R-START-FAIL, ...) used in the row, in `Action::rule` (so logs say which
+// (R_START_FAIL, ...) used in the row, in `Action::rule` (so logs say which
 // rule fired) and in the test named after it.  Rule source: the comments above
 // slurm_switch_job_start and slurm_switch_job_complete in the contract script
 // (switch.lua(5)).
@@ -120,13 +120,18 @@ struct Action {
 struct StepResult {
   JobSwitchState next;
   std::vector<Action> actions;
-  std::string_view rule; ///< the row that matched ("R-IGNORED" when none)
+  std::string_view rule; ///< the row that matched ("R_IGNORED" when none)
 };
 
 /// Applies one event.  Pure and total: an event that no rule expects in a
 /// state (e.g. a stray RetryTick) yields the same state, no action but a
-/// Log, and rule "R-IGNORED".
+/// Log, and rule "R_IGNORED".
 StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg);
+
+/// The ids of every row of the rule table, in table order (a rule with
+/// several rows appears once per row), plus "R_IGNORED".  For tests and
+/// documentation checks: each id has its test and its man-page entry.
+std::vector<std::string_view> rule_ids();
 
 /// What a call ended with, in words, for reasons and logs ("returned
 /// rc=-1", "raised an error: switch.lua:12: boom", "died on signal 9"); the

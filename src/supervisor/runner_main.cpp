@@ -94,7 +94,7 @@ std::size_t memory_limit() {
 }
 
 /// A runner is the first process the kernel's OOM killer should pick, before
-/// slurmctld (a killed job_complete is retried: R-COMPLETE-KILLED).
+/// slurmctld (a killed job_complete is retried: R_COMPLETE_KILLED).
 void become_oom_victim() {
   const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
   if (fd < 0)

@@ -5,7 +5,7 @@
 # directives of the contract script (a copy with ALLOW_DIRECTIVES = true):
 # the default path, skip, defer, start_crash; then a job_start that hangs
 # past switch_timeout (test/e2e/lua/hang.lua).  switch.lua(5): job_start,
-# R-START-OK, R-START-DECLINE, R-START-FAIL, R-START-TIMEOUT.
+# R_START_OK, R_START_DECLINE, R_START_FAIL, R_START_TIMEOUT.
 
 # e2e-config: --switch-type switch/lua --script "$E2E_GEN/seed.lua"
 
@@ -52,7 +52,7 @@ t_default_srun() {
 		fail "the script's 'accepted' line with the jobinfo is not logged"
 	ctld_job "$id" ' job_start returned rc=0 with jobinfo' >/dev/null || fail "no 'returned rc=0 with jobinfo' line"
 	ctld_job "$id" ' job_start accepted the job: jobinfo stored, job may launch' >/dev/null || fail "no 'accepted the job' line"
-	ctld_job "$id" ' SetupResult -> Running \(R-START-OK\)' >/dev/null || fail "no R-START-OK debug line"
+	ctld_job "$id" ' SetupResult -> Running \(R_START_OK\)' >/dev/null || fail "no R_START_OK debug line"
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete started")" "job_complete calls"
 	ctld_job "$id" ' job_complete returned rc=0 \(slurm.SUCCESS\)' >/dev/null || fail "job_complete did not succeed"
 	# Each node ran the three step hooks.
@@ -93,7 +93,7 @@ t_skip() {
 	ctld_job "$id" ' job_start: switchlua: job_start\(\): declining JobId='"$id" >/dev/null || fail "the script's 'declining' line is missing"
 	ctld_job "$id" ' job_start declined the job \(nil jobinfo\): not managed by switch/lua' >/dev/null ||
 		fail "no 'declined the job' line"
-	ctld_job "$id" ' SetupResult -> Declined \(R-START-DECLINE\)' >/dev/null || fail "no R-START-DECLINE debug line"
+	ctld_job "$id" ' SetupResult -> Declined \(R_START_DECLINE\)' >/dev/null || fail "no R_START_DECLINE debug line"
 	if ctld_job "$id" ' job_complete'; then fail "job_complete ran for a declined job"; fi
 	for n in node1 node2; do
 		if slurmd_grep "$n" "switch/lua: JobId=$id StepId="; then fail "$n: a step hook ran for a declined job"; fi
@@ -115,7 +115,7 @@ t_defer_srun() {
 	assert_job_reason "$id" '^switch setup failed: switch/lua job_start returned rc=-1$'
 	assert_eq 0 "$(job_field "$id" Restarts)" "Restarts"
 	ctld_job "$id" ' cancelled: switch setup failed: switch/lua job_start returned rc=-1' >/dev/null || fail "no 'cancelled' line"
-	ctld_job "$id" ' SetupResult -> SetupFailed \(R-START-FAIL\)' >/dev/null || fail "no R-START-FAIL debug line"
+	ctld_job "$id" ' SetupResult -> SetupFailed \(R_START_FAIL\)' >/dev/null || fail "no R_START_FAIL debug line"
 	if ctld_job "$id" ' job_complete'; then fail "job_complete ran after a failed setup"; fi
 	expect_not_drained node1 node2
 }
@@ -200,7 +200,7 @@ t_hang_timeout() {
 	ctld_job "$id" ' job_start: e2e hang: ' >/dev/null || fail "the hook did not start"
 	ctld_job "$id" " job_start timed out after 3[0-9]{3} ms; killed 1 process\(es\) that had left its process group" >/dev/null ||
 		fail "no line about the grandchild that left the process group"
-	ctld_job "$id" ' SetupResult -> SetupAbandoned \(R-START-TIMEOUT\)' >/dev/null || fail "no R-START-TIMEOUT debug line"
+	ctld_job "$id" ' SetupResult -> SetupAbandoned \(R_START_TIMEOUT\)' >/dev/null || fail "no R_START_TIMEOUT debug line"
 	if ctld_job "$id" ' job_start: e2e hang: .* returned: the call was not killed'; then fail "the hanging call was not killed"; fi
 	# The setup is abandoned: job_complete runs with a nil jobinfo.
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete returned rc=0 \(slurm.SUCCESS\)" 15

@@ -5,7 +5,7 @@
 # contract script's directives: a failed teardown drains the job's nodes;
 # slurm.EAGAIN is a failure unless the nodes are held (block_job_complete
 # true), then it is retried switch_retries times; switch_drain_on_failure=no
-# logs instead of draining.  switch.lua(5): job_complete, R-COMPLETE-*;
+# logs instead of draining.  switch.lua(5): job_complete, R_COMPLETE-*;
 # switch_lua.conf(5).  Tests that drain resume the nodes at the end.
 
 # expect_drained ID REASON NODE...: each NODE is drained with REASON (the
@@ -37,7 +37,7 @@ t_complete_crash() {
 		"$reason" "drain reason"
 	expect_drained "$id" "$reason" node1 node2
 	assert_eq "" "$(drain_reason node3)" "node3 (not in the job)"
-	ctld_job "$id" ' TeardownResult -> Done \(R-COMPLETE-FAIL\)' >/dev/null || fail "no R-COMPLETE-FAIL debug line"
+	ctld_job "$id" ' TeardownResult -> Done \(R_COMPLETE_FAIL\)' >/dev/null || fail "no R_COMPLETE_FAIL debug line"
 	ctld_job "$id" " draining node\[1-2\]: switch teardown failed: JobId=$id switch/lua job_complete raised an error: " >/dev/null || fail "no 'draining node[1-2]' line"
 	resume node1 node2
 }
@@ -59,7 +59,7 @@ t_again_unheld() {
 	wait_job "$id" COMPLETED 15
 	expect_drained "$id" "switch teardown failed: JobId=$id switch/lua job_complete returned slurm.EAGAIN but block_job_complete is false" node1 node2
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete started")" "job_complete calls (no retry)"
-	ctld_job "$id" ' TeardownResult -> Done \(R-COMPLETE-EAGAIN-UNHELD\)' >/dev/null || fail "no R-COMPLETE-EAGAIN-UNHELD debug line"
+	ctld_job "$id" ' TeardownResult -> Done \(R_COMPLETE_EAGAIN_UNHELD\)' >/dev/null || fail "no R_COMPLETE_EAGAIN_UNHELD debug line"
 	resume node1 node2
 }
 
@@ -72,7 +72,7 @@ t_block_ok() {
 	grep -F 'block_job_complete=true)' "$(ctld_log)" >/dev/null || fail "slurmctld did not log block_job_complete=true"
 	id=$(submit -N2 --network=switchlua:default --wrap=true)
 	wait_job "$id" COMPLETED 20
-	ctld_job "$id" ' JobEnded -> TeardownRunning \(R-END-HOLD\)' >/dev/null || fail "no R-END-HOLD debug line"
+	ctld_job "$id" ' JobEnded -> TeardownRunning \(R_END_HOLD\)' >/dev/null || fail "no R_END_HOLD debug line"
 	ctld_job "$id" ': holding the job and nodes node\[1-2\]' >/dev/null || fail "the nodes were not held"
 	ctld_job "$id" ' job_complete returned rc=0 \(slurm.SUCCESS\)' >/dev/null || fail "job_complete did not succeed"
 	ctld_job "$id" ': released the job and its nodes' >/dev/null || fail "the nodes were not released"
@@ -103,8 +103,8 @@ t_block_retries() {
 	expect_drained "$id" "switch teardown failed: JobId=$id switch/lua job_complete still returned slurm.EAGAIN after switch_retries=2" node1 node2
 	wait_job "$id" COMPLETED 10
 	assert_eq 3 "$(ctld_count "switch/lua: JobId=$id job_complete started")" "job_complete calls (1 + switch_retries)"
-	ctld_job "$id" ' RetryTick -> TeardownRunning \(R-RETRY\)' >/dev/null || fail "no R-RETRY debug line"
-	ctld_job "$id" ' TeardownResult -> Done \(R-COMPLETE-EAGAIN-EXHAUSTED\)' >/dev/null || fail "no R-COMPLETE-EAGAIN-EXHAUSTED debug line"
+	ctld_job "$id" ' RetryTick -> TeardownRunning \(R_RETRY\)' >/dev/null || fail "no R_RETRY debug line"
+	ctld_job "$id" ' TeardownResult -> Done \(R_COMPLETE_EAGAIN_EXHAUSTED\)' >/dev/null || fail "no R_COMPLETE_EAGAIN_EXHAUSTED debug line"
 	# Every call got the same jobinfo.
 	assert_eq 3 "$(ctld_count "switch/lua: JobId=$id job_complete: switchlua: job_complete\(\): JobId=$id Nodes=node\[1-2\] jobinfo=.*\"token\":\"tok-$id\"")" \
 		"job_complete calls that logged the jobinfo"

@@ -3,10 +3,10 @@
 #
 # t0401-restart: slurmctld killed with SIGKILL while a job_start or a held
 # job_complete runs.  The restarted controller re-runs the call it lost:
-# job_start for a job still CONFIGURING (R-RESTART-SETUP), job_complete with
-# the same jobinfo for a job whose nodes it held (R-RESTART-TEARDOWN).  The
-# killed job_start's attempt is first torn down with nil (R-RESTART-SETUP,
-# then R-UNDO-OK runs job_start again).  The
+# job_start for a job still CONFIGURING (R_RESTART_SETUP), job_complete with
+# the same jobinfo for a job whose nodes it held (R_RESTART_TEARDOWN).  The
+# killed job_start's attempt is first torn down with nil (R_RESTART_SETUP,
+# then R_UNDO_OK runs job_start again).  The
 # fixture test/e2e/lua/restart.lua makes the first call slow and the re-run
 # fast (switch.lua(5): Restart).
 
@@ -39,8 +39,8 @@ t_restart_setup() {
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start: e2e restart: JobId=$id job_start token=tok-$tag-$id: called again" 10
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start accepted the job: jobinfo stored, job may launch" 10
 	assert_eq 2 "$(ctld_count "switch/lua: JobId=$id job_start started")" "job_start calls (the first, then the re-run)"
-	ctld_job "$id" ' Recover -> SetupUndoing \(R-RESTART-SETUP\)' >/dev/null || fail "no R-RESTART-SETUP debug line"
-	ctld_job "$id" ' TeardownResult -> SetupRunning \(R-UNDO-OK\)' >/dev/null || fail "no R-UNDO-OK debug line"
+	ctld_job "$id" ' Recover -> SetupUndoing \(R_RESTART_SETUP\)' >/dev/null || fail "no R_RESTART_SETUP debug line"
+	ctld_job "$id" ' TeardownResult -> SetupRunning \(R_UNDO_OK\)' >/dev/null || fail "no R_UNDO_OK debug line"
 	wait_job "$id" RUNNING 10
 	touch "$E2E_ROOT$go"
 	wait_job "$id" COMPLETED 30

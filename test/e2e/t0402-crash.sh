@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 #
 # t0402-crash: the journal and the killed-call rules (switch.lua(5):
-# Restart, Journal, R-RESTART-SETUP, R-UNDO-OK, R-COMPLETE-KILLED).  The
+# Restart, Journal, R_RESTART_SETUP, R_UNDO_OK, R_COMPLETE_KILLED).  The
 # fixture test/e2e/lua/crash.lua keeps a ledger of every call in the chroot
 # (/tmp/switch-lua-e2e.TAG.ledger): "start JOB ATTEMPT SUBMIT" and
 # "complete JOB ATTEMPT TOKEN|nil".
@@ -71,7 +71,7 @@ t_reconfigure_setup() {
 	[ -n "$a2" ] && [ "$a1" != "$a2" ] || fail "expected two job_start attempts, got: $led"
 	assert_eq "start $id $a1"$'\n'"complete $id $a1 nil"$'\n'"start $id $a2"$'\n'"complete $id $a2 tok-$tag-$a2" \
 		"$(cut -d' ' -f1-4 <<<"$led" | sed -E 's/^(start [0-9]+ [0-9]+) [0-9]+$/\1/')" "calls in order"
-	ctld_job "$id" " TeardownResult -> SetupRunning \(R-UNDO-OK\)" >/dev/null || fail "no R-UNDO-OK debug line"
+	ctld_job "$id" " TeardownResult -> SetupRunning \(R_UNDO_OK\)" >/dev/null || fail "no R_UNDO_OK debug line"
 	assert_eq "" "$(drain_reason "$node")" "drain reason of $node"
 }
 

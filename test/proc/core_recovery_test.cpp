@@ -252,7 +252,7 @@ TEST(CoreRecovery, AttemptWhoseJobIdBelongsToANewerJobIsTornDownWithItsOwnTable)
   ASSERT_TRUE(core.job_start(job(7, 2000), false));
   core.reconcile_journal();
   ASSERT_TRUE(settle(core, [&] {
-    return slurm.logged("R-ORPHAN-OK") && core.state_of(7) &&
+    return slurm.logged("R_ORPHAN_OK") && core.state_of(7) &&
            core.state_of(7)->state == JobState::Running;
   })) << slurm.all_logs();
   EXPECT_TRUE(slurm.logged(fmt::format("complete job_id=7 submit_time=1000 attempt={} made_by={}",

@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <random>
+#include <set>
 
 using namespace switchlua;
 
@@ -72,6 +75,28 @@ struct Case {
   std::string reason_has;          // substring of the Requeue/Cancel/Drain reason
   std::string rule = "";           // the rule id that must fire (when set)
 };
+
+/// The rule a test is named after: the leading all-capital words of
+/// "R_START_FAIL_LuaErrorIsAFailedSetup" ("R_START_FAIL").
+std::string rule_of_test_name(std::string_view name) {
+  std::string rule;
+  std::size_t pos = 0;
+  while (pos < name.size()) {
+    std::size_t end = name.find('_', pos);
+    std::string_view word = name.substr(pos, end == std::string_view::npos ? end : end - pos);
+    bool caps = !word.empty() && std::all_of(word.begin(), word.end(), [](char ch) {
+      return (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+    });
+    if (!caps)
+      break;
+    rule += rule.empty() ? "" : "_";
+    rule += word;
+    if (end == std::string_view::npos)
+      break;
+    pos = end + 1;
+  }
+  return rule;
+}
 
 JobSwitchState with(JobSwitchState s, auto f) {
   f(s);
@@ -364,7 +389,7 @@ std::vector<Case> cases() {
        S::SetupUndoing,
        {A::RunJobComplete},
        "",
-       "R-RESTART-SETUP"},
+       "R_RESTART_SETUP"},
       {"R_UNDO_OK_ThenJobStartRunsAgain",
        state(S::SetupUndoing),
        E::TeardownResult,
@@ -373,7 +398,7 @@ std::vector<Case> cases() {
        S::SetupRunning,
        {A::RunJobStart},
        "",
-       "R-UNDO-OK"},
+       "R_UNDO_OK"},
       {"R_UNDO_FAIL_FailsTheJobAndDrains",
        state(S::SetupUndoing),
        E::TeardownResult,
@@ -382,7 +407,7 @@ std::vector<Case> cases() {
        S::SetupFailed,
        {A::Cancel, A::EndConfiguring, A::DrainNodes},
        "switch teardown failed: JobId=42 switch/lua job_complete returned rc=-1", // the drain's
-       "R-UNDO-FAIL"},
+       "R_UNDO_FAIL"},
       {"R_UNDO_FAIL_RequeuesWhenAllowed",
        with(state(S::SetupUndoing), requeueable),
        E::TeardownResult,
@@ -391,7 +416,7 @@ std::vector<Case> cases() {
        S::SetupFailed,
        {A::Requeue, A::EndConfiguring, A::DrainNodes},
        "switch teardown failed: JobId=42 switch/lua job_complete timed out",
-       "R-UNDO-FAIL"},
+       "R_UNDO_FAIL"},
       {"R_UNDO_KILLED_SignalFromOutsideRunsTheUndoAgain",
        state(S::SetupUndoing),
        E::TeardownResult,
@@ -400,7 +425,7 @@ std::vector<Case> cases() {
        S::SetupUndoing,
        {A::RunJobComplete},
        "",
-       "R-UNDO-KILLED"},
+       "R_UNDO_KILLED"},
       {"R_UNDO_KILLED_LostWithTheSupervisorAfterTheJobEndedRunsItAgain",
        state(S::SetupUndoingEnded),
        E::TeardownResult,
@@ -409,7 +434,7 @@ std::vector<Case> cases() {
        S::SetupUndoingEnded,
        {A::RunJobComplete},
        "",
-       "R-UNDO-KILLED"},
+       "R_UNDO_KILLED"},
       {"R_UNDO_FAIL_KilledAfterSwitchRetriesFailsTheJobAndDrains",
        with(state(S::SetupUndoing), [](JobSwitchState &s) { s.retries = 3; }),
        E::TeardownResult,
@@ -418,7 +443,7 @@ std::vector<Case> cases() {
        S::SetupFailed,
        {A::Cancel, A::EndConfiguring, A::DrainNodes},
        "switch teardown failed: JobId=42 switch/lua job_complete died on signal 0",
-       "R-UNDO-FAIL"},
+       "R_UNDO_FAIL"},
       {"R_UNDO_ENDED_HoldsUntilTheTeardownReports",
        state(S::SetupUndoing),
        E::JobEnded,
@@ -427,7 +452,7 @@ std::vector<Case> cases() {
        S::SetupUndoingEnded,
        {A::HoldNodes},
        "",
-       "R-UNDO-ENDED"},
+       "R_UNDO_ENDED"},
       {"R_UNDO_ENDED_OK_ReleasesWithoutJobStart",
        with(state(S::SetupUndoingEnded), held),
        E::TeardownResult,
@@ -436,7 +461,7 @@ std::vector<Case> cases() {
        S::Done,
        {A::EndConfiguring, A::ReleaseNodes},
        "",
-       "R-UNDO-ENDED-OK"},
+       "R_UNDO_ENDED_OK"},
       {"R_UNDO_ENDED_FAIL_DrainsAndReleases",
        with(state(S::SetupUndoingEnded), held),
        E::TeardownResult,
@@ -445,7 +470,7 @@ std::vector<Case> cases() {
        S::Done,
        {A::EndConfiguring, A::DrainNodes, A::ReleaseNodes},
        "switch teardown failed: JobId=42",
-       "R-UNDO-ENDED-FAIL"},
+       "R_UNDO_ENDED_FAIL"},
       {"R_RESTART_UNDO_RunsTheNilTeardownAgain",
        with(state(S::SetupUndoing), recovered),
        E::Recover,
@@ -454,7 +479,7 @@ std::vector<Case> cases() {
        S::SetupUndoing,
        {A::RunJobComplete},
        "",
-       "R-RESTART-UNDO"},
+       "R_RESTART_UNDO"},
       {"R_RESTART_UNDO_EndedJobHoldsAndRunsTheNilTeardownAgain",
        with(state(S::SetupUndoing), recovered),
        E::JobEnded,
@@ -463,7 +488,7 @@ std::vector<Case> cases() {
        S::SetupUndoingEnded,
        {A::HoldNodes, A::RunJobComplete},
        "",
-       "R-RESTART-UNDO"},
+       "R_RESTART_UNDO"},
       {"R_COMPLETE_KILLED_SignalFromOutsideIsRetriedHeld",
        state(S::TeardownRunning),
        E::TeardownResult,
@@ -472,7 +497,7 @@ std::vector<Case> cases() {
        S::TeardownRetryWait,
        {A::ScheduleRetry},
        "",
-       "R-COMPLETE-KILLED"},
+       "R_COMPLETE_KILLED"},
       {"R_COMPLETE_KILLED_LostWithTheSupervisorIsRetried",
        with(state(S::TeardownRunning), held),
        E::TeardownResult,
@@ -481,7 +506,7 @@ std::vector<Case> cases() {
        S::TeardownRetryWait,
        {A::ScheduleRetry},
        "",
-       "R-COMPLETE-KILLED"},
+       "R_COMPLETE_KILLED"},
       {"R_COMPLETE_KILLED_EXHAUSTED_DrainsAfterSwitchRetries",
        with(with(state(S::TeardownRunning), held), [](JobSwitchState &s) { s.retries = 3; }),
        E::TeardownResult,
@@ -490,7 +515,7 @@ std::vector<Case> cases() {
        S::Done,
        {A::DrainNodes, A::ReleaseNodes},
        "switch teardown failed: JobId=42 switch/lua job_complete died on signal 0",
-       "R-COMPLETE-KILLED-EXHAUSTED"},
+       "R_COMPLETE_KILLED_EXHAUSTED"},
       {"R_RESTART_TEARDOWN_ReRunsJobCompleteHeld",
        with(state(S::TeardownRunning), recovered),
        E::JobEnded,
@@ -514,6 +539,22 @@ std::vector<Case> cases() {
        def,
        S::TeardownRunning,
        {A::HoldNodes, A::RunJobComplete},
+       ""},
+      {"R_RESTART_NOTHING_SetUpJobIsNotSetUpAgain",
+       with(state(S::Running), recovered),
+       E::Recover,
+       {},
+       def,
+       S::Running,
+       {},
+       ""},
+      {"R_RESTART_NOTHING_FailedSetupIsNotRunAgain",
+       with(state(S::SetupFailed), recovered),
+       E::Recover,
+       {},
+       def,
+       S::SetupFailed,
+       {},
        ""},
       {"R_END_RecoveredRunningJobEndsAsUsual",
        with(state(S::Running), recovered),
@@ -550,6 +591,10 @@ std::vector<Case> cases() {
   };
 }
 
+void PrintTo(const Case &c, std::ostream *os) {
+  *os << c.name;
+}
+
 class JobFsmRule : public testing::TestWithParam<Case> {};
 
 TEST_P(JobFsmRule, FollowsTheContract) {
@@ -557,8 +602,14 @@ TEST_P(JobFsmRule, FollowsTheContract) {
   Event e{.kind = c.event, .outcome = c.outcome ? &*c.outcome : nullptr};
   StepResult r = step(c.from, e, c.cfg);
   EXPECT_EQ(job_state_name(r.next.state), job_state_name(c.to)) << "rule " << r.rule;
-  if (!c.rule.empty())
-    EXPECT_EQ(r.rule, c.rule);
+  // The rule the test is named after fired: as the row that matched, or
+  // as the rule of an action (R_START_LATE is the late job_complete action
+  // of the R_START_TIMEOUT row).
+  const std::string want_rule = c.rule.empty() ? rule_of_test_name(c.name) : c.rule;
+  bool fired = r.rule == want_rule;
+  for (const Action &a : r.actions)
+    fired = fired || (a.kind != A::Log && a.rule == want_rule);
+  EXPECT_TRUE(fired) << "the test is named after " << want_rule << " but " << r.rule << " fired";
   std::vector<ActionKind> got;
   std::string reason;
   for (const Action &a : r.actions) {
@@ -585,10 +636,39 @@ TEST_P(JobFsmRule, FollowsTheContract) {
 INSTANTIATE_TEST_SUITE_P(Rules, JobFsmRule, testing::ValuesIn(cases()),
                          [](const testing::TestParamInfo<Case> &i) { return i.param.name; });
 
+// Rules whose cases are TEST()s below rather than rows of cases().
+const std::vector<const char *> kRulesTestedOutsideTheTable = {};
+
+// Issue 13: every row of the rule table has a test named after its id (one
+// grep of the id finds the row, its test and its man-page entry).
+TEST(JobFsm, EveryRuleHasATestNamedAfterIt) {
+  std::set<std::string> tested;
+  for (const Case &c : cases())
+    tested.insert(rule_of_test_name(c.name));
+  for (const char *extra : kRulesTestedOutsideTheTable)
+    tested.insert(extra);
+  for (std::string_view id : rule_ids())
+    EXPECT_TRUE(tested.count(std::string(id))) << id << " has no test case named after it";
+}
+
+// Issue 13: switch.lua(5) has an entry (".B R_ID" in its rule list) for
+// every rule id of the table.
+TEST(JobFsm, EveryRuleHasAManPageEntry) {
+  std::ifstream in(SWITCHLUA_SOURCE_ROOT "/man/switch.lua.5");
+  ASSERT_TRUE(in) << SWITCHLUA_SOURCE_ROOT "/man/switch.lua.5";
+  std::set<std::string> entries;
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with(".B R_"))
+      entries.insert(line.substr(3));
+  for (std::string_view id : rule_ids())
+    EXPECT_TRUE(entries.count(std::string(id)))
+        << id << " has no \".B " << id << "\" entry in switch.lua(5)";
+}
+
 TEST(JobFsm, R_UNDO_FAIL_TheJobsReasonSaysTheSetupFailed) {
   Outcome o = returned(kError);
   StepResult r = step(state(S::SetupUndoing), Event{.kind = E::TeardownResult, .outcome = &o}, {});
-  EXPECT_EQ(r.rule, "R-UNDO-FAIL");
+  EXPECT_EQ(r.rule, "R_UNDO_FAIL");
   ASSERT_EQ(r.actions[1].kind, A::Cancel);
   EXPECT_EQ(r.actions[1].reason,
             "switch setup failed: switch/lua job_complete for a killed job_start returned rc=-1");
@@ -633,7 +713,7 @@ TEST(JobFsm, R_COMPLETE_FAIL_LongAccentedMessageIsCutOnAWholeCharacter) {
 TEST(JobFsm, R_UNDO_OK_TheNewJobStartGetsTheJobTable) {
   Outcome o = returned(kSuccess);
   StepResult r = step(state(S::SetupUndoing), Event{.kind = E::TeardownResult, .outcome = &o}, {});
-  EXPECT_EQ(r.rule, "R-UNDO-OK");
+  EXPECT_EQ(r.rule, "R_UNDO_OK");
   EXPECT_EQ(r.next.job.job_id, 42u);
   EXPECT_FALSE(r.next.jobinfo.has_value());
 }
@@ -667,13 +747,13 @@ std::vector<std::string> holds(const StepResult &r) {
 // (timed out) whose job ends afterwards is none of these.
 TEST(JobFsm, R_END_AFTER_ABANDON_NonBlockingHoldsTheJobButNotItsNodes) {
   StepResult r = step(state(S::SetupAbandoned), Event{.kind = E::JobEnded}, {});
-  EXPECT_EQ(r.rule, "R-END-AFTER-ABANDON");
+  EXPECT_EQ(r.rule, "R_END_AFTER_ABANDON");
   EXPECT_EQ(holds(r), std::vector<std::string>{"job"});
   EXPECT_FALSE(r.next.nodes_held);
   // ... so its first EAGAIN is a failure: drained at once, no retry.
   Outcome again = returned(kEagain);
   StepResult t = step(r.next, Event{.kind = E::TeardownResult, .outcome = &again}, {});
-  EXPECT_EQ(t.rule, "R-COMPLETE-EAGAIN-UNHELD");
+  EXPECT_EQ(t.rule, "R_COMPLETE_EAGAIN_UNHELD");
   EXPECT_EQ(job_state_name(t.next.state), "Done");
   std::vector<std::string> drains;
   for (const Action &a : t.actions)
@@ -692,14 +772,14 @@ TEST(JobFsm, R_END_AFTER_ABANDON_BlockingHoldsTheNodesAndRetriesEagain) {
   EXPECT_TRUE(r.next.nodes_held);
   Outcome again = returned(kEagain);
   StepResult t = step(r.next, Event{.kind = E::TeardownResult, .outcome = &again}, {});
-  EXPECT_EQ(t.rule, "R-COMPLETE-EAGAIN");
+  EXPECT_EQ(t.rule, "R_COMPLETE_EAGAIN");
 }
 
 TEST(JobFsm, R_RESTART_UNKNOWN_AbandonedSetupHoldsNodesOnlyWhenBlocking) {
   JobSwitchState s = state(S::SetupAbandoned);
   s.recovered = true;
   StepResult r = step(s, Event{.kind = E::Recover}, {});
-  EXPECT_EQ(r.rule, "R-RESTART-UNKNOWN");
+  EXPECT_EQ(r.rule, "R_RESTART_UNKNOWN");
   EXPECT_EQ(holds(r), std::vector<std::string>{"job"});
   EXPECT_FALSE(r.next.nodes_held);
   s.block_job_complete = true;
@@ -712,7 +792,7 @@ TEST(JobFsm, R_COMPLETE_KILLED_KeepsTheNodesAsTheyWere) {
   Outcome killed = with_kind(OutcomeKind::Signaled, "");
   StepResult r =
       step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &killed}, {});
-  EXPECT_EQ(r.rule, "R-COMPLETE-KILLED");
+  EXPECT_EQ(r.rule, "R_COMPLETE_KILLED");
   EXPECT_TRUE(holds(r).empty());
   EXPECT_FALSE(r.next.nodes_held) << "block_job_complete false: the nodes stay in service";
   JobSwitchState h = state(S::TeardownRunning);
