@@ -9,8 +9,9 @@
 # configuration), in ONE run, with the configurations rotated over the
 # repetitions:
 #   A   no switch plugin
-#   B   PrologSlurmctld: a sh script that exits at once, or sleeps 3 s for jobs
-#       named sleep3 (the same work as C's hook)
+#   B   PrologSlurmctld=/bin/true (srun and array phases); for the burst the
+#       cluster is booted again with a PrologSlurmctld sh script that sleeps
+#       3 s for jobs named sleep3 (the same work as C's hook)
 #   C   SwitchType=switch/lua, a trivial script (sleeps 3 s in job_start for
 #       jobs named sleep3), jobs with --network
 #   C0  the C cluster, jobs without --network
@@ -311,11 +312,14 @@ def measure(what, n, net):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def boot(cfg):
+def boot(cfg, burst=False):
+    """Boots configuration cfg; B runs PrologSlurmctld=/bin/true, or the
+    sleeping prolog script when burst is set (the burst3 phase)."""
     base = ["--debug", "info", "--extra", "PartitionName=DEFAULT OverSubscribe=FORCE:40",
             "--extra", "Epilog=/bin/true"]
     if cfg == "B":
-        base += ["--extra", "PrologSlurmctld=/etc/slurm/bench_prolog.sh"]
+        prolog = "/etc/slurm/bench_prolog.sh" if burst else "/bin/true"
+        base += ["--extra", f"PrologSlurmctld={prolog}"]
     if cfg == "C":
         base += ["--switch-type", "switch/lua", "--script", HOOK_FILE]
     # A slurmd killed a moment ago may still hold its socket: stop cleanly,
@@ -381,6 +385,8 @@ def host(argv):
                 row.update(srun_med=med(s["walls"]), srun_p90=q(s["walls"], 0.9),
                            first_poll=s["first_poll"], cpu_per_job=s["cpu_per_job"])
                 row.update(measure("array", n_array, cfg == "C"))
+                if cfg == "B":
+                    boot(cfg, burst=True)
                 row.update(measure("burst3", n_burst, cfg == "C"))
                 res[cfg].append(row)
                 if cfg == "C":
@@ -454,8 +460,8 @@ def report(res):
               " ".join(f"{c:>8}" for c in cells) +
               f"  {ratios(res, 'C', 'A', key):>18} {ratios(res, 'C', 'B', key):>18}")
     print()
-    print("A: no switch plugin; B: PrologSlurmctld (sh, exits at once unless the job is named "
-          "sleep3); C: switch/lua, jobs with --network; C0: switch/lua, jobs without --network.")
+    print("A: no switch plugin; B: PrologSlurmctld=/bin/true (the burst: a sh prolog that sleeps "
+          "3 s); C: switch/lua, jobs with --network; C0: switch/lua, jobs without --network.")
 
 
 if __name__ == "__main__":
