@@ -7,6 +7,7 @@
 // record carries is torn down with its own job table and jobinfo.
 #include "ctld/core.hpp"
 #include "ctld/persist.hpp"
+#include "fake_slurm.hpp"
 #include "harness.hpp"
 #include "supervisor/proc_scan.hpp"
 
@@ -21,78 +22,10 @@
 #include <thread>
 
 using namespace switchlua;
+using switchlua::test::FakeSlurm;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// Records what the core asks of Slurm.
-class FakeSlurm final : public SlurmPort {
-public:
-  void lock() override {}
-  void unlock() override {}
-  void end_configuring(std::uint32_t id) override { add(fmt("end_configuring", id)); }
-  void requeue(std::uint32_t id, const std::string &) override { add(fmt("requeue", id)); }
-  void cancel(std::uint32_t id, const std::string &) override { add(fmt("cancel", id)); }
-  void hold(std::uint32_t id, const std::string &, bool) override { add(fmt("hold", id)); }
-  void release(std::uint32_t id, const std::string &, bool) override { add(fmt("release", id)); }
-  void drain(const std::string &n, const std::string &r) override { add("drain " + n + ": " + r); }
-  void forget(std::uint32_t id) override { add(fmt("forget", id)); }
-  void save_state() override {}
-  void log(LogLevel l, const std::string &line) override {
-    std::lock_guard g(mu);
-    logs.push_back(line);
-    levels.push_back(l);
-  }
-  /// The level of the first line equal to `line` (Debug if none).
-  LogLevel level_of(const std::string &line) {
-    std::lock_guard g(mu);
-    for (std::size_t i = 0; i < logs.size(); ++i)
-      if (logs[i] == line)
-        return levels[i];
-    return LogLevel::Debug;
-  }
-  bool logged(const std::string &text) {
-    std::lock_guard g(mu);
-    for (const auto &l : logs)
-      if (l.find(text) != std::string::npos)
-        return true;
-    return false;
-  }
-  bool did(const std::string &action) {
-    std::lock_guard g(mu);
-    for (const auto &a : actions)
-      if (a == action)
-        return true;
-    return false;
-  }
-  bool did_starting(const std::string &prefix) {
-    std::lock_guard g(mu);
-    for (const auto &a : actions)
-      if (a.rfind(prefix, 0) == 0)
-        return true;
-    return false;
-  }
-  std::string all_logs() {
-    std::lock_guard g(mu);
-    std::string out;
-    for (const auto &l : logs)
-      out += l + "\n";
-    return out;
-  }
-
-private:
-  static std::string fmt(const char *what, std::uint32_t id) {
-    return std::string(what) + " " + std::to_string(id);
-  }
-  void add(std::string a) {
-    std::lock_guard g(mu);
-    actions.push_back(std::move(a));
-  }
-  std::mutex mu;
-  std::vector<std::string> logs;
-  std::vector<LogLevel> levels;
-  std::vector<std::string> actions;
-};
 
 struct TempDir {
   fs::path dir;

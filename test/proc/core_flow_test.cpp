@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The controller engine (ctld/core.hpp CtldCore) from slurmctld's side:
+// events in (job_start, job_complete, retry ticks), actions out through a
+// fake Slurm port, with the real supervisor and runner running
+// test/fixtures/core_flow.lua.  One behaviour of switch.lua(5) per test;
+// the state machine's rules alone are tested in test/unit/ctld.
+#include "ctld/core.hpp"
+#include "fake_slurm.hpp"
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+using namespace switchlua;
+using switchlua::test::FakeSlurm;
+namespace fs = std::filesystem;
+
+namespace {
+
+CoreOptions options() {
+  CoreOptions o;
+  o.script = test::fixture("core_flow");
+  o.client = test::default_options();
+  o.block_job_complete = true;              // as the fixture answers
+  o.retry_interval = std::chrono::hours(1); // retries only through retry_now()
+  return o;
+}
+
+JobArgs job(std::uint32_t id, const std::string &name, std::string network = "fabric") {
+  JobArgs j;
+  j.job_id = id;
+  j.name = name;
+  j.nodes = "node[1-2]";
+  j.node_names = {"node1", "node2"};
+  j.num_nodes = 2;
+  j.network = std::move(network);
+  j.submit_time = 1000 + id;
+  j.batch = true;
+  return j;
+}
+
+/// Runs queued events until `done` (10 s at most).
+template <class F> bool settle(CtldCore &core, F done) {
+  for (int i = 0; i < 1000; ++i) {
+    core.drain_events();
+    if (done())
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+bool in_state(CtldCore &core, std::uint32_t id, JobState st) {
+  auto s = core.state_of(id);
+  return s && s->state == st;
+}
+
+} // namespace
+
+TEST(CoreFlow, JobWithoutNetworkIsNotManaged) {
+  FakeSlurm slurm;
+  CtldCore core(options(), slurm);
+  JobArgs j = job(1, "ok");
+  j.network.reset();
+  EXPECT_FALSE(core.job_start(j, true));
+  EXPECT_FALSE(core.state_of(1));
+  EXPECT_EQ(core.calls_in_flight(), 0u);
+  EXPECT_TRUE(slurm.all_actions().empty());
+}
+
+TEST(CoreFlow, SetupThatAcceptsEndsConfiguringAndTheTeardownReleasesNothingHeld) {
+  FakeSlurm slurm;
+  CtldCore core(options(), slurm);
+  ASSERT_TRUE(core.job_start(job(2, "ok"), true));
+  ASSERT_TRUE(settle(core, [&] { return in_state(core, 2, JobState::Running); }))
+      << slurm.all_logs();
+  EXPECT_EQ(slurm.all_actions(), std::vector<std::string>{"end_configuring 2"});
+  core.job_complete(2);
+  ASSERT_TRUE(settle(core, [&] { return !core.state_of(2); })) << slurm.all_logs();
+  // block_job_complete: the nodes were held during the teardown, then released.
+  EXPECT_EQ(slurm.reason_of("hold 2"), "node[1-2] nodes held");
+  EXPECT_EQ(slurm.reason_of("release 2"), "node[1-2] nodes released");
+  EXPECT_TRUE(slurm.logged("torn down ok")) << slurm.all_logs();
+  EXPECT_FALSE(slurm.did_starting("drain")) << slurm.all_logs();
+}
+
+TEST(CoreFlow, DeclinedSetupIsForgottenAndItsEndRunsNoTeardown) {
+  FakeSlurm slurm;
+  CtldCore core(options(), slurm);
+  ASSERT_TRUE(core.job_start(job(3, "decline"), true));
+  ASSERT_TRUE(settle(core, [&] { return slurm.did("end_configuring 3"); })) << slurm.all_logs();
+  core.job_complete(3);
+  settle(core, [&] { return !core.state_of(3); });
+  EXPECT_FALSE(slurm.logged("torn down")) << slurm.all_logs();
+  EXPECT_FALSE(slurm.did("hold 3"));
+}
+
+TEST(CoreFlow, FailedSetupRequeuesABatchJobThatMayBeRequeued) {
+  FakeSlurm slurm;
+  CtldCore core(options(), slurm);
+  ASSERT_TRUE(core.job_start(job(4, "fail"), true));
+  ASSERT_TRUE(settle(core, [&] { return slurm.did("requeue 4"); })) << slurm.all_logs();
+  EXPECT_EQ(slurm.reason_of("requeue 4"),
+            "switch setup failed: switch/lua job_start returned rc=-1");
+  EXPECT_FALSE(slurm.did("cancel 4"));
+}
+
+TEST(CoreFlow, FailedSetupCancelsAJobThatMayNotBeRequeued) {
+  FakeSlurm slurm;
+  CtldCore core(options(), slurm);
+  ASSERT_TRUE(core.job_start(job(5, "fail"), false));
+  ASSERT_TRUE(settle(core, [&] { return slurm.did("cancel 5"); })) << slurm.all_logs();
+  EXPECT_EQ(slurm.reason_of("cancel 5"),
+            "switch setup failed: switch/lua job_start returned rc=-1");
+  EXPECT_FALSE(slurm.did("requeue 5"));
+}
+
+TEST(CoreFlow, TeardownEagainKeepsTheNodesHeldUntilARetrySucceeds) {
+  FakeSlurm slurm;
+  CtldCore core(options(), slurm);
+  std::string marker = (fs::temp_directory_path() / "swl-core-flow-again").string();
+  std::ofstream(marker) << "busy\n";
+  ASSERT_TRUE(core.job_start(job(6, "again", marker), true));
+  ASSERT_TRUE(settle(core, [&] { return in_state(core, 6, JobState::Running); }));
+  core.job_complete(6);
+  ASSERT_TRUE(settle(core, [&] { return in_state(core, 6, JobState::TeardownRetryWait); }))
+      << slurm.all_logs();
+  EXPECT_TRUE(slurm.did("hold 6"));
+  EXPECT_FALSE(slurm.did("release 6")) << "released while the teardown said EAGAIN";
+  core.retry_now(); // still EAGAIN: still held
+  ASSERT_TRUE(settle(core, [&] { return in_state(core, 6, JobState::TeardownRetryWait); }));
+  EXPECT_FALSE(slurm.did("release 6"));
+  fs::remove(marker);
+  core.retry_now();
+  ASSERT_TRUE(settle(core, [&] { return !core.state_of(6); })) << slurm.all_logs();
+  EXPECT_EQ(slurm.reason_of("release 6"), "node[1-2] nodes released");
+  EXPECT_FALSE(slurm.did_starting("drain")) << slurm.all_logs();
+}
+
+TEST(CoreFlow, FailedTeardownDrainsTheJobsNodesWithAReasonSayingSo) {
+  FakeSlurm slurm;
+  CtldCore core(options(), slurm);
+  ASSERT_TRUE(core.job_start(job(7, "broken"), true));
+  ASSERT_TRUE(settle(core, [&] { return in_state(core, 7, JobState::Running); }));
+  core.job_complete(7);
+  ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();
+  EXPECT_TRUE(slurm.did("drain node[1-2]: switch teardown failed: JobId=7 switch/lua "
+                        "job_complete returned rc=-1"))
+      << testing::PrintToString(slurm.all_actions());
+  EXPECT_TRUE(slurm.did("release 7")) << "the drained nodes are no longer held by the job";
+}

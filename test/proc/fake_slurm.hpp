@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// A fake of the controller engine's Slurm port (ctld/core.hpp SlurmPort) for
+// the engine's process tests: it records every action the core asks of
+// slurmctld ("requeue 7", with its reason) and every log line, thread-safe.
+#pragma once
+
+#include "ctld/core.hpp"
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace switchlua::test {
+
+/// Records what the core asks of Slurm.
+class FakeSlurm final : public SlurmPort {
+public:
+  void lock() override {}
+  void unlock() override {}
+  void end_configuring(std::uint32_t id) override { add(fmt("end_configuring", id)); }
+  void requeue(std::uint32_t id, const std::string &r) override { add(fmt("requeue", id), r); }
+  void cancel(std::uint32_t id, const std::string &r) override { add(fmt("cancel", id), r); }
+  void hold(std::uint32_t id, const std::string &n, bool held) override {
+    add(fmt("hold", id), n + (held ? " nodes held" : " job only"));
+  }
+  void release(std::uint32_t id, const std::string &n, bool released) override {
+    add(fmt("release", id), n + (released ? " nodes released" : " job only"));
+  }
+  void drain(const std::string &n, const std::string &r) override { add("drain " + n + ": " + r); }
+  void forget(std::uint32_t id) override { add(fmt("forget", id)); }
+  void save_state() override {}
+  void log(LogLevel l, const std::string &line) override {
+    std::lock_guard g(mu);
+    logs.push_back(line);
+    levels.push_back(l);
+  }
+  /// The level of the first line equal to `line` (Debug if none).
+  LogLevel level_of(const std::string &line) {
+    std::lock_guard g(mu);
+    for (std::size_t i = 0; i < logs.size(); ++i)
+      if (logs[i] == line)
+        return levels[i];
+    return LogLevel::Debug;
+  }
+  bool logged(const std::string &text) {
+    std::lock_guard g(mu);
+    for (const auto &l : logs)
+      if (l.find(text) != std::string::npos)
+        return true;
+    return false;
+  }
+  bool did(const std::string &action) {
+    std::lock_guard g(mu);
+    for (const auto &a : actions)
+      if (a == action)
+        return true;
+    return false;
+  }
+  bool did_starting(const std::string &prefix) {
+    std::lock_guard g(mu);
+    for (const auto &a : actions)
+      if (a.rfind(prefix, 0) == 0)
+        return true;
+    return false;
+  }
+  /// The reason (or node list) that went with the last `action`, e.g.
+  /// reason_of("requeue 7"); empty when the action was not done.
+  std::string reason_of(const std::string &action) {
+    std::lock_guard g(mu);
+    std::string r;
+    for (std::size_t i = 0; i < actions.size(); ++i)
+      if (actions[i] == action)
+        r = reasons[i];
+    return r;
+  }
+  /// Every action so far, in order ("end_configuring 7", "hold 7", ...).
+  std::vector<std::string> all_actions() {
+    std::lock_guard g(mu);
+    return actions;
+  }
+  std::string all_logs() {
+    std::lock_guard g(mu);
+    std::string out;
+    for (const auto &l : logs)
+      out += l + "\n";
+    return out;
+  }
+
+private:
+  static std::string fmt(const char *what, std::uint32_t id) {
+    return std::string(what) + " " + std::to_string(id);
+  }
+  void add(std::string a, std::string reason = {}) {
+    std::lock_guard g(mu);
+    actions.push_back(std::move(a));
+    reasons.push_back(std::move(reason));
+  }
+  std::mutex mu;
+  std::vector<std::string> logs;
+  std::vector<LogLevel> levels;
+  std::vector<std::string> actions;
+  std::vector<std::string> reasons;
+};
+
+} // namespace switchlua::test
