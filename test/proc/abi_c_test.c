@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * The plugin's C ABI (src/plugin/switch_lua_core.h) driven from C, as the
+ * Slurm glue drives it, with the real supervisor and runner running
+ * test/fixtures/core_flow.lua: the records a non-controller process keeps
+ * without reading them, the step side's refusal of a missing script, the
+ * controller's refusal of a bad SlurmctldParameters value, and one job set
+ * up and torn down through slc_ctld_job_start / slc_ctld_job_complete.
+ * A plain C program: prints "ok"/"FAIL" lines, exit status 1 on a failure.
+ */
+#include "plugin/switch_lua_core.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int failures;
+
+#define CHECK(cond, what)                                                                  \
+	do {                                                                               \
+		if (cond) {                                                                \
+			printf("ok   %s\n", what);                                       \
+		} else {                                                                   \
+			printf("FAIL %s (%s:%d: %s)\n", what, __FILE__, __LINE__, #cond); \
+			failures++;                                                        \
+		}                                                                          \
+	} while (0)
+
+/* ---- a fake slurmctld: records what the core asks of it */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char logs[65536];
+static int ended, held, released, drained, requeued, cancelled, forgotten;
+
+static void on_log(int level, const char *line)
+{
+	pthread_mutex_lock(&mu);
+	if (strlen(logs) + strlen(line) + 2 < sizeof(logs)) {
+		strcat(logs, line);
+		strcat(logs, "\n");
+	}
+	pthread_mutex_unlock(&mu);
+}
+static int logged(const char *text)
+{
+	pthread_mutex_lock(&mu);
+	int r = strstr(logs, text) != NULL;
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+static void count(int *n)
+{
+	pthread_mutex_lock(&mu);
+	(*n)++;
+	pthread_mutex_unlock(&mu);
+}
+static int get(const int *n)
+{
+	pthread_mutex_lock(&mu);
+	int r = *n;
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+static void nop(void) {}
+static void on_end(uint32_t id) { count(&ended); }
+static void on_requeue(uint32_t id, const char *r) { count(&requeued); }
+static void on_cancel(uint32_t id, const char *r) { count(&cancelled); }
+static void on_hold(uint32_t id, const char *n, bool h) { count(&held); }
+static void on_release(uint32_t id, const char *n, bool r) { count(&released); }
+static void on_drain(const char *n, const char *r) { count(&drained); }
+static void on_forget(uint32_t id) { count(&forgotten); }
+
+static const slc_ctld_ops_t ops = {
+	.lock = nop,
+	.unlock = nop,
+	.end_configuring = on_end,
+	.requeue = on_requeue,
+	.cancel = on_cancel,
+	.hold = on_hold,
+	.release = on_release,
+	.drain = on_drain,
+	.forget = on_forget,
+	.save_state = nop,
+	.log = on_log,
+};
+
+/* Waits up to 10 s for *n to reach want. */
+static int wait_for(const int *n, int want)
+{
+	struct timespec ten_ms = {0, 10 * 1000 * 1000};
+	for (int i = 0; i < 1000; i++) {
+		if (get(n) >= want)
+			return 1;
+		nanosleep(&ten_ms, NULL);
+	}
+	return 0;
+}
+
+/* In slurmd or slurmstepd (no slc_ctld_init) a record is kept as bytes and
+ * packed again unchanged, never interpreted: even one this version cannot
+ * read. */
+static void records_outside_slurmctld(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	void *h = (void *) 1;
+	slc_ctld_pack(NULL, &buf, &len);
+	CHECK(buf && len > 0, "pack(NULL) gives the absent record");
+	CHECK(slc_ctld_unpack(buf, len, &h) == 0 && h != NULL, "a record is kept outside slurmctld");
+	char *again = NULL;
+	size_t again_len = 0;
+	slc_ctld_pack(h, &again, &again_len);
+	CHECK(again_len == len && memcmp(again, buf, len) == 0, "and packed again byte for byte");
+	slc_free(buf);
+	slc_free(again);
+
+	const char garbage[] = "\xc1\xff not msgpack";
+	CHECK(slc_ctld_unpack(garbage, sizeof(garbage), &h) == 0, "unreadable bytes are kept too");
+	slc_ctld_pack(h, &again, &again_len);
+	CHECK(again_len == sizeof(garbage) && memcmp(again, garbage, again_len) == 0,
+	      "and given back unchanged");
+	slc_free(again);
+
+	CHECK(slc_ctld_stepinfo(NULL, &buf, &len) == 0 && buf == NULL && len == 0,
+	      "no stepinfo without a handle");
+}
+
+static void stepd_missing_script(void)
+{
+	CHECK(slc_stepd_init("/nonexistent/switch.lua", on_log) == -1,
+	      "slurmstepd refuses a missing script");
+	CHECK(logged("switch/lua") && logged("/nonexistent/switch.lua"),
+	      "and its log line names switch/lua and the file");
+	slc_step_t step = {.job_id = 9, .step_id = 0, .num_nodes = 1, .num_tasks = 1};
+	CHECK(slc_stepd_preinit(&step, NULL, 0) == 0, "a step without stepinfo proceeds (fail-open)");
+}
+
+static void ctld_bad_parameter(const char *script)
+{
+	unsetenv("SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS");
+	CHECK(slc_ctld_init(&ops, script, "switch_timeout=0", SWITCHLUA_LIBEXEC, NULL) == -1,
+	      "slurmctld start refuses switch_timeout=0");
+	CHECK(logged("switch_timeout"), "and the error names the setting");
+}
+
+static void ctld_one_job(const char *script)
+{
+	const char *nodes[] = {"node1"};
+	slc_job_t job = {
+		.job_id = 42,
+		.num_nodes = 1,
+		.name = "ok",
+		.nodes = "node1",
+		.node_names = nodes,
+		.node_names_count = 1,
+		.network = "fabric",
+		.batch = true,
+		.requeue_allowed = true,
+		.submit_time = 1000,
+	};
+	unsetenv("SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS");
+	CHECK(slc_ctld_init(&ops, script, "switch_timeout=30", SWITCHLUA_LIBEXEC, NULL) == 0,
+	      "slurmctld init with a good script");
+	CHECK(slc_ctld_block_job_complete(), "block_job_complete() as the script answers");
+	slc_job_t plain = job;
+	plain.job_id = 43;
+	plain.network = NULL;
+	CHECK(slc_ctld_job_start(&plain) == NULL, "a job without --network is not ours");
+	void *h = slc_ctld_job_start(&job);
+	CHECK(h != NULL, "a job with --network is ours");
+	CHECK(wait_for(&ended, 1), "its setup ends CONFIGURING");
+	char *info = NULL;
+	size_t len = 0;
+	CHECK(slc_ctld_stepinfo(h, &info, &len) == 1 && len > 0, "a set-up job has stepinfo");
+	slc_free(info);
+	slc_ctld_job_complete(42, h);
+	CHECK(wait_for(&released, 1), "its teardown releases what it held");
+	CHECK(get(&held) == 1 && get(&drained) == 0 && get(&requeued) == 0 && get(&cancelled) == 0,
+	      "held once, nothing drained, requeued or cancelled");
+	CHECK(wait_for(&forgotten, 1), "and the job record forgets its switch state");
+	CHECK(logged("torn down ok"), "job_complete ran with the jobinfo job_start returned");
+	slc_ctld_fini();
+}
+
+int main(int argc, char **argv)
+{
+	const char *script = SWITCHLUA_FIXTURES "/core_flow.lua";
+	slc_set_slurm_user(0);
+	records_outside_slurmctld();
+	stepd_missing_script();
+	ctld_bad_parameter(script);
+	ctld_one_job(script);
+	if (failures)
+		fprintf(stderr, "%d check(s) failed; log:\n%s", failures, logs);
+	return failures ? 1 : 0;
+}
