@@ -257,48 +257,6 @@ const Row kRules[] = {
 };
 // clang-format on
 
-/// The rc of a job_start / job_complete return, in words.
-std::string rc_text(std::int64_t rc) {
-  if (rc == kSuccess)
-    return "rc=0 (slurm.SUCCESS)";
-  if (rc == kEagain)
-    return "rc=11 (slurm.EAGAIN)";
-  return fmt::format("rc={}", rc);
-}
-
-/// What a call ended with, for reasons and logs ("returned rc=-1",
-/// "raised: switch.lua:12: boom", "timed out after 10 s").
-std::string what_happened(const Outcome &o) {
-  // Reasons and log lines carry the first line; the traceback is logged
-  // once, with the outcome, by the engine.
-  std::string first = o.message.substr(0, o.message.find('\n'));
-  switch (o.kind) {
-  case OutcomeKind::Returned:
-    if (!o.ret.jobinfo_error.empty())
-      return fmt::format("returned a jobinfo that cannot be saved: {}",
-                         o.ret.jobinfo_error.substr(0, o.ret.jobinfo_error.find('\n')));
-    return "returned " + rc_text(o.ret.rc);
-  case OutcomeKind::LuaError:
-    return "raised an error: " + first;
-  case OutcomeKind::BadReturn:
-    return "broke the return convention: " + first;
-  case OutcomeKind::LoadFailed:
-    return "could not load the script: " + first;
-  case OutcomeKind::SpawnFailed:
-    return "could not be started: " + first;
-  case OutcomeKind::ExitedWithoutReturn:
-    return fmt::format("exited with status {} without returning", o.exit_status);
-  case OutcomeKind::Signaled:
-    return fmt::format("died on signal {}", o.signal);
-  case OutcomeKind::TimedOut:
-    return fmt::format("timed out after {} ms and was killed with its process group",
-                       o.elapsed.count());
-  case OutcomeKind::Abandoned:
-    return "was abandoned: " + first;
-  }
-  return "ended";
-}
-
 Verdict setup_verdict(const Outcome &o) {
   switch (o.kind) {
   case OutcomeKind::Returned:
@@ -388,7 +346,7 @@ std::string killed_text(std::string_view rule, const JobSwitchState &s, const st
 /// The log line of a row's LogInfo / LogError.
 std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
   std::string hook = e.kind == E::SetupResult ? "job_start" : "job_complete";
-  std::string what = e.outcome ? what_happened(*e.outcome) : "";
+  std::string what = e.outcome ? outcome_text(*e.outcome) : "";
   std::string_view rule = r.rule;
   if (rule == "R_START_OK")
     return fmt::format("{} job_start accepted the job: jobinfo stored, job may launch", job_tag(s));
@@ -448,7 +406,7 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
 
 std::string setup_reason(const Event &e, Verdict v) {
   std::string_view head = v == V::TimedOut ? kReasonSetupTimedOut : kReasonSetupFailed;
-  std::string what = e.outcome ? what_happened(*e.outcome) : "no result";
+  std::string what = e.outcome ? outcome_text(*e.outcome) : "no result";
   what = utf8_truncate_marked(what, kMaxReasonWhatBytes); // never half a character
   if (e.kind == E::TeardownResult)                        // R_UNDO_FAIL
     return fmt::format("{}: switch/lua job_complete for a killed job_start {}", kReasonSetupFailed,
@@ -464,7 +422,7 @@ std::string drain_reason(const JobSwitchState &s, const Event &e, Verdict v,
   else if (v == V::EagainUnheld)
     what = "returned slurm.EAGAIN but block_job_complete is false";
   else
-    what = e.outcome ? what_happened(*e.outcome) : "failed";
+    what = e.outcome ? outcome_text(*e.outcome) : "failed";
   what = utf8_truncate_marked(what, kMaxReasonWhatBytes); // never half a character
   // sinfo -R shows 20 characters: they say what failed.
   return fmt::format("{}: JobId={} switch/lua job_complete {}", kReasonTeardownFailed, s.job.job_id,
@@ -495,7 +453,7 @@ std::optional<Action> late_job_complete(const Event &e) {
 /// positive rc other than EAGAIN.  The state is unchanged.
 StepResult late_result(const JobSwitchState &s, const Event &e) {
   StepResult out{.next = s, .actions = {}, .rule = "R_LATE_RESULT"};
-  std::string what = e.outcome ? what_happened(*e.outcome) : "ended";
+  std::string what = e.outcome ? outcome_text(*e.outcome) : "ended";
   bool ok = e.outcome && e.outcome->kind == OutcomeKind::Returned && e.outcome->ret.rc >= 0 &&
             e.outcome->ret.rc != kEagain;
   out.actions.push_back(
@@ -508,10 +466,6 @@ StepResult late_result(const JobSwitchState &s, const Event &e) {
 }
 
 } // namespace
-
-std::string outcome_text(const Outcome &o) {
-  return what_happened(o);
-}
 
 StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
   StepResult out{.next = s, .actions = {}, .rule = "R_IGNORED"};
