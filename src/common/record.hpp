@@ -12,6 +12,7 @@
 #pragma once
 
 #include "common/expected.hpp"
+#include "common/msgpack_read.hpp"
 
 #include <cstdint>
 #include <fmt/format.h>
@@ -38,23 +39,18 @@ struct Record {
 };
 
 /// Unpacks and checks the envelope.  Errors, each prefixed "<what>: ":
-/// "truncated record (N bytes)", "corrupt record: ...", "N trailing bytes
-/// after the record", "not a switch/lua record", "... (bad magic)", "bad
+/// those of unpack_one() ("empty input", "truncated record (N bytes)",
+/// "malformed record (...)", "N trailing bytes after the record"), "not a
+/// switch/lua record", "... (bad magic)", "bad
 /// version field", "record version 0 does not exist", "record version N is
 /// newer than this plugin's M".
 inline Expected<Record> unpack_record(std::string_view bytes, const RecordSpec &spec) {
   auto bad = [&](const std::string &m) { return fail(fmt::format("{}: {}", spec.what, m)); };
   Record r;
-  try {
-    std::size_t off = 0;
-    r.handle = msgpack::unpack(bytes.data(), bytes.size(), off, nullptr, nullptr, spec.limit);
-    if (off != bytes.size())
-      return bad(fmt::format("{} trailing bytes after the record", bytes.size() - off));
-  } catch (const msgpack::insufficient_bytes &) {
-    return bad(fmt::format("truncated record ({} bytes)", bytes.size()));
-  } catch (const std::exception &e) {
-    return bad(fmt::format("corrupt record: {}", e.what()));
-  }
+  auto oh = unpack_one(bytes, spec.limit, "record");
+  if (!oh)
+    return bad(oh.error().message);
+  r.handle = std::move(*oh);
   const msgpack::object &o = r.handle.get();
   if (o.type != msgpack::type::ARRAY || o.via.array.size != spec.fields)
     return bad("not a switch/lua record");

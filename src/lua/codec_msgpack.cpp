@@ -11,6 +11,8 @@
 #include "lua/codec.hpp"
 #include "lua/detail.hpp"
 
+#include "common/msgpack_read.hpp"
+
 #include <lua.hpp>
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
@@ -37,25 +39,13 @@ std::string_view as_view(const msgpack::object &o) {
   return {o.via.bin.ptr, o.via.bin.size};
 }
 
-/// Unpacks exactly one msgpack value filling all of `bytes`.  The unpack
-/// limits keep a forged length (an array "of 4 billion elements") from
-/// allocating more than the input can describe.
-Expected<msgpack::object_handle> unpack_one(std::string_view bytes, std::size_t max_depth) {
-  const std::size_t n = bytes.size();
-  const msgpack::unpack_limit limit(n, n / 2, n, n, n, max_depth + 1);
-  try {
-    std::size_t off = 0;
-    auto oh = msgpack::unpack(bytes.data(), n, off, nullptr, nullptr, limit);
-    if (off != n)
-      return fail(fmt::format("msgpack: {} trailing bytes after the value", n - off));
-    return oh;
-  } catch (const msgpack::insufficient_bytes &) {
-    return fail(n == 0 ? "msgpack: empty input" : "msgpack: truncated input");
-  } catch (const msgpack::depth_size_overflow &) {
-    return fail(fmt::format("msgpack: nested deeper than {} levels", max_depth));
-  } catch (const std::exception &e) {
-    return fail(fmt::format("msgpack: malformed input ({})", e.what()));
-  }
+/// Unpacks exactly one msgpack value filling all of `bytes` (unpack_one),
+/// errors prefixed "msgpack: ".
+Expected<msgpack::object_handle> unpack_value(std::string_view bytes, std::size_t max_depth) {
+  auto oh = unpack_one(bytes, limits_for_size(bytes.size(), max_depth), "value", max_depth);
+  if (!oh)
+    return fail("msgpack: " + oh.error().message);
+  return oh;
 }
 
 /// Checks a decoded tree against the rules of push_msgpack.
@@ -238,7 +228,7 @@ bool has_extension(const msgpack::object &o) {
 } // namespace
 
 Expected<void> push_msgpack(lua_State *L, std::string_view bytes, const CodecLimits &limits) {
-  auto oh = unpack_one(bytes, limits.max_depth);
+  auto oh = unpack_value(bytes, limits.max_depth);
   if (!oh)
     return Unexpected<Error>{oh.error()};
   if (auto r = Validator(limits.max_depth).check(oh->get(), 0); !r)
@@ -260,7 +250,7 @@ Expected<void> push_msgpack(lua_State *L, std::string_view bytes, const CodecLim
 
 Expected<std::string> msgpack_to_json(std::string_view bytes) {
   const CodecLimits limits;
-  auto oh = unpack_one(bytes, limits.max_depth);
+  auto oh = unpack_value(bytes, limits.max_depth);
   if (!oh)
     return Unexpected<Error>{oh.error()};
   if (has_extension(oh->get()))

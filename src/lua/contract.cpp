@@ -6,6 +6,8 @@
 // hook returns.  Rule source: the contract script shared/seeds/switch.lua;
 // see lua/contract.hpp for the rules themselves.
 #include "lua/contract.hpp"
+
+#include "common/msgpack_read.hpp"
 #include "common/utf8.hpp"
 #include "lua/codec.hpp"
 #include "lua/detail.hpp"
@@ -232,24 +234,6 @@ Expected<void> read_member(const msgpack::object &o, std::vector<std::string> &o
   return {};
 }
 
-/// Unpacks exactly one value filling `bytes`, with limits no larger than
-/// the input can describe.
-Expected<msgpack::object_handle> unpack_record(std::string_view bytes) {
-  const std::size_t n = bytes.size();
-  try {
-    std::size_t off = 0;
-    auto oh = msgpack::unpack(bytes.data(), n, off, nullptr, nullptr,
-                              msgpack::unpack_limit(n, n / 2, n, n, n, 4));
-    if (off != n)
-      return fail(fmt::format("{} trailing bytes after the map", n - off));
-    return oh;
-  } catch (const msgpack::insufficient_bytes &) {
-    return fail(n == 0 ? "empty input" : "truncated input");
-  } catch (const std::exception &e) {
-    return fail(fmt::format("malformed input ({})", e.what()));
-  }
-}
-
 /// Fills `out` from one map entry; `seen` marks the fields already read.
 Expected<void> read_job_field(const msgpack::object_kv &kv, JobArgs &out, std::vector<bool> &seen) {
   if (kv.key.type != object_type::STR)
@@ -324,7 +308,7 @@ MsgpackBytes JobArgs::to_msgpack() const {
 }
 
 Expected<JobArgs> JobArgs::from_msgpack(std::string_view bytes) {
-  auto oh = unpack_record(bytes);
+  auto oh = unpack_one(bytes, limits_for_size(bytes.size(), 3), "map");
   if (!oh)
     return fail("JobArgs msgpack: " + oh.error().message);
   const msgpack::object &o = oh->get();

@@ -66,7 +66,7 @@ struct CallError {
     BadReturn,   ///< the hook returned values that break the contract:
                  ///< "<path>: job_start returned ..." (see parse_hook_return)
     BadArgument, ///< `info` could not be decoded: "jobinfo: cannot decode:
-                 ///< msgpack: truncated input"; the hook was not called
+                 ///< msgpack: truncated value (2 bytes)"; the hook was not called
   };
   Kind kind = Kind::LuaError;
   std::string message;

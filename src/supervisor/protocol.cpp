@@ -3,9 +3,11 @@
 // File: supervisor/protocol.cpp
 //
 // Encoder and strict decoder of the supervisor's frames (see protocol.hpp).
-// msgpack-cxx throws on malformed input; decode_body() is the boundary that
-// turns every such exception into an Error.
+// decode_body() reads a body with common/msgpack_read.hpp's unpack_one() and
+// turns every exception of msgpack-cxx's conversions into an Error.
 #include "supervisor/protocol.hpp"
+
+#include "common/msgpack_read.hpp"
 
 #include <fmt/format.h>
 #include <msgpack.hpp>
@@ -554,17 +556,13 @@ Expected<Frame> decode_body(std::string_view body) {
   // Bounds keep a hostile length field from allocating much: no container in
   // a valid frame comes near them.
   const msgpack::unpack_limit limit(65536, 64, kMaxFrameBytes, kMaxFrameBytes, 0, 16);
+  auto oh = unpack_one(body, limit, "frame");
+  if (!oh)
+    return fail("protocol: " + oh.error().message);
   try {
-    std::size_t off = 0;
-    msgpack::object_handle oh =
-        msgpack::unpack(body.data(), body.size(), off, nullptr, nullptr, limit);
-    if (off != body.size())
-      return fail(fmt::format("protocol: {} trailing bytes after the frame", body.size() - off));
-    return read_frame(oh.get());
-  } catch (const msgpack::insufficient_bytes &) {
-    return fail("protocol: truncated frame body");
-  } catch (const std::exception &e) {
-    return fail(fmt::format("protocol: malformed frame body ({})", e.what()));
+    return read_frame(oh->get());
+  } catch (const std::exception &e) { // msgpack-cxx's conversions throw on a wrong type
+    return fail(fmt::format("protocol: malformed frame ({})", e.what()));
   }
 }
 

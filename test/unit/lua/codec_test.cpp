@@ -280,17 +280,17 @@ TEST(Codec, PushMsgpackRejectsEmptyTruncatedAndTrailingInput) {
   auto bytes = encode(L, "{a = 'hello', b = {1, 2}}");
   ASSERT_TRUE(bytes);
   EXPECT_EQ(decode_error(L, ""), "msgpack: empty input");
-  EXPECT_EQ(decode_error(L, bytes->substr(0, bytes->size() - 1)), "msgpack: truncated input");
+  EXPECT_EQ(decode_error(L, bytes->substr(0, bytes->size() - 1)), "msgpack: truncated value (13 bytes)");
   EXPECT_EQ(decode_error(L, *bytes + "\x01"), "msgpack: 1 trailing bytes after the value");
   EXPECT_EQ(decode_error(L, *bytes), "");
 }
 
 TEST(Codec, PushMsgpackRejectsMalformedInput) {
   LuaState L;
-  EXPECT_EQ(decode_error(L, "\xc1"), "msgpack: malformed input (parse error)");
+  EXPECT_EQ(decode_error(L, "\xc1"), "msgpack: malformed value (parse error)");
   // An array header claiming 4 billion elements: refused, not allocated.
   EXPECT_EQ(decode_error(L, std::string("\xdd\xff\xff\xff\xff\x01", 6)),
-            "msgpack: malformed input (array size overflow)");
+            "msgpack: malformed value (array size overflow)");
 }
 
 TEST(Codec, PushMsgpackRejectsNonStringMapKey) {
@@ -364,7 +364,7 @@ TEST(Codec, MsgpackToJsonReplacesInvalidUtf8AndShowsOtherKeys) {
   EXPECT_EQ(*json, "{\"1\":\"a\",\"b\":\"\xef\xbf\xbd\"}");
   auto bad = msgpack_to_json("\x92\x01");
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message, "msgpack: truncated input");
+  EXPECT_EQ(bad.error().message, "msgpack: truncated value (2 bytes)");
 }
 
 } // namespace

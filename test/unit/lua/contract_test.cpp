@@ -133,7 +133,7 @@ TEST(Contract, JobArgsFromMsgpackIsStrict) {
   EXPECT_EQ(err("\x82\xa6job_id\x01\xa6job_id\x02"), "JobArgs msgpack: field job_id appears twice");
   const auto good = sample_job().to_msgpack();
   EXPECT_EQ(err(good + "x"), "JobArgs msgpack: 1 trailing bytes after the map");
-  EXPECT_EQ(err(good.substr(0, good.size() - 1)), "JobArgs msgpack: truncated input");
+  EXPECT_EQ(err(good.substr(0, good.size() - 1)), "JobArgs msgpack: truncated map (210 bytes)");
 }
 
 TEST(Contract, JobStartReturnsRcAndJobinfo) {
@@ -312,7 +312,7 @@ TEST(Contract, CorruptInfoIsBadArgument) {
   auto r = call("function slurm_switch_step_init() return 0 end", Hook::StepInit, &bad);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, CallError::Kind::BadArgument);
-  EXPECT_EQ(r.error().message, "stepinfo: cannot decode: msgpack: truncated input");
+  EXPECT_EQ(r.error().message, "stepinfo: cannot decode: msgpack: truncated value (2 bytes)");
 }
 
 TEST(Contract, EnvStringIsSet) {

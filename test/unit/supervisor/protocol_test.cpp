@@ -198,7 +198,7 @@ TEST(DecodeBody, TruncatedBodyIsAnError) {
   body.pop_back();
   auto r = decode_body(body);
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "protocol: truncated frame body");
+  EXPECT_EQ(r.error().message, "protocol: truncated frame (35 bytes)");
 }
 
 TEST(DecodeBody, OtherVersionIsRefused) {
