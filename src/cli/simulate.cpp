@@ -423,12 +423,9 @@ int run_check(const std::string &script, bool as_json) {
     fmt::print("  log {}\n", l);
   for (const std::string &h : present)
     fmt::print("  hook    {}\n", h);
-  for (const std::string &h : missing)
-    fmt::print("  missing {} (default: {})\n", h,
-               h.find("block") != std::string::npos || h.find("special") != std::string::npos
-                   ? "false"
-               : h.find("job_start") != std::string::npos ? "declines every job"
-                                                          : "returns slurm.SUCCESS");
+  for (Hook h : kAllHooks)
+    if (std::find(missing.begin(), missing.end(), hook_function(h)) != missing.end())
+      fmt::print("  missing {} (default: {})\n", hook_function(h), hook_info(h).when_absent);
   return 0;
 }
 

@@ -26,29 +26,26 @@ namespace switchlua {
 
 namespace {
 
-struct HookNames {
-  Hook hook;
-  std::string_view name;
-  std::string_view function;
+// clang-format off
+/// The contract's hooks (switch.lua: "Hooks" and "Return conventions").
+constexpr HookInfo kHooks[] = {
+  {Hook::BlockJobComplete, "block_job_complete", "slurm_switch_block_job_complete",
+   HookHost::Supervised, "()", true, 1, "a boolean", "false"},
+  {Hook::SetupSpecialSteps, "setup_special_steps", "slurm_switch_setup_special_steps",
+   HookHost::Supervised, "()", true, 1, "a boolean", "false"},
+  {Hook::JobStart, "job_start", "slurm_switch_job_start",
+   HookHost::Supervised, "(job)", false, 2, "rc, jobinfo|nil", "declines every job"},
+  {Hook::JobComplete, "job_complete", "slurm_switch_job_complete",
+   HookHost::Supervised, "(job, jobinfo)", false, 1, "rc", "returns slurm.SUCCESS"},
+  {Hook::StepPreinit, "step_preinit", "slurm_switch_step_preinit",
+   HookHost::Slurmstepd, "(step, jobinfo)", false, 2, "rc[, message]", "returns slurm.SUCCESS"},
+  {Hook::StepInit, "step_init", "slurm_switch_step_init",
+   HookHost::Slurmstepd, "(step, jobinfo)", false, 2, "rc, env|nil (or rc < 0, message)",
+   "returns slurm.SUCCESS"},
+  {Hook::StepPostfini, "step_postfini", "slurm_switch_step_postfini",
+   HookHost::Slurmstepd, "(step, jobinfo)", false, 2, "rc[, message]", "returns slurm.SUCCESS"},
 };
-
-constexpr HookNames kHookNames[] = {
-    {Hook::BlockJobComplete, "block_job_complete", "slurm_switch_block_job_complete"},
-    {Hook::SetupSpecialSteps, "setup_special_steps", "slurm_switch_setup_special_steps"},
-    {Hook::JobStart, "job_start", "slurm_switch_job_start"},
-    {Hook::JobComplete, "job_complete", "slurm_switch_job_complete"},
-    {Hook::StepPreinit, "step_preinit", "slurm_switch_step_preinit"},
-    {Hook::StepInit, "step_init", "slurm_switch_step_init"},
-    {Hook::StepPostfini, "step_postfini", "slurm_switch_step_postfini"},
-};
-
-const HookNames &names_of(Hook h) {
-  for (const auto &n : kHookNames)
-    if (n.hook == h)
-      return n;
-  assert(false && "unknown Hook");
-  return kHookNames[0];
-}
+// clang-format on
 
 /// One field of an argument table: its Lua / msgpack key and its member.
 template <class T>
@@ -255,16 +252,24 @@ Expected<void> read_job_field(const msgpack::object_kv &kv, JobArgs &out, std::v
 
 } // namespace
 
+const HookInfo &hook_info(Hook h) {
+  for (const auto &i : kHooks)
+    if (i.hook == h)
+      return i;
+  assert(false && "unknown Hook");
+  return kHooks[0];
+}
+
 std::string_view hook_name(Hook h) {
-  return names_of(h).name;
+  return hook_info(h).name;
 }
 
 std::string_view hook_function(Hook h) {
-  return names_of(h).function;
+  return hook_info(h).function;
 }
 
 std::optional<Hook> hook_from_name(std::string_view name) {
-  for (const auto &n : kHookNames)
+  for (const auto &n : kHooks)
     if (n.name == name)
       return n.hook;
   return std::nullopt;
@@ -338,28 +343,17 @@ void StepArgs::push(lua_State *L) const {
 namespace {
 
 bool is_boolean_hook(Hook h) {
-  return h == Hook::BlockJobComplete || h == Hook::SetupSpecialSteps;
+  return hook_info(h).boolean;
 }
 
 /// How many values the hook may return (contract: return conventions).
 int max_values(Hook h) {
-  return (h == Hook::JobStart || h == Hook::StepInit || h == Hook::StepPreinit ||
-          h == Hook::StepPostfini)
-             ? 2
-             : 1;
+  return hook_info(h).max_values;
 }
 
 /// The convention in words, for messages.
 std::string_view convention(Hook h) {
-  if (is_boolean_hook(h))
-    return "a boolean";
-  if (h == Hook::JobStart)
-    return "rc, jobinfo|nil";
-  if (h == Hook::StepInit)
-    return "rc, env|nil (or rc < 0, message)";
-  if (h == Hook::StepPreinit || h == Hook::StepPostfini)
-    return "rc[, message]";
-  return "rc";
+  return hook_info(h).convention;
 }
 
 /// rc: an integer number; an integral float (0.0) counts as that integer.

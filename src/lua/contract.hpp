@@ -61,6 +61,30 @@ inline constexpr Hook kAllHooks[] = {
     Hook::BlockJobComplete, Hook::SetupSpecialSteps, Hook::JobStart,    Hook::JobComplete,
     Hook::StepPreinit,      Hook::StepInit,          Hook::StepPostfini};
 
+/// Where a hook runs (switch.lua contract: the hooks and their processes).
+enum class HookHost : std::uint8_t {
+  Supervised, ///< slurmctld's side, in a child of switch-lua-supervisor
+  Slurmstepd, ///< in slurmstepd's own process, on the node
+};
+
+/// One row of the contract's hook table: everything the product knows about
+/// a hook in one place.  The runner, the supervisor client, the return
+/// parser, `switch-lua check` and `simulate` read it; a new hook is a row.
+struct HookInfo {
+  Hook hook;
+  std::string_view name;        ///< "job_start": logs, frames, the CLI
+  std::string_view function;    ///< "slurm_switch_job_start": the Lua global
+  HookHost host;                ///< where it runs
+  std::string_view arguments;   ///< the Lua call, e.g. "(job, jobinfo)"
+  bool boolean;                 ///< returns true/false (asked once per daemon)
+  int max_values;               ///< values it may return (trailing nils aside)
+  std::string_view convention;  ///< the return convention in words
+  std::string_view when_absent; ///< what a script without it gets, in words
+};
+
+/// The row of `h` (every Hook has one).
+const HookInfo &hook_info(Hook h);
+
 /// Short name used in logs, frames and the CLI: "job_start", "step_init", ...
 std::string_view hook_name(Hook h);
 /// The global Lua function implementing the hook: "slurm_switch_job_start", ...

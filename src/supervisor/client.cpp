@@ -272,8 +272,7 @@ SupervisorClient::~SupervisorClient() {
 }
 
 Expected<CallId> SupervisorClient::submit(CallRequest req, CallDone done, CallStarted started) {
-  if (req.hook != Hook::JobStart && req.hook != Hook::JobComplete &&
-      req.hook != Hook::BlockJobComplete && req.hook != Hook::SetupSpecialSteps)
+  if (hook_info(req.hook).host != HookHost::Supervised)
     return fail(fmt::format("submit: hook {} does not run in the supervisor", hook_name(req.hook)));
   if (req.timeout < std::chrono::seconds(1))
     return fail(fmt::format("submit: timeout {} s, must be at least 1 s", req.timeout.count()));

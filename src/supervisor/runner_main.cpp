@@ -124,8 +124,7 @@ ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
     ok.ret.flag = true;
     return ok;
   }
-  if (req.hook != Hook::JobStart && req.hook != Hook::JobComplete &&
-      req.hook != Hook::BlockJobComplete && req.hook != Hook::SetupSpecialSteps)
+  if (hook_info(req.hook).host != HookHost::Supervised)
     return failed(ResultFrame::Kind::LoadFailed,
                   "request: hook " + std::string(hook_name(req.hook)) + " is not a slurmctld hook");
   auto job = JobArgs::from_msgpack(req.job);

@@ -75,6 +75,24 @@ TEST(Contract, HookNamesRoundTrip) {
   EXPECT_FALSE(hook_from_name("job_begin"));
 }
 
+// Issue 13: one descriptor row per hook; the facts the runner, the client
+// and `check` act on come from it (switch.lua contract: hooks, processes,
+// return conventions, defaults).
+TEST(Contract, HookTableSaysWhereEachHookRunsAndWhatItReturns) {
+  for (Hook h : kAllHooks)
+    EXPECT_EQ(hook_info(h).hook, h) << hook_name(h);
+  EXPECT_EQ(hook_info(Hook::JobStart).host, HookHost::Supervised);
+  EXPECT_EQ(hook_info(Hook::BlockJobComplete).host, HookHost::Supervised);
+  EXPECT_EQ(hook_info(Hook::StepInit).host, HookHost::Slurmstepd);
+  EXPECT_TRUE(hook_info(Hook::SetupSpecialSteps).boolean);
+  EXPECT_FALSE(hook_info(Hook::JobComplete).boolean);
+  EXPECT_EQ(hook_info(Hook::JobStart).max_values, 2);
+  EXPECT_EQ(hook_info(Hook::JobComplete).max_values, 1);
+  EXPECT_EQ(hook_info(Hook::JobStart).when_absent, "declines every job");
+  EXPECT_EQ(hook_info(Hook::BlockJobComplete).when_absent, "false");
+  EXPECT_EQ(hook_info(Hook::StepPostfini).when_absent, "returns slurm.SUCCESS");
+}
+
 TEST(Contract, JobTableHasContractFields) {
   auto r = call(R"(
     function slurm_switch_job_start(job)
