@@ -52,6 +52,67 @@ t_bad_edit() {
 		fail "no line saying the fixed version runs"
 }
 
+e2e_test "switch/lua: failsafe: a broken edit then scontrol reconfigure: the re-executed slurmctld keeps the last good version; nothing drained, requeued or cancelled; the error is logged once; a fix and a reconfigure run the new version" t_bad_edit_reconfigure
+t_bad_edit_reconfigure() {
+	local good ids id v
+	good=$(mktemp)
+	cp -p "$SCRIPT_H" "$good"
+	# shellcheck disable=SC2064 # $good is fixed now
+	trap "cp -p '$good' '$SCRIPT_H'; rm -f '$good'" EXIT
+	v=$(e2e_uniq)
+	# Version A: every call logs its chunk's line "failsafe version A<v>".
+	printf '\nslurm.log_info("failsafe version %%s", "A%s")\n' "$v" >>"$SCRIPT_H"
+	id=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id" COMPLETED 30
+	ctld_job "$id" " job_start: failsafe version A$v" >/dev/null || fail "version A did not run"
+	# The broken edit, and a reconfigure before any call sees it.
+	printf 'local x = = 1\n' >>"$SCRIPT_H"
+	c_root scontrol reconfigure || fail "scontrol reconfigure failed"
+	wait_log "$(ctld_log)" "switch/lua: reconfigure: /etc/slurm/switch.lua keeps its last good version \(content fnv1a64:[0-9a-f]{16}\) from the previous slurmctld" 30
+	wait_for 20 sh -c "'$E2E_CLUSTER' exec -- scontrol ping | grep -q UP" || fail "slurmctld is not UP after the reconfigure"
+	ids=""
+	for _ in 1 2 3; do ids="$ids $(submit -N2 --network=fs:ok --wrap=true)"; done
+	for id in $ids; do
+		wait_job "$id" COMPLETED 30
+		ctld_job "$id" " job_start: failsafe version A$v" >/dev/null || fail "JobId=$id did not run version A"
+		ctld_job "$id" " job_complete: failsafe version A$v" >/dev/null || fail "JobId=$id's teardown did not run version A"
+		if ctld_grep "JobId=$id (requeued|cancelled)"; then fail "JobId=$id was requeued or cancelled"; fi
+	done
+	for n in node1 node2; do assert_eq "" "$(drain_reason "$n")" "drain reason of $n"; done
+	assert_eq 1 "$(ctld_count "switch/lua: .*/etc/slurm/switch.lua changed \(content fnv1a64:[0-9a-f]{16}\) but is refused: /etc/slurm/switch.lua:[0-9]+: unexpected symbol near '='; calls keep running the last good version \(content fnv1a64:[0-9a-f]{16}\)$")" \
+		"error lines for the broken edit"
+	assert_eq 0 "$(ctld_count "switch/lua: .*(could not load the script|no version of it has passed yet|block_job_complete taken as false)")" \
+		"lines of a script that does not load"
+	# The fix (version B) and a reconfigure: B runs.
+	cp -p "$good" "$SCRIPT_H"
+	printf '\nslurm.log_info("failsafe version %%s", "B%s")\n' "$v" >>"$SCRIPT_H"
+	c_root scontrol reconfigure || fail "scontrol reconfigure failed"
+	wait_for 20 sh -c "'$E2E_CLUSTER' exec -- scontrol ping | grep -q UP" || fail "slurmctld is not UP after the reconfigure"
+	id=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id" COMPLETED 30
+	ctld_job "$id" " job_start: failsafe version B$v" >/dev/null || fail "version B did not run after the fix"
+	ctld_grep "switch/lua: .*/etc/slurm/switch.lua changed \(content fnv1a64:[0-9a-f]{16}, was fnv1a64:[0-9a-f]{16}\): it loads, calls now run it" >/dev/null ||
+		fail "no line saying the fixed version runs"
+}
+
+e2e_test "switch/lua: failsafe: a broken switch.lua at a cold slurmctld start is refused as before: the last good version does not carry over a restart" t_bad_edit_cold_start
+t_bad_edit_cold_start() {
+	local good id
+	good=$(mktemp)
+	cp -p "$SCRIPT_H" "$good"
+	# shellcheck disable=SC2064 # $good is fixed now
+	trap "cp -p '$good' '$SCRIPT_H'; rm -f '$good'; restart_ctld >/dev/null 2>&1 || true" EXIT
+	id=$(submit -N1 --network=fs:ok --wrap=true)
+	wait_job "$id" COMPLETED 30
+	printf 'local x = = 1\n' >>"$SCRIPT_H"
+	restart_ctld
+	wait_log "$(ctld_log)" "switch/lua: /etc/slurm/switch.lua \(content fnv1a64:[0-9a-f]{16}\) is refused: /etc/slurm/switch.lua:[0-9]+: unexpected symbol near '='; no version of it has passed yet, so calls fail to load it" 30
+	id=$(submit -N1 --no-requeue --network=fs:ok --wrap=true)
+	wait_job "$id" CANCELLED 30
+	assert_job_reason "$id" "^switch setup failed: switch/lua job_start could not load the script: /etc/slurm/switch.lua:[0-9]+: unexpected symbol near '='"
+	if ctld_grep "keeps its last good version" >/dev/null; then fail "the last good version carried over a cold start"; fi
+}
+
 e2e_test "switch/lua: failsafe: a 2 MiB log line in job_start and job_complete leaves the outcome right; the line is cut at 4096 bytes" t_huge_line
 t_huge_line() {
 	local id len
