@@ -171,7 +171,10 @@ t_bad_reconfigure() {
 	wait_job "$id" COMPLETED 30
 }
 
-# e2e-config: --switch-type switch/lua --script test/e2e/lua/failsafe.lua --slurmctld-params switch_timeout=40
+# OverSubscribe=FORCE:20 (the default of the partition line that follows
+# the --extra lines) lets 20 jobs share a core, so that 30 jobs can be in
+# CONFIGURING at once on the 3 nodes of 2 CPUs.
+# e2e-config: --switch-type switch/lua --script test/e2e/lua/failsafe.lua --slurmctld-params switch_timeout=40 --extra 'PartitionName=DEFAULT OverSubscribe=FORCE:20'
 
 e2e_test "switch/lua: failsafe: a stopped supervisor (SIGSTOP) is replaced by the watchdog; its job gets its outcome long before switch_timeout" t_watchdog
 t_watchdog() {
@@ -186,4 +189,38 @@ t_watchdog() {
 	if kill -0 "$sup" 2>/dev/null; then fail "the stopped supervisor $sup still exists"; fi
 	id2=$(submit -N2 --network=fs:ok --wrap=true)
 	wait_job "$id2" COMPLETED 30
+}
+
+e2e_test "switch/lua: failsafe: 30 jobs configuring when the supervisor is stopped (SIGSTOP): the watchdog replaces it and every job gets its outcome within the watchdog bound, long before switch_timeout=40" t_watchdog_many
+# _hanging N: at least N job_start calls logged "hanging" since the test began.
+_hanging() { [ "$(ctld_count 'switch/lua: JobId=[0-9]+ job_start: hanging')" -ge "$1" ]; }
+t_watchdog_many() {
+	local ids="" id sup n t0 t1 i
+	for i in $(seq 30); do
+		ids="$ids $(submit -n1 --no-requeue --network=fs:hang --wrap=true)"
+	done
+	wait_for 60 _hanging 30 ||
+		fail "not every job's job_start runs: $(ctld_count 'job_start: hanging') of 30"
+	n=0
+	for id in $ids; do
+		[ "$(job_state "$id")" = CONFIGURING ] && n=$((n + 1))
+	done
+	assert_eq 30 "$n" "jobs in CONFIGURING before the stop"
+	sup=$(our_supervisor)
+	[ -n "$sup" ] || fail "no supervisor process of this cluster"
+	t0=$(date +%s%N)
+	kill -STOP "$sup"
+	# The documented bound: a ping every 1 s, killed after 5 s without an
+	# answer; then each setup is handled as timed out (a failed setup).
+	for id in $ids; do wait_job "$id" CANCELLED 20; done
+	t1=$(date +%s%N)
+	note "30 jobs got their outcome $(((t1 - t0) / 1000000)) ms after the SIGSTOP (switch_timeout=40 s)"
+	for id in $ids; do
+		ctld_job "$id" ".*job_start was abandoned: switch-lua-supervisor \(pid $sup\) stopped answering for [0-9]+ ms \(watchdog bound 5 s\), killed with the call in flight" >/dev/null ||
+			fail "JobId=$id: no line naming the watchdog"
+		assert_job_reason "$id" "^switch setup (failed|timed out)"
+	done
+	if kill -0 "$sup" 2>/dev/null; then fail "the stopped supervisor $sup still exists"; fi
+	id=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id" COMPLETED 30
 }
