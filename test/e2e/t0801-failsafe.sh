@@ -195,8 +195,8 @@ e2e_test "switch/lua: failsafe: 30 jobs configuring when the supervisor is stopp
 # _hanging N: at least N job_start calls logged "hanging" since the test began.
 _hanging() { [ "$(ctld_count 'switch/lua: JobId=[0-9]+ job_start: hanging')" -ge "$1" ]; }
 t_watchdog_many() {
-	local ids="" id sup n t0 t1 i
-	for i in $(seq 30); do
+	local ids="" id sup n t0 t1
+	for _ in $(seq 30); do
 		ids="$ids $(submit -n1 --no-requeue --network=fs:hang --wrap=true)"
 	done
 	wait_for 60 _hanging 30 ||
