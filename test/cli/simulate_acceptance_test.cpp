@@ -513,6 +513,38 @@ TEST(Simulate, AFailedStepFailsAnInteractiveJobButNotABatchJob) {
       << r.out;
 }
 
+/// Milliseconds and the SLUID, the parts of simulate's output that change
+/// from run to run, replaced by fixed text.
+std::string normalize_run(std::string s) {
+  s = std::regex_replace(s, std::regex(R"((^|\n) *[0-9]+ ms  )"), "$1T ms  ");
+  s = std::regex_replace(s, std::regex(R"((queued|ran) [0-9]+ ms)"), "$1 N ms");
+  return std::regex_replace(s, std::regex("SLUID=s[0-9A-Z]{13}"), "SLUID=S");
+}
+
+TEST(Simulate, OutputIsTheExampleOfTheManPage) {
+  // Issue 9 item 4: switch-lua(1) OUTPUT shows `switch-lua simulate
+  // conf/switch.lua --network vni` run in the source tree, as it is.
+  std::ifstream in(fs::path(SWITCHLUA_SOURCE_ROOT) / "man" / "switch-lua.1");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string man = ss.str();
+  const auto out = man.find(".SH OUTPUT");
+  ASSERT_NE(out, std::string::npos);
+  const auto ex = man.find(".EX\n", out) + 4;
+  std::string example = man.substr(ex, man.find(".EE\n", ex) - ex);
+  example = std::regex_replace(example, std::regex(R"(\\-)"), "-");
+  const std::string cmd = "cd " + std::string(SWITCHLUA_SOURCE_ROOT) +
+                          " && " SWITCHLUA_CLI " simulate conf/switch.lua --network vni";
+  FILE *p = popen(cmd.c_str(), "r");
+  std::string got;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    got.append(buf.data(), n);
+  EXPECT_EQ(pclose(p), 0);
+  EXPECT_EQ(normalize_run(got), normalize_run(example));
+}
+
 TEST(Simulate, MissingScriptIsAnError) {
   CmdResult r = run("simulate /nonexistent/switch.lua --network fabric");
   EXPECT_NE(r.status, 0);
