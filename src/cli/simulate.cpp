@@ -305,16 +305,41 @@ static bool block_job_complete(const SimulateOptions &o, const CoreOptions &co, 
   return answer;
 }
 
-int run_simulate(const SimulateOptions &o) {
-  // Preflight: a script the controller refuses (switch-lua check) is not
-  // simulated; its calls would only fail to load.
+/// Preflight: a script the controller refuses (switch-lua check) is not
+/// simulated, its calls would only fail to load.  False after the message.
+static bool controller_accepts(const std::string &script) {
   auto pre = Script::load(
-      o.script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
-  if (const auto errors = controller_errors(pre); !errors.empty()) {
-    fmt::print(stderr, "switch-lua simulate: {} (content {})\n", join(errors),
-               file_content_hash(o.script));
+      script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
+  const auto errors = controller_errors(pre);
+  if (errors.empty())
+    return true;
+  fmt::print(stderr, "switch-lua simulate: {} (content {})\n", join(errors),
+             file_content_hash(script));
+  return false;
+}
+
+/// The job ends as Slurm ends it after its steps: srun (or salloc)
+/// completes its allocation with its exit status, so a failed step fails an
+/// interactive job; a batch job takes the exit status of its batch script,
+/// simulated as 0.
+static void end_the_job(const SimulateOptions &o, const std::vector<StepReport> &steps,
+                        SimCluster &sim) {
+  std::lock_guard g(sim.mutex());
+  bool failed = false;
+  for (const StepReport &s : steps)
+    failed = failed || s.failed;
+  if (failed && !o.batch)
+    sim.mark_failed();
+  sim.end_job(!failed ? "the job ends"
+              : o.batch
+                  ? "the batch script exits with 0: the job ends COMPLETED (a batch script whose "
+                    "last command is the failed srun would end it FAILED)"
+                  : "srun exits with status 1 (a step failed): the job ends FAILED");
+}
+
+int run_simulate(const SimulateOptions &o) {
+  if (!controller_accepts(o.script))
     return 1;
-  }
   JobArgs job = make_job(o);
   SimCluster sim(job);
   if (!o.json) {
@@ -377,22 +402,8 @@ int run_simulate(const SimulateOptions &o) {
   } else if (!sim.job_ended()) {
     sim.note("slurmctld", "log", "no stepinfo: the step hooks do not run for this job");
   }
-  if (!sim.job_ended()) {
-    std::lock_guard g(sim.mutex());
-    bool failed = false;
-    for (const StepReport &s : steps)
-      failed = failed || s.failed;
-    // As Slurm: srun (or salloc) completes its allocation with its exit
-    // status, so a failed step fails an interactive job; a batch job takes
-    // the exit status of its batch script, simulated as 0.
-    if (failed && !o.batch)
-      sim.mark_failed();
-    sim.end_job(!failed ? "the job ends"
-                : o.batch
-                    ? "the batch script exits with 0: the job ends COMPLETED (a batch script whose "
-                      "last command is the failed srun would end it FAILED)"
-                    : "srun exits with status 1 (a step failed): the job ends FAILED");
-  }
+  if (!sim.job_ended())
+    end_the_job(o, steps, sim);
   bool restarted = false;
   wait_for(
       *core,

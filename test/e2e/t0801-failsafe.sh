@@ -60,8 +60,10 @@ t_bad_edit_reconfigure() {
 	# shellcheck disable=SC2064 # $good is fixed now
 	trap "cp -p '$good' '$SCRIPT_H'; rm -f '$good'" EXIT
 	v=$(e2e_uniq)
-	# Version A: every call logs its chunk's line "failsafe version A<v>".
+	# Version A: every call logs its chunk's line "failsafe version A<v>",
+	# and block_job_complete is true (the fixture's default is false).
 	printf '\nslurm.log_info("failsafe version %%s", "A%s")\n' "$v" >>"$SCRIPT_H"
+	printf 'function slurm_switch_block_job_complete() return true end\n' >>"$SCRIPT_H"
 	id=$(submit -N2 --network=fs:ok --wrap=true)
 	wait_job "$id" COMPLETED 30
 	ctld_job "$id" " job_start: failsafe version A$v" >/dev/null || fail "version A did not run"
@@ -83,6 +85,8 @@ t_bad_edit_reconfigure() {
 		"error lines for the broken edit"
 	assert_eq 0 "$(ctld_count "switch/lua: .*(could not load the script|no version of it has passed yet|block_job_complete taken as false)")" \
 		"lines of a script that does not load"
+	ctld_grep "switch/lua: script /etc/slurm/switch.lua \(.*, block_job_complete=true\)" >/dev/null ||
+		fail "block_job_complete did not keep the last good version's answer (true) across the reconfigure"
 	# The fix (version B) and a reconfigure: B runs.
 	cp -p "$good" "$SCRIPT_H"
 	printf '\nslurm.log_info("failsafe version %%s", "B%s")\n' "$v" >>"$SCRIPT_H"
