@@ -187,3 +187,40 @@ TEST(LastGood, ACorruptCopyIsNotUsedAndSaysWhy) {
   std::remove(copy.c_str());
   std::remove(path.c_str());
 }
+
+TEST(LastGood, OnlyAReconfigureThatNamesTheCopysHashKeepsIt) {
+  // plugin init (core_abi.cpp): SLURMCTLD_RECONF set by Slurm 24.11 in the
+  // process a reconfigure execs, SWITCHLUA_GOOD_SCRIPT by the old process.
+  const std::string script = "/etc/slurm/switch.lua";
+  const std::string copy = "/tmp/switchlua-keep-" + std::to_string(::getpid()) + ".good";
+  const GoodCopy c{script, content_hash("good bytes"), "", "good bytes"};
+  ASSERT_TRUE(write_good_copy(copy, c));
+  ::unsetenv(kGoodScriptEnv);
+  export_good_copy(copy);
+  ASSERT_NE(std::getenv(kGoodScriptEnv), nullptr);
+  EXPECT_EQ(std::string(std::getenv(kGoodScriptEnv)), c.hash);
+
+  EXPECT_EQ(keep_good_copy_at_init(copy, script, true, c.hash.c_str()),
+            "reconfigure: /etc/slurm/switch.lua keeps its last good version (content " + c.hash +
+                ") from the previous slurmctld");
+  EXPECT_TRUE(read_good_copy(copy));
+
+  const std::string other = content_hash("other");
+  EXPECT_EQ(keep_good_copy_at_init(copy, script, true, other.c_str()),
+            "reconfigure: the last good version of /etc/slurm/switch.lua (content " + other +
+                ") is lost (" + copy + " holds content " + c.hash + ", not " + other +
+                "); calls run the file as it is");
+  EXPECT_FALSE(read_good_copy(copy)) << "removed";
+
+  ASSERT_TRUE(write_good_copy(copy, c));
+  EXPECT_EQ(keep_good_copy_at_init(copy, "/etc/other.lua", true, c.hash.c_str()),
+            "reconfigure: the last good version of /etc/other.lua (content " + c.hash +
+                ") is lost (" + copy +
+                " is a copy of /etc/slurm/switch.lua); calls run the file "
+                "as it is");
+  ASSERT_TRUE(write_good_copy(copy, c));
+  EXPECT_EQ(keep_good_copy_at_init(copy, script, false, c.hash.c_str()), "") << "a cold start";
+  EXPECT_EQ(read_good_copy(copy).error().message, "missing");
+  export_good_copy(copy);
+  EXPECT_EQ(std::getenv(kGoodScriptEnv), nullptr) << "no copy, nothing to pass on";
+}
