@@ -172,7 +172,7 @@ Expected<void> write_good_copy(const std::string &copy, const GoodCopy &c) {
   const std::string text = fmt::format("{}script {}\ngood {}\nrefused {}\n\n", kCopyMagic, c.script,
                                        c.hash, c.refused.empty() ? "-" : c.refused) +
                            c.bytes;
-  const std::string tmp = copy + ".tmp";
+  const std::string tmp = fmt::format("{}.tmp.{}", copy, ::getpid()); // one per writer
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0)
     return fail(fmt::format("open {}: {}", tmp, std::strerror(errno)));
