@@ -60,6 +60,7 @@ struct CliArgs {
   bool check_json = false;
   std::string slurm_user;
   int timeout = 10, retries = 3;
+  int kill_grace = static_cast<int>(switchlua::kDefaultSwitchKillGrace.count());
   std::string bjc = "auto", drain = "yes";
 };
 
@@ -93,6 +94,10 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   sim->add_option("--partition", so.partition, "partition")->capture_default_str();
   sim->add_option("--timeout", a.timeout, "switch_timeout, seconds")
       ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  sim->add_option("--kill-grace", a.kill_grace,
+                  "switch_kill_grace, seconds between SIGTERM and SIGKILL at the deadline")
+      ->check(CLI::Range(0, 300))
       ->capture_default_str();
   sim->add_option("--retries", a.retries, "switch_retries")
       ->check(CLI::Range(0, 1000))
@@ -139,6 +144,7 @@ int main(int argc, char **argv) {
 
   so.config.switch_timeout = std::chrono::seconds(a.timeout);
   so.config.switch_retries = static_cast<std::uint32_t>(a.retries);
+  so.config.switch_kill_grace = std::chrono::seconds(a.kill_grace);
   so.config.drain_on_failure = a.drain == "yes";
   if (so.no_requeue)
     so.batch = true;

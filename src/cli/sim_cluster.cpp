@@ -166,4 +166,16 @@ std::map<std::string, SimNode> SimCluster::nodes() const {
   return nodes_;
 }
 
+std::uint64_t make_sluid(std::uint16_t cluster_id, std::uint64_t epoch_ms, std::uint16_t seq) {
+  return (static_cast<std::uint64_t>(cluster_id) << 52) | (epoch_ms << 10) | (seq & 0x3ffU);
+}
+
+std::string sluid_text(std::uint64_t sluid) {
+  static constexpr char kCrockford[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+  std::string s(14, 's');
+  for (int i = 0; i < 13; ++i)
+    s[13 - i] = kCrockford[(sluid >> (5 * i)) & 0x1f];
+  return s;
+}
+
 } // namespace switchlua

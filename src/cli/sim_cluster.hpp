@@ -97,4 +97,18 @@ private:
   std::function<void(const TimelineEntry &)> stream_;
 };
 
+/// The cluster id simulate gives its SLUIDs (Slurm draws one from 2 to 4095
+/// per cluster, once, and keeps it in StateSaveLocation/clustername).
+inline constexpr std::uint16_t kSimClusterId = 2;
+
+/// A SLUID as Slurm 24.11 makes one (src/common/sluid.c: generate_sluid):
+/// the cluster id in bits 52-63, the milliseconds since the epoch in bits
+/// 10-51, a sequence number within the millisecond in bits 0-9.
+std::uint64_t make_sluid(std::uint16_t cluster_id, std::uint64_t epoch_ms, std::uint16_t seq);
+
+/// A SLUID's text as Slurm 24.11 prints it (sluid2str): "s" and 13 upper-case
+/// Crockford base32 digits (0-9, A-Z without I, L, O, U), most significant
+/// first, e.g. make_sluid(2, 1764556800000, 0) -> "s009KBBWG00000".
+std::string sluid_text(std::uint64_t sluid);
+
 } // namespace switchlua

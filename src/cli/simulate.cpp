@@ -23,6 +23,12 @@
 namespace switchlua {
 namespace {
 
+/// The plugin's line (plugin/core_abi.cpp, slurmctld init) for a script
+/// whose setup_special_steps returns true.
+constexpr const char *kSetupSpecialStepsIgnored =
+    "switch/lua: setup_special_steps() returned true, but Slurm 24.11 never calls the step init "
+    "for batch or interactive steps: ignored";
+
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
@@ -41,12 +47,14 @@ JobArgs make_job(const SimulateOptions &o) {
   if (!o.network.empty())
     j.network = o.network;
   j.account = "sim";
-  j.sluid = fmt::format("s{:010X}", o.job_id);
   j.batch = o.batch;
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
   // As details->submit_time: the job record's key with job_id.
-  j.submit_time = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
+  j.submit_time = now_ms / 1000;
+  // As Slurm 24.11 makes it when the job is submitted (sluid.c).
+  j.sluid = sluid_text(make_sluid(kSimClusterId, static_cast<std::uint64_t>(now_ms), 0));
   return j;
 }
 
@@ -179,8 +187,8 @@ bool teardown_pending(const CtldCore &core, std::uint32_t id) {
 }
 
 void print_header(const SimulateOptions &o, const JobArgs &job) {
-  fmt::print("switch-lua simulate {}\n  JobId={} Network={} Nodes={} ({}) {} {}\n  {}\n\n",
-             o.script, job.job_id, o.network, *job.nodes, job.num_nodes,
+  fmt::print("switch-lua simulate {}\n  JobId={} SLUID={} Network={} Nodes={} ({}) {} {}\n  {}\n\n",
+             o.script, job.job_id, *job.sluid, o.network, *job.nodes, job.num_nodes,
              o.batch ? "batch" : "interactive", o.no_requeue || !o.batch ? "no-requeue" : "requeue",
              describe(o.config));
   std::fflush(stdout);
@@ -217,8 +225,10 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
                 const std::vector<StepReport> &steps) {
   json j;
   j["script"] = o.script;
-  j["job"] = {{"job_id", job.job_id}, {"network", o.network}, {"nodes", *job.nodes}};
+  j["job"] = {
+      {"job_id", job.job_id}, {"network", o.network}, {"nodes", *job.nodes}, {"sluid", *job.sluid}};
   j["config"] = {{"switch_timeout", o.config.switch_timeout.count()},
+                 {"switch_kill_grace", o.config.switch_kill_grace.count()},
                  {"switch_retries", o.config.switch_retries},
                  {"switch_drain_on_failure", o.config.drain_on_failure},
                  {"block_job_complete", bjc}};
@@ -246,31 +256,90 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
+/// content_hash() of the file's bytes ("" read for a file that cannot be).
+std::string file_content_hash(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return content_hash(ss.str());
+}
+
+/// Why the controller refuses this script (supervisor/script_guard.hpp:
+/// load, chunk return, hook types), one message each; empty: it passes.
+std::vector<std::string> controller_errors(const Expected<Script> &s) {
+  if (!s)
+    return {s.error().message};
+  return s->hook_type_errors();
+}
+
+/// The messages joined as the controller logs them.
+std::string join(const std::vector<std::string> &errors) {
+  std::string out;
+  for (const std::string &e : errors)
+    out += (out.empty() ? "" : "; ") + e;
+  return out;
+}
+
 } // namespace
 
 /// --block-job-complete, or the script's answer asked as the plugin asks
 /// it at slurmctld start (switch.lua contract: block_job_complete).
+/// setup_special_steps is asked too, and its true answer logged as ignored,
+/// as the plugin does at slurmctld start (Slurm 24.11 never runs the step
+/// hooks of batch or interactive steps).
 static bool block_job_complete(const SimulateOptions &o, const CoreOptions &co, SimCluster &sim) {
-  if (o.block_job_complete)
-    return *o.block_job_complete;
   SupervisorClient probe(co.client, [&](CallId, LogLevel l, std::string_view t) {
     sim.note("script", "log", fmt::format("switch/lua: {}", t), l == LogLevel::Error);
   });
-  const bool answer = ask_boolean_hook_or_false(
-      probe, o.script, Hook::BlockJobComplete, o.config.switch_timeout,
-      [&](const std::string &line) { sim.note("slurmctld", "log", line, true); });
+  auto log_error = [&](const std::string &line) { sim.note("slurmctld", "log", line, true); };
+  bool answer = false;
+  if (o.block_job_complete)
+    answer = *o.block_job_complete;
+  else
+    answer = ask_boolean_hook_or_false(probe, o.script, Hook::BlockJobComplete,
+                                       o.config.switch_timeout, log_error);
+  if (ask_boolean_hook_or_false(probe, o.script, Hook::SetupSpecialSteps, o.config.switch_timeout,
+                                log_error))
+    sim.note("slurmctld", "log", kSetupSpecialStepsIgnored);
   probe.shutdown();
   return answer;
 }
 
-int run_simulate(const SimulateOptions &o) {
-  // Preflight: a script that does not load would only show as failed calls.
+/// Preflight: a script the controller refuses (switch-lua check) is not
+/// simulated, its calls would only fail to load.  False after the message.
+static bool controller_accepts(const std::string &script) {
   auto pre = Script::load(
-      o.script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
-  if (!pre) {
-    fmt::print(stderr, "switch-lua simulate: {}\n", pre.error().message);
+      script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
+  const auto errors = controller_errors(pre);
+  if (errors.empty())
+    return true;
+  fmt::print(stderr, "switch-lua simulate: {} (content {})\n", join(errors),
+             file_content_hash(script));
+  return false;
+}
+
+/// The job ends as Slurm ends it after its steps: srun (or salloc)
+/// completes its allocation with its exit status, so a failed step fails an
+/// interactive job; a batch job takes the exit status of its batch script,
+/// simulated as 0.
+static void end_the_job(const SimulateOptions &o, const std::vector<StepReport> &steps,
+                        SimCluster &sim) {
+  std::lock_guard g(sim.mutex());
+  bool failed = false;
+  for (const StepReport &s : steps)
+    failed = failed || s.failed;
+  if (failed && !o.batch)
+    sim.mark_failed();
+  sim.end_job(!failed ? "the job ends"
+              : o.batch
+                  ? "the batch script exits with 0: the job ends COMPLETED (a batch script whose "
+                    "last command is the failed srun would end it FAILED)"
+                  : "srun exits with status 1 (a step failed): the job ends FAILED");
+}
+
+int run_simulate(const SimulateOptions &o) {
+  if (!controller_accepts(o.script))
     return 1;
-  }
   JobArgs job = make_job(o);
   SimCluster sim(job);
   if (!o.json) {
@@ -321,7 +390,7 @@ int run_simulate(const SimulateOptions &o) {
     if (setup_pending(*core, job.job_id))
       sim.user_cancel();
   }
-  auto limit = o.config.switch_timeout + std::chrono::seconds(10);
+  auto limit = o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(10);
   wait_for(
       *core, [&] { return !setup_pending(*core, job.job_id); }, limit);
   std::vector<StepReport> steps;
@@ -333,15 +402,8 @@ int run_simulate(const SimulateOptions &o) {
   } else if (!sim.job_ended()) {
     sim.note("slurmctld", "log", "no stepinfo: the step hooks do not run for this job");
   }
-  if (!sim.job_ended()) {
-    std::lock_guard g(sim.mutex());
-    bool failed = false;
-    for (const StepReport &s : steps)
-      failed = failed || s.failed;
-    if (failed)
-      sim.mark_failed();
-    sim.end_job(failed ? "the job ends FAILED (srun: a step failed)" : "the job ends");
-  }
+  if (!sim.job_ended())
+    end_the_job(o, steps, sim);
   bool restarted = false;
   wait_for(
       *core,
@@ -356,7 +418,8 @@ int run_simulate(const SimulateOptions &o) {
         }
         return !teardown_pending(*core, job.job_id);
       },
-      (o.config.switch_timeout + std::chrono::seconds(1)) * (o.config.switch_retries + 3) +
+      (o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(1)) *
+              (o.config.switch_retries + 3) +
           std::chrono::seconds(5));
   core.reset();
   if (o.json)
@@ -374,58 +437,53 @@ int run_check(const std::string &script, bool as_json) {
         lines.push_back(fmt::format("{}: {}", log_level_name(l), t));
       },
       Script::Host::InProcess);
-  std::string content;
-  {
-    std::ifstream in(script, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    content = content_hash(ss.str());
-  }
   // The same checks as the controller's before it lets calls use a changed
-  // script (supervisor/script_guard.hpp), with the same content hash.
-  json j{{"script", script}, {"loaded", bool(s)}, {"content", content}};
-  if (!s) {
-    j["error"] = s.error().message;
-    if (as_json)
-      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    else
-      fmt::print(stderr, "switch-lua check: {} (content {})\n", s.error().message, content);
-    return 1;
-  }
-  std::vector<std::string> present, missing, wrong;
-  for (Hook h : kAllHooks) {
-    lua_State *L = s->state();
-    lua_getglobal(L, std::string(hook_function(h)).c_str());
-    int type = lua_type(L, -1);
-    lua_pop(L, 1);
-    if (type == LUA_TFUNCTION)
-      present.emplace_back(hook_function(h));
-    else if (type == LUA_TNIL)
-      missing.emplace_back(hook_function(h));
-    else // every call of it would fail: a script bug, not a default
-      wrong.push_back(fmt::format("{}: {} is a {}, not a function", script, hook_function(h),
-                                  lua_typename(L, type)));
-  }
+  // script (supervisor/script_guard.hpp), with the same content hash and
+  // the same message.
+  const std::string content = file_content_hash(script);
+  const std::vector<std::string> errors = controller_errors(s);
+  const bool loaded = errors.empty();
   if (as_json) {
-    j["hooks"] = present;
-    j["missing"] = missing;
-    j["errors"] = wrong;
-    j["log"] = lines;
+    json j{{"script", script}, {"loaded", loaded}, {"content", content}, {"errors", errors}};
+    if (!loaded)
+      j["error"] = join(errors);
+    if (s) {
+      std::vector<std::string> present, missing;
+      for (Hook h : kAllHooks) {
+        lua_State *L = s->state();
+        lua_getglobal(L, std::string(hook_function(h)).c_str());
+        const int type = lua_type(L, -1);
+        if (type == LUA_TFUNCTION)
+          present.emplace_back(hook_function(h));
+        else if (type == LUA_TNIL)
+          missing.emplace_back(hook_function(h)); // a non-function is in "errors"
+        lua_pop(L, 1);
+      }
+      j["hooks"] = present;
+      j["missing"] = missing;
+      j["log"] = lines;
+    }
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return wrong.empty() ? 0 : 1;
+    return loaded ? 0 : 1;
   }
-  for (const std::string &w : wrong)
-    fmt::print(stderr, "switch-lua check: {}\n", w);
-  if (!wrong.empty())
+  if (!loaded) {
+    fmt::print(stderr, "switch-lua check: {} (content {})\n", join(errors), content);
     return 1;
+  }
   fmt::print("{}: loaded (content {})\n", script, content);
   for (const std::string &l : lines)
     fmt::print("  log {}\n", l);
-  for (const std::string &h : present)
-    fmt::print("  hook    {}\n", h);
-  for (Hook h : kAllHooks)
-    if (std::find(missing.begin(), missing.end(), hook_function(h)) != missing.end())
-      fmt::print("  missing {} (default: {})\n", hook_function(h), hook_info(h).when_absent);
+  for (Hook h : kAllHooks) {
+    lua_State *L = s->state();
+    lua_getglobal(L, std::string(hook_function(h)).c_str());
+    const bool present = lua_type(L, -1) == LUA_TFUNCTION;
+    lua_pop(L, 1);
+    const std::string name(hook_function(h));
+    if (present)
+      fmt::print("  hook    {}\n", name);
+    else
+      fmt::print("  missing {} (default: {})\n", name, hook_info(h).when_absent);
+  }
   return 0;
 }
 

@@ -28,7 +28,7 @@ struct SimulateOptions {
   bool no_requeue = false;
   std::string user = "alice";
   std::string partition = "debug";
-  CtldConfig config;                      ///< switch_timeout, switch_retries, drain
+  CtldConfig config; ///< switch_timeout, switch_kill_grace, switch_retries, drain
   std::optional<bool> block_job_complete; ///< nullopt: ask the script
   std::string restart_during;             ///< "", "setup" or "teardown"
   bool cancel_during_setup = false;
@@ -38,11 +38,14 @@ struct SimulateOptions {
 };
 
 /// Runs the simulation, prints it to stdout.  Returns the exit status: 0
-/// whenever it ran, whatever the job's fate (a script that does not load
-/// shows as failed calls in the timeline; `switch-lua check` reports it).
+/// whenever it ran, whatever the job's fate; 1 without running anything when
+/// the controller would refuse the script (it does not load, or a hook
+/// global is not a function: the message of `switch-lua check` on stderr).
 int run_simulate(const SimulateOptions &o);
 
-/// `switch-lua check FILE`: exit status 0 when the script loads.
+/// `switch-lua check FILE`: exit status 0 when the script passes the
+/// controller's check (it loads, and every hook global set is a function),
+/// else 1; with `json`, "loaded" is true exactly when the status is 0.
 int run_check(const std::string &script, bool json);
 
 } // namespace switchlua

@@ -10,6 +10,7 @@
 #include "lua/trust.hpp"
 #include "stepd/step_hooks.hpp"
 #include "stepd/stepinfo.hpp"
+#include "supervisor/script_guard.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -73,6 +74,7 @@ struct Ctld {
   std::mutex handles_mu;
   std::map<std::uint32_t, Handle *> handles; // job id -> the handle slurmctld holds
   bool block_job_complete = false;
+  std::string good_copy; // the last good script's copy (script_guard.hpp), "" without a state dir
 };
 Ctld *g_ctld = nullptr;
 
@@ -233,8 +235,17 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     o.config = *cfg;
     o.client.supervisor = fmt::format("{}/switch-lua-supervisor", libexec_dir);
     o.client.runner = fmt::format("{}/switch-lua-runner", libexec_dir);
-    if (state_dir && state_dir[0])
+    if (state_dir && state_dir[0]) {
       o.journal_path = fmt::format("{}/switch_lua.journal", state_dir);
+      // The last good script survives a reconfigure, never a cold start.
+      c->good_copy = o.client.good_copy = fmt::format("{}/switch_lua.good", state_dir);
+      const char *reconf = std::getenv("SLURMCTLD_RECONF");
+      const std::string kept = keep_good_copy_at_init(c->good_copy, script_path, reconf != nullptr,
+                                                      std::getenv(kGoodScriptEnv));
+      if (!kept.empty())
+        ops->log(kept.find(" is lost ") != std::string::npos ? SLC_LOG_ERROR : SLC_LOG_INFO,
+                 fmt::format("switch/lua: {}", kept).c_str());
+    }
     if (const char *conf = std::getenv("SLURM_CONF"))
       o.client.child_env.push_back(fmt::format("SLURM_CONF={}", conf));
     // The ownership rule of the supervisor and runners (lua/trust.hpp).
@@ -287,6 +298,8 @@ int slc_ctld_reconfigure(const char *params) {
 void slc_ctld_stop_children(void) {
   if (g_ctld && g_ctld->core)
     g_ctld->core->stop_children();
+  if (g_ctld && !g_ctld->good_copy.empty())
+    export_good_copy(g_ctld->good_copy); // for the process a reconfigure execs
 }
 
 void slc_ctld_fini(void) {

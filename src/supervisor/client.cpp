@@ -144,6 +144,8 @@ Expected<void> SupervisorClient::Impl::ensure_supervisor() {
                fmt::format("--max-concurrent={}", opts.max_concurrent),
                fmt::format("--max-queue={}", opts.max_queue),
                fmt::format("--prestart={}", opts.prestart)};
+  if (!opts.good_copy.empty())
+    spec.args.push_back("--good-copy=" + opts.good_copy);
   for (const std::string &e : opts.child_env)
     spec.args.push_back("--child-env=" + e);
   spec.channel_fd = (*sv)[1];

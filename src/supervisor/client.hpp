@@ -79,6 +79,10 @@ struct ClientOptions {
   /// (PATH=/usr/sbin:/usr/bin:/sbin:/bin, LANG=C, SWITCHLUA_CALL_ID=<CallId>);
   /// e.g. {"SLURM_CONF=/etc/slurm/slurm.conf"}.  Nothing else is inherited.
   std::vector<std::string> child_env;
+  /// Where every supervisor keeps (and starts from) the last good script
+  /// (supervisor/script_guard.hpp), e.g. "<StateSaveLocation>/switch_lua.good";
+  /// "": kept in memory only.
+  std::string good_copy;
 };
 
 /// Completion callback: runs on the client's I/O thread; must not block long.

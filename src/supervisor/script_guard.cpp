@@ -8,9 +8,12 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 namespace switchlua {
 
@@ -80,20 +83,154 @@ std::string ScriptGuard::settle(const Candidate &c, const std::string &error) {
   if (error.empty()) {
     e.good = Version{c.bytes, c.hash};
     e.refused_hash.clear();
+    const std::string copy_error = save_copy(c.path, e);
     if (before.empty())
-      return "";
-    return fmt::format("{} changed (content {}, was {}): it loads, calls now run it", c.path,
-                       c.hash, before);
+      return copy_error;
+    return fmt::format("{} changed (content {}, was {}): it loads, calls now run it{}{}", c.path,
+                       c.hash, before, copy_error.empty() ? "" : "; ", copy_error);
   }
   e.refused_hash = c.hash;
+  const std::string copy_error = save_copy(c.path, e);
   const std::string first = error.substr(0, error.find('\n'));
   if (!e.good)
     return fmt::format("{} (content {}) is refused: {}; no version of it has passed yet, so "
                        "calls fail to load it",
                        c.path, c.hash, first);
   return fmt::format("{} changed (content {}) but is refused: {}; calls keep running the last "
-                     "good version (content {})",
-                     c.path, c.hash, first, before);
+                     "good version (content {}){}{}",
+                     c.path, c.hash, first, before, copy_error.empty() ? "" : "; ", copy_error);
+}
+
+std::string ScriptGuard::save_copy(const std::string &path, const Entry &e) const {
+  if (copy_.empty() || !e.good)
+    return "";
+  auto w = write_good_copy(copy_, GoodCopy{path, e.good->hash, e.refused_hash, e.good->bytes});
+  if (!w)
+    return fmt::format("the copy of the last good version for a reconfigure is not kept: {}",
+                       w.error().message);
+  return "";
+}
+
+std::string ScriptGuard::load_copy() {
+  if (copy_.empty())
+    return "";
+  auto c = read_good_copy(copy_);
+  if (!c)
+    return c.error().message == "missing" ? "" : c.error().message;
+  Entry &e = entries_[c->script];
+  e.seen = false; // the file itself is looked at by the next check()
+  e.good = Version{std::move(c->bytes), c->hash};
+  e.refused_hash = c->refused;
+  return "";
+}
+
+namespace {
+constexpr std::string_view kCopyMagic = "switch-lua last good script 1\n";
+
+/// The value of "<key> <value>\n" at `pos`, advancing it; nullopt if absent.
+std::optional<std::string> header_field(std::string_view s, std::size_t &pos,
+                                        std::string_view key) {
+  const std::size_t nl = s.find('\n', pos);
+  if (nl == std::string_view::npos || s.substr(pos, key.size() + 1) != fmt::format("{} ", key))
+    return std::nullopt;
+  std::string v(s.substr(pos + key.size() + 1, nl - pos - key.size() - 1));
+  pos = nl + 1;
+  return v;
+}
+} // namespace
+
+Expected<GoodCopy> read_good_copy(const std::string &copy) {
+  struct stat st {};
+  if (::lstat(copy.c_str(), &st) != 0 && errno == ENOENT)
+    return fail("missing");
+  auto bytes = read_trusted_file(copy, slurm_user());
+  if (!bytes)
+    return fail(
+        fmt::format("the copy of the last good script is not used: {}", bytes.error().message));
+  const std::string_view s = *bytes;
+  auto bad = [&](std::string_view what) {
+    return fail(fmt::format("the copy of the last good script {} is not used: {}", copy, what));
+  };
+  if (s.substr(0, kCopyMagic.size()) != kCopyMagic)
+    return bad("not a copy written by switch/lua");
+  std::size_t pos = kCopyMagic.size();
+  auto script = header_field(s, pos, "script");
+  auto good = header_field(s, pos, "good");
+  auto refused = header_field(s, pos, "refused");
+  if (!script || !good || !refused || s.substr(pos, 1) != "\n")
+    return bad("malformed header");
+  GoodCopy c{*script, *good, *refused == "-" ? std::string() : *refused,
+             std::string(s.substr(pos + 1))};
+  if (content_hash(c.bytes) != c.hash)
+    return bad(fmt::format("its content is {}, its header says {}", content_hash(c.bytes), c.hash));
+  return c;
+}
+
+Expected<void> write_good_copy(const std::string &copy, const GoodCopy &c) {
+  if (c.script.find('\n') != std::string::npos || c.refused.find('\n') != std::string::npos)
+    return fail("a newline in the script's path");
+  const std::string text = fmt::format("{}script {}\ngood {}\nrefused {}\n\n", kCopyMagic, c.script,
+                                       c.hash, c.refused.empty() ? "-" : c.refused) +
+                           c.bytes;
+  const std::string tmp = fmt::format("{}.tmp.{}", copy, ::getpid()); // one per writer
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return fail(fmt::format("open {}: {}", tmp, std::strerror(errno)));
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return fail(fmt::format("write {}: {}", tmp, std::strerror(err)));
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  ::fchmod(fd, 0600); // an existing .tmp keeps its mode otherwise
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return fail(fmt::format("fsync {}: {}", tmp, std::strerror(err)));
+  }
+  if (::rename(tmp.c_str(), copy.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return fail(fmt::format("rename {} to {}: {}", tmp, copy, std::strerror(err)));
+  }
+  return {};
+}
+
+std::string keep_good_copy_at_init(const std::string &copy, const std::string &script,
+                                   bool reconfigured, const char *told_hash) {
+  if (reconfigured && told_hash != nullptr && told_hash[0] != '\0') {
+    auto c = read_good_copy(copy);
+    if (c && c->script == script && c->hash == told_hash)
+      return fmt::format("reconfigure: {} keeps its last good version (content {}) from the "
+                         "previous slurmctld",
+                         script, c->hash);
+    std::string why = !c ? (c.error().message == "missing" ? fmt::format("{} is missing", copy)
+                                                           : c.error().message)
+                      : c->script != script
+                          ? fmt::format("{} is a copy of {}", copy, c->script)
+                          : fmt::format("{} holds content {}, not {}", copy, c->hash, told_hash);
+    ::unlink(copy.c_str());
+    return fmt::format("reconfigure: the last good version of {} (content {}) is lost ({}); "
+                       "calls run the file as it is",
+                       script, told_hash, why);
+  }
+  ::unlink(copy.c_str()); // a cold start: no version has passed yet
+  return "";
+}
+
+void export_good_copy(const std::string &copy) {
+  auto c = read_good_copy(copy);
+  if (c)
+    ::setenv(kGoodScriptEnv, c->hash.c_str(), 1);
+  else
+    ::unsetenv(kGoodScriptEnv);
 }
 
 const ScriptGuard::Version *ScriptGuard::good(const std::string &path) const {

@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 namespace switchlua {
 
@@ -58,6 +59,10 @@ Server::Server(asio::io_context &io, ServerConfig config)
     config_.max_concurrent = 1;
   if (config_.max_queue == 0)
     config_.max_queue = 1;
+  if (!config_.good_copy.empty()) {
+    guard_.set_copy(config_.good_copy);
+    copy_note_ = guard_.load_copy();
+  }
 }
 
 int Server::run() {
@@ -120,6 +125,9 @@ void Server::start_next_calls() {
     }
     if (from == nullptr)
       break;
+    if (!copy_note_.empty())
+      client_->send(encode_frame(
+          LogFrame{from->front().req.id, LogLevel::Error, std::exchange(copy_note_, {})}));
     // A changed script is validated (in a runner of its own) before any call
     // uses it; the calls wait for the verdict.
     if (auto changed = guard_.check(from->front().req.script))

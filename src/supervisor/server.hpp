@@ -65,6 +65,8 @@ struct ServerConfig {
   std::uint32_t max_concurrent = 512; ///< calls at once (>= 1; switch_max_calls)
   std::uint32_t max_queue = 10000;    ///< waiting requests per lane (>= 1; switch_max_queue)
   std::uint32_t prestart = 2;         ///< idle runners kept started (0: spawn per call)
+  /// The copy of the last good script (script_guard.hpp); "": none kept.
+  std::string good_copy;
 };
 
 class Server {
@@ -106,6 +108,7 @@ private:
   std::map<CallId, std::uint64_t> dropped_logs_; ///< per call, over kMaxClientLogBacklog
   bool stopping_ = false;
   ScriptGuard guard_;       ///< last known good script (script_guard.hpp)
+  std::string copy_note_;   ///< why the copy was not used; logged with the first call
   bool validating_ = false; ///< a changed script is being checked: dispatch waits
   CallId next_validation_id_ = CallId{1} << 63; ///< ids of checks, apart from the client's
 };

@@ -8,9 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +39,29 @@ CmdResult run(const std::string &args) {
     r.out.append(buf.data(), n);
   r.status = pclose(p);
   return r;
+}
+
+/// Timeline entries whose text is exactly `text`.
+int count_text(const json &j, const std::string &text) {
+  int n = 0;
+  for (const auto &e : j["timeline"])
+    n += e["text"] == text;
+  return n;
+}
+
+/// The content hash slurmctld and check give the file: FNV-1a 64-bit.
+std::string content_of(const fs::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : ss.str()) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 /// The seed with ALLOW_DIRECTIVES (and optionally BLOCK_JOB_COMPLETE) flipped.
@@ -375,6 +400,151 @@ TEST(Simulate, HooksAllocatingWithoutEndFailAsTheContractSaysAndTheHostLives) {
   EXPECT_EQ(oom, 2) << r.out; // one per node
 }
 
+TEST(Simulate, KillGraceLetsAHelperThatTrapsSigtermCleanUp) {
+  // --kill-grace is switch_kill_grace: SIGTERM at the deadline, SIGKILL
+  // after the grace; 0: SIGKILL at once.
+  const fs::path marker =
+      fs::temp_directory_path() / ("switchlua-grace-" + std::to_string(::getpid()));
+  fs::path p = fs::temp_directory_path() / "switchlua-grace.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job)\n"
+                      "  os.execute(\"exec sh -c 'trap \\\"echo cleaned up > "
+                   << marker.string()
+                   << "; exit 0\\\" TERM; while :; do sleep 0.1; done'\")\n"
+                      "  while true do end\n"
+                      "end\n";
+  for (int grace : {3, 0}) {
+    fs::remove(marker);
+    CmdResult r = run("simulate " + p.string() +
+                      " --json --network fabric --no-requeue --timeout 1 "
+                      "--kill-grace " +
+                      std::to_string(grace));
+    ASSERT_EQ(r.status, 0) << r.out;
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["config"]["switch_kill_grace"], grace);
+    EXPECT_EQ(j["result"]["job_state"], "CANCELLED");
+    EXPECT_EQ(j["result"]["job_reason"].get<std::string>().rfind("switch setup timed out", 0), 0u)
+        << j["result"]["job_reason"];
+    std::ifstream in(marker);
+    std::string text;
+    std::getline(in, text);
+    EXPECT_EQ(text, grace > 0 ? "cleaned up" : "") << "--kill-grace " << grace;
+  }
+  fs::remove(marker);
+  CmdResult bad = run("simulate " + p.string() + " --network fabric --kill-grace 301");
+  EXPECT_EQ(bad.status, 105 << 8) << bad.out; // CLI11: value out of range
+}
+
+TEST(Simulate, SluidHasTheFormatOfSlurm2411) {
+  // Issue 9 item 5: "s" + 13 Crockford base32 digits of (cluster id << 52 |
+  // ms since the epoch << 10 | sequence), as sluid2str prints it.
+  fs::path p = fs::temp_directory_path() / "switchlua-sluid.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) slurm.log_info('sluid=%s', job.sluid) "
+                      "return slurm.SUCCESS, {} end\n";
+  const auto ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const long long before = ms();
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric --steps 0");
+  const long long after = ms();
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  const std::string sluid = j["job"]["sluid"];
+  ASSERT_TRUE(std::regex_match(sluid, std::regex("s[0-9A-HJKMNP-TV-Z]{13}"))) << sluid;
+  EXPECT_EQ(count_text(j, "switch/lua: JobId=1001 job_start: sluid=" + sluid), 1) << r.out;
+  const std::string digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+  std::uint64_t v = 0;
+  for (char c : sluid.substr(1))
+    v = (v << 5) | digits.find(c);
+  EXPECT_EQ(v >> 52, 2u) << "the simulated cluster id";
+  const long long when = static_cast<long long>((v >> 10) & ((1ULL << 42) - 1));
+  EXPECT_GE(when, before);
+  EXPECT_LE(when, after);
+  EXPECT_EQ(v & 0x3ff, 0u);
+}
+
+TEST(Simulate, SetupSpecialStepsTrueIsLoggedAsIgnoredAsThePluginDoes) {
+  fs::path p = fs::temp_directory_path() / "switchlua-sss.lua";
+  std::ofstream(p) << "function slurm_switch_setup_special_steps() return true end\n"
+                      "function slurm_switch_job_start(job) return slurm.SUCCESS, {} end\n";
+  for (const char *bjc : {"auto", "true"}) {
+    CmdResult r =
+        run("simulate " + p.string() + " --json --network fabric --block-job-complete " + bjc);
+    ASSERT_EQ(r.status, 0) << r.out;
+    json j = json::parse(r.out);
+    int found = 0;
+    for (const auto &e : j["timeline"])
+      found += e["source"] == "slurmctld" && e["kind"] == "log" && e["error"] == false &&
+               e["text"] == "switch/lua: setup_special_steps() returned true, but Slurm 24.11 "
+                            "never calls the step init for batch or interactive steps: ignored";
+    EXPECT_EQ(found, 1) << r.out;
+  }
+  std::ofstream(p) << "function slurm_switch_setup_special_steps() return false end\n"
+                      "function slurm_switch_job_start(job) return slurm.SUCCESS, {} end\n";
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric");
+  EXPECT_EQ(count_text(json::parse(r.out), "setup_special_steps"), 0) << r.out;
+}
+
+TEST(Simulate, AFailedStepFailsAnInteractiveJobButNotABatchJob) {
+  // Issue 9 item 5: srun completes its allocation with its exit status (1:
+  // FAILED); a batch job takes its batch script's, simulated as 0.
+  fs::path p = fs::temp_directory_path() / "switchlua-stepfail.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) return slurm.SUCCESS, {} end\n"
+                      "function slurm_switch_step_init(step, si) return -1 end\n";
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["job_state"], "FAILED");
+  EXPECT_EQ(count_text(j,
+                       "srun exits with status 1 (a step failed): the job ends FAILED: slurmctld "
+                       "deallocates the nodes (switch_p_job_complete)"),
+            1)
+      << r.out;
+  r = run("simulate " + p.string() + " --json --network fabric --batch");
+  ASSERT_EQ(r.status, 0) << r.out;
+  j = json::parse(r.out);
+  EXPECT_TRUE(j["result"]["steps"][0]["failed"].get<bool>());
+  EXPECT_EQ(j["result"]["job_state"], "COMPLETED");
+  EXPECT_EQ(count_text(j, "the batch script exits with 0: the job ends COMPLETED (a batch script "
+                          "whose last command is the failed srun would end it FAILED): slurmctld "
+                          "deallocates the nodes (switch_p_job_complete)"),
+            1)
+      << r.out;
+}
+
+/// Milliseconds and the SLUID, the parts of simulate's output that change
+/// from run to run, replaced by fixed text.
+std::string normalize_run(std::string s) {
+  s = std::regex_replace(s, std::regex(R"((^|\n) *[0-9]+ ms  )"), "$1T ms  ");
+  s = std::regex_replace(s, std::regex(R"((queued|ran) [0-9]+ ms)"), "$1 N ms");
+  return std::regex_replace(s, std::regex("SLUID=s[0-9A-Z]{13}"), "SLUID=S");
+}
+
+TEST(Simulate, OutputIsTheExampleOfTheManPage) {
+  // Issue 9 item 4: switch-lua(1) OUTPUT shows `switch-lua simulate
+  // conf/switch.lua --network vni` run in the source tree, as it is.
+  std::ifstream in(fs::path(SWITCHLUA_SOURCE_ROOT) / "man" / "switch-lua.1");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string man = ss.str();
+  const auto out = man.find(".SH OUTPUT");
+  ASSERT_NE(out, std::string::npos);
+  const auto ex = man.find(".EX\n", out) + 4;
+  std::string example = man.substr(ex, man.find(".EE\n", ex) - ex);
+  example = std::regex_replace(example, std::regex(R"(\\-)"), "-");
+  const std::string cmd = "cd " + std::string(SWITCHLUA_SOURCE_ROOT) +
+                          " && " SWITCHLUA_CLI " simulate conf/switch.lua --network vni";
+  FILE *p = popen(cmd.c_str(), "r");
+  std::string got;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    got.append(buf.data(), n);
+  EXPECT_EQ(pclose(p), 0);
+  EXPECT_EQ(normalize_run(got), normalize_run(example));
+}
+
 TEST(Simulate, MissingScriptIsAnError) {
   CmdResult r = run("simulate /nonexistent/switch.lua --network fabric");
   EXPECT_NE(r.status, 0);
@@ -390,13 +560,69 @@ TEST(Check, ChunkCallingOsExitIsRefused) {
 }
 
 TEST(Check, HookThatIsNotAFunctionIsAnError) {
+  // Issue 9 item 4: exit status 1 and "loaded": false, with the message the
+  // controller logs when it refuses such a version.
   fs::path p = fs::temp_directory_path() / "switchlua-notfn.lua";
-  std::ofstream(p) << "slurm_switch_job_start = 5\n";
+  std::ofstream(p) << "slurm_switch_job_start = 5\nslurm_switch_job_complete = 'x'\n";
+  const std::string msg = p.string() + ": slurm_switch_job_start is 5, not a function; " +
+                          p.string() +
+                          ": slurm_switch_job_complete is \"x\" (a string), not a function";
   CmdResult r = run("check " + p.string());
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.out.find(p.string() + ": slurm_switch_job_start is a number, not a function"),
-            std::string::npos)
-      << r.out;
+  EXPECT_EQ(r.status, 1 << 8);
+  EXPECT_EQ(r.out, "switch-lua check: " + msg + " (content " + content_of(p) + ")\n");
+  r = run("check --json " + p.string());
+  EXPECT_EQ(r.status, 1 << 8);
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["loaded"], false);
+  EXPECT_EQ(j["error"], msg);
+  EXPECT_EQ(j["errors"], json::array({p.string() + ": slurm_switch_job_start is 5, not a function",
+                                      p.string() + ": slurm_switch_job_complete is \"x\" (a "
+                                                   "string), not a function"}));
+  EXPECT_EQ(j["hooks"], json::array());
+  EXPECT_EQ(j["missing"].size(), 5u) << "the two wrong hooks are errors, not missing";
+  EXPECT_EQ(j["content"], content_of(p));
+  // simulate refuses it the same way, before running anything.
+  r = run("simulate " + p.string() + " --network fabric");
+  EXPECT_EQ(r.status, 1 << 8);
+  EXPECT_EQ(r.out, "switch-lua simulate: " + msg + " (content " + content_of(p) + ")\n");
+}
+
+TEST(Check, ScriptThatLoadsExitsZeroWithEmptyErrors) {
+  fs::path p = fs::temp_directory_path() / "switchlua-fine.lua";
+  std::ofstream(p) << "slurm.log_info('hello')\n"
+                      "function slurm_switch_job_start(job) return slurm.SUCCESS, {} end\n";
+  CmdResult r = run("check --json " + p.string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j, json::parse(R"({"content": ")" + content_of(p) + R"(", "errors": [],
+    "hooks": ["slurm_switch_job_start"], "loaded": true, "log": ["info: hello"],
+    "missing": ["slurm_switch_block_job_complete", "slurm_switch_setup_special_steps",
+                "slurm_switch_job_complete", "slurm_switch_step_preinit",
+                "slurm_switch_step_init", "slurm_switch_step_postfini"],
+    "script": ")" + p.string() +
+                           R"("})"));
+  r = run("check " + p.string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, p.string() + ": loaded (content " + content_of(p) +
+                       ")\n"
+                       "  log info: hello\n"
+                       "  missing slurm_switch_block_job_complete (default: false)\n"
+                       "  missing slurm_switch_setup_special_steps (default: false)\n"
+                       "  hook    slurm_switch_job_start\n"
+                       "  missing slurm_switch_job_complete (default: returns slurm.SUCCESS)\n"
+                       "  missing slurm_switch_step_preinit (default: returns slurm.SUCCESS)\n"
+                       "  missing slurm_switch_step_init (default: returns slurm.SUCCESS)\n"
+                       "  missing slurm_switch_step_postfini (default: returns slurm.SUCCESS)\n");
+}
+
+TEST(Simulate, ScriptThatDoesNotLoadExitsOneAndRunsNothing) {
+  // Issue 9 item 4: switch-lua(1) EXIT STATUS.
+  fs::path p = fs::temp_directory_path() / "switchlua-sim-broken.lua";
+  std::ofstream(p) << "local x = = 1\n";
+  CmdResult r = run("simulate " + p.string() + " --network fabric --json");
+  EXPECT_EQ(r.status, 1 << 8);
+  EXPECT_EQ(r.out, "switch-lua simulate: " + p.string() +
+                       ":1: unexpected symbol near '=' (content " + content_of(p) + ")\n");
 }
 
 TEST(Check, BrokenScriptNamesFileAndLine) {

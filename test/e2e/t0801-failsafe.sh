@@ -52,6 +52,71 @@ t_bad_edit() {
 		fail "no line saying the fixed version runs"
 }
 
+e2e_test "switch/lua: failsafe: a broken edit then scontrol reconfigure: the re-executed slurmctld keeps the last good version; nothing drained, requeued or cancelled; the error is logged once; a fix and a reconfigure run the new version" t_bad_edit_reconfigure
+t_bad_edit_reconfigure() {
+	local good ids id v
+	good=$(mktemp)
+	cp -p "$SCRIPT_H" "$good"
+	# shellcheck disable=SC2064 # $good is fixed now
+	trap "cp -p '$good' '$SCRIPT_H'; rm -f '$good'" EXIT
+	v=$(e2e_uniq)
+	# Version A: every call logs its chunk's line "failsafe version A<v>",
+	# and block_job_complete is true (the fixture's default is false).
+	printf '\nslurm.log_info("failsafe version %%s", "A%s")\n' "$v" >>"$SCRIPT_H"
+	printf 'function slurm_switch_block_job_complete() return true end\n' >>"$SCRIPT_H"
+	id=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id" COMPLETED 30
+	ctld_job "$id" " job_start: failsafe version A$v" >/dev/null || fail "version A did not run"
+	# The broken edit, and a reconfigure before any call sees it.
+	printf 'local x = = 1\n' >>"$SCRIPT_H"
+	c_root scontrol reconfigure || fail "scontrol reconfigure failed"
+	wait_log "$(ctld_log)" "switch/lua: reconfigure: /etc/slurm/switch.lua keeps its last good version \(content fnv1a64:[0-9a-f]{16}\) from the previous slurmctld" 30
+	wait_for 20 sh -c "'$E2E_CLUSTER' exec -- scontrol ping | grep -q UP" || fail "slurmctld is not UP after the reconfigure"
+	ids=""
+	for _ in 1 2 3; do ids="$ids $(submit -N2 --network=fs:ok --wrap=true)"; done
+	for id in $ids; do
+		wait_job "$id" COMPLETED 30
+		ctld_job "$id" " job_start: failsafe version A$v" >/dev/null || fail "JobId=$id did not run version A"
+		ctld_job "$id" " job_complete: failsafe version A$v" >/dev/null || fail "JobId=$id's teardown did not run version A"
+		if ctld_grep "JobId=$id (requeued|cancelled)"; then fail "JobId=$id was requeued or cancelled"; fi
+	done
+	for n in node1 node2; do assert_eq "" "$(drain_reason "$n")" "drain reason of $n"; done
+	assert_eq 1 "$(ctld_count "switch/lua: .*/etc/slurm/switch.lua changed \(content fnv1a64:[0-9a-f]{16}\) but is refused: /etc/slurm/switch.lua:[0-9]+: unexpected symbol near '='; calls keep running the last good version \(content fnv1a64:[0-9a-f]{16}\)$")" \
+		"error lines for the broken edit"
+	assert_eq 0 "$(ctld_count "switch/lua: .*(could not load the script|no version of it has passed yet|block_job_complete taken as false)")" \
+		"lines of a script that does not load"
+	ctld_grep "switch/lua: script /etc/slurm/switch.lua \(.*, block_job_complete=true\)" >/dev/null ||
+		fail "block_job_complete did not keep the last good version's answer (true) across the reconfigure"
+	# The fix (version B) and a reconfigure: B runs.
+	cp -p "$good" "$SCRIPT_H"
+	printf '\nslurm.log_info("failsafe version %%s", "B%s")\n' "$v" >>"$SCRIPT_H"
+	c_root scontrol reconfigure || fail "scontrol reconfigure failed"
+	wait_for 20 sh -c "'$E2E_CLUSTER' exec -- scontrol ping | grep -q UP" || fail "slurmctld is not UP after the reconfigure"
+	id=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id" COMPLETED 30
+	ctld_job "$id" " job_start: failsafe version B$v" >/dev/null || fail "version B did not run after the fix"
+	ctld_grep "switch/lua: .*/etc/slurm/switch.lua changed \(content fnv1a64:[0-9a-f]{16}, was fnv1a64:[0-9a-f]{16}\): it loads, calls now run it" >/dev/null ||
+		fail "no line saying the fixed version runs"
+}
+
+e2e_test "switch/lua: failsafe: a broken switch.lua at a cold slurmctld start is refused as before: the last good version does not carry over a restart" t_bad_edit_cold_start
+t_bad_edit_cold_start() {
+	local good id
+	good=$(mktemp)
+	cp -p "$SCRIPT_H" "$good"
+	# shellcheck disable=SC2064 # $good is fixed now
+	trap "cp -p '$good' '$SCRIPT_H'; rm -f '$good'; restart_ctld >/dev/null 2>&1 || true" EXIT
+	id=$(submit -N1 --network=fs:ok --wrap=true)
+	wait_job "$id" COMPLETED 30
+	printf 'local x = = 1\n' >>"$SCRIPT_H"
+	restart_ctld
+	wait_log "$(ctld_log)" "switch/lua: /etc/slurm/switch.lua \(content fnv1a64:[0-9a-f]{16}\) is refused: /etc/slurm/switch.lua:[0-9]+: unexpected symbol near '='; no version of it has passed yet, so calls fail to load it" 30
+	id=$(submit -N1 --no-requeue --network=fs:ok --wrap=true)
+	wait_job "$id" CANCELLED 30
+	assert_job_reason "$id" "^switch setup failed: switch/lua job_start could not load the script: /etc/slurm/switch.lua:[0-9]+: unexpected symbol near '='"
+	if ctld_grep "keeps its last good version" >/dev/null; then fail "the last good version carried over a cold start"; fi
+}
+
 e2e_test "switch/lua: failsafe: a 2 MiB log line in job_start and job_complete leaves the outcome right; the line is cut at 4096 bytes" t_huge_line
 t_huge_line() {
 	local id len
@@ -110,7 +175,10 @@ t_bad_reconfigure() {
 	wait_job "$id" COMPLETED 30
 }
 
-# e2e-config: --switch-type switch/lua --script test/e2e/lua/failsafe.lua --slurmctld-params switch_timeout=40
+# OverSubscribe=FORCE:20 (the default of the partition line that follows
+# the --extra lines) lets 20 jobs share a core, so that 30 jobs can be in
+# CONFIGURING at once on the 3 nodes of 2 CPUs.
+# e2e-config: --switch-type switch/lua --script test/e2e/lua/failsafe.lua --slurmctld-params switch_timeout=40 --extra 'PartitionName=DEFAULT OverSubscribe=FORCE:20'
 
 e2e_test "switch/lua: failsafe: a stopped supervisor (SIGSTOP) is replaced by the watchdog; its job gets its outcome long before switch_timeout" t_watchdog
 t_watchdog() {
@@ -125,4 +193,38 @@ t_watchdog() {
 	if kill -0 "$sup" 2>/dev/null; then fail "the stopped supervisor $sup still exists"; fi
 	id2=$(submit -N2 --network=fs:ok --wrap=true)
 	wait_job "$id2" COMPLETED 30
+}
+
+e2e_test "switch/lua: failsafe: 30 jobs configuring when the supervisor is stopped (SIGSTOP): the watchdog replaces it and every job gets its outcome within the watchdog bound, long before switch_timeout=40" t_watchdog_many
+# _hanging N: at least N job_start calls logged "hanging" since the test began.
+_hanging() { [ "$(ctld_count 'switch/lua: JobId=[0-9]+ job_start: hanging')" -ge "$1" ]; }
+t_watchdog_many() {
+	local ids="" id sup n t0 t1
+	for _ in $(seq 30); do
+		ids="$ids $(submit -n1 --no-requeue --network=fs:hang --wrap=true)"
+	done
+	wait_for 60 _hanging 30 ||
+		fail "not every job's job_start runs: $(ctld_count 'job_start: hanging') of 30"
+	n=0
+	for id in $ids; do
+		[ "$(job_state "$id")" = CONFIGURING ] && n=$((n + 1))
+	done
+	assert_eq 30 "$n" "jobs in CONFIGURING before the stop"
+	sup=$(our_supervisor)
+	[ -n "$sup" ] || fail "no supervisor process of this cluster"
+	t0=$(date +%s%N)
+	kill -STOP "$sup"
+	# The documented bound: a ping every 1 s, killed after 5 s without an
+	# answer; then each setup is handled as timed out (a failed setup).
+	for id in $ids; do wait_job "$id" CANCELLED 20; done
+	t1=$(date +%s%N)
+	note "30 jobs got their outcome $(((t1 - t0) / 1000000)) ms after the SIGSTOP (switch_timeout=40 s)"
+	for id in $ids; do
+		ctld_job "$id" ".*job_start was abandoned: switch-lua-supervisor \(pid $sup\) stopped answering for [0-9]+ ms \(watchdog bound 5 s\), killed with the call in flight" >/dev/null ||
+			fail "JobId=$id: no line naming the watchdog"
+		assert_job_reason "$id" "^switch setup (failed|timed out)"
+	done
+	if kill -0 "$sup" 2>/dev/null; then fail "the stopped supervisor $sup still exists"; fi
+	id=$(submit -N2 --network=fs:ok --wrap=true)
+	wait_job "$id" COMPLETED 30
 }
