@@ -21,6 +21,8 @@
 // file themselves and fail to load, as before any check.
 #pragma once
 
+#include "common/content_hash.hpp"
+
 #include <map>
 #include <optional>
 #include <string>
@@ -28,8 +30,7 @@
 
 namespace switchlua {
 
-/// "fnv1a64:" and 16 hex digits of the FNV-1a 64-bit hash of `bytes`.
-std::string content_hash(std::string_view bytes);
+// content_hash(): common/content_hash.hpp.
 
 class ScriptGuard {
 public:
