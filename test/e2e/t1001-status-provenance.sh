@@ -95,6 +95,7 @@ prov_job() {
 	local tag
 	tag=$(e2e_uniq)
 	FLAG=$E2E_ROOT/tmp/prov-$tag
+	CLEANUP+=("$FLAG")
 	ID=$(submit -N1 --network=prov --wrap="while [ ! -e /tmp/prov-$tag ]; do sleep 0.2; done; srun -N1 true")
 	wait_job "$ID" RUNNING 30
 	ctld_job "$ID" ' job_start accepted the job' >/dev/null || wait_log "$(ctld_log)" "switch/lua: JobId=$ID job_start accepted the job" 15
@@ -102,13 +103,15 @@ prov_job() {
 }
 
 # edit_script: append a comment to the script (another version, still
-# valid); prints nothing.  The test's EXIT trap restores it.
+# valid); prints nothing.  The test's EXIT trap restores it and removes the
+# flag files.
 edit_script() {
 	cp -p "$SCRIPT_H" "$E2E_ROOT/tmp/provenance.lua.orig"
 	# shellcheck disable=SC2064 # the paths are fixed now
-	trap "cp -p '$E2E_ROOT/tmp/provenance.lua.orig' '$SCRIPT_H'" EXIT
+	trap "mv '$E2E_ROOT/tmp/provenance.lua.orig' '$SCRIPT_H'; rm -f ${CLEANUP[*]}" EXIT
 	printf -- '-- edited by t1001 %s\n' "$(e2e_uniq)" >>"$SCRIPT_H"
 }
+CLEANUP=()
 
 e2e_test "switch/lua: provenance: the outcome lines name the script and the content hash switch-lua check prints" t_outcome_hash
 t_outcome_hash() {
@@ -145,6 +148,7 @@ t_match() {
 	prov_job
 	touch "$FLAG"
 	wait_job "$ID" COMPLETED 30
+	rm -f "$FLAG"
 	if log_since "$(slurmd_log "$NODE")" | grep -q "JobId=$ID .*script mismatch"; then fail "a mismatch was logged for the same script"; fi
 }
 
