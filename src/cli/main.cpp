@@ -3,7 +3,9 @@
 // switch-lua: try a switch.lua before it touches a cluster.
 //   switch-lua check FILE
 //   switch-lua simulate FILE --network STR [options]
+//   switch-lua status [--json] [--file PATH]
 #include "cli/simulate.hpp"
+#include "cli/status.hpp"
 #include "lua/trust.hpp"
 
 #include <CLI/CLI.hpp>
@@ -62,6 +64,8 @@ struct CliArgs {
   int timeout = 10, retries = 3;
   int kill_grace = static_cast<int>(switchlua::kDefaultSwitchKillGrace.count());
   std::string bjc = "auto", drain = "yes";
+  std::string status_file;
+  bool status_json = false;
 };
 
 const char *const kSlurmUserHelp =
@@ -75,6 +79,16 @@ CLI::App *add_check(CLI::App &app, CliArgs &a) {
   check->add_flag("--json", a.check_json, "machine-readable output");
   check->add_option("--slurm-user", a.slurm_user, kSlurmUserHelp);
   return check;
+}
+
+CLI::App *add_status(CLI::App &app, CliArgs &a) {
+  auto *st = app.add_subcommand("status", "print the controller's switch/lua counters "
+                                          "(from the status file slurmctld writes)");
+  st->add_option("--file", a.status_file,
+                 "the status file (default: StateSaveLocation/switch_lua.status, from "
+                 "$SLURM_CONF or /etc/slurm/slurm.conf)");
+  st->add_flag("--json", a.status_json, "machine-readable output");
+  return st;
 }
 
 void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
@@ -120,14 +134,21 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"switch-lua: check and simulate a switch/lua script (switch.lua(5))"};
+  CLI::App app{"switch-lua: check and simulate a switch/lua script (switch.lua(5)), show the "
+               "controller's counters"};
   app.require_subcommand(1);
   CliArgs a;
   switchlua::SimulateOptions so;
   auto *check = add_check(app, a);
   add_simulate(app, a, so);
+  auto *status = add_status(app, a);
 
   CLI11_PARSE(app, argc, argv);
+
+  if (status->parsed()) {
+    auto path = switchlua::status_file_path(a.status_file);
+    return path ? switchlua::run_status(*path, a.status_json) : 1;
+  }
 
   // One module search path whatever the caller's environment (switch.lua(5)).
   ::unsetenv("LUA_PATH");

@@ -29,6 +29,9 @@ struct RecordSpec {
   std::uint32_t max_version;   ///< newest version this build reads
   std::uint32_t fields;        ///< array length, magic and version included
   msgpack::unpack_limit limit; ///< msgpack limits (depth, sizes)
+  /// 0: the array has exactly `fields`; else from min_fields to `fields`
+  /// (older versions had fewer; the record checks which version has how many).
+  std::uint32_t min_fields = 0;
 };
 
 /// An unpacked record: keep `handle` alive while using `fields`.
@@ -52,7 +55,8 @@ inline Expected<Record> unpack_record(std::string_view bytes, const RecordSpec &
     return bad(oh.error().message);
   r.handle = std::move(*oh);
   const msgpack::object &o = r.handle.get();
-  if (o.type != msgpack::type::ARRAY || o.via.array.size != spec.fields)
+  const std::uint32_t least = spec.min_fields ? spec.min_fields : spec.fields;
+  if (o.type != msgpack::type::ARRAY || o.via.array.size > spec.fields || o.via.array.size < least)
     return bad("not a switch/lua record");
   r.fields = o.via.array.ptr;
   const msgpack::object &magic = r.fields[0];

@@ -6,6 +6,7 @@
 #include "ctld/config.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <fmt/format.h>
 #include <optional>
@@ -39,14 +40,16 @@ bool iequals(std::string_view a, std::string_view b) {
                                             [&](char x, char y) { return lower(x) == lower(y); });
 }
 
-/// One setting of ours.  `hi == 0`: a yes/no switch; else an integer in
-/// [lo, hi] (`unit` says what it counts).
+/// One setting of ours.  `hi == 0`: a two-word switch, `words` (0, 1):
+/// yes/no unless given; else an integer in [lo, hi] (`unit` says what it
+/// counts).
 struct Key {
   std::string_view name;
   std::uint64_t lo, hi;
   std::string_view unit;
   std::uint64_t (*get)(const CtldConfig &);
   void (*set)(CtldConfig &, std::uint64_t);
+  std::array<std::string_view, 2> words{"no", "yes"};
 };
 
 // clang-format off
@@ -72,6 +75,12 @@ const Key kKeys[] = {
   {"switch_lua_memory", 1, kMaxSwitchLuaMemory, "number of MiB",
    [](const CtldConfig &c) -> std::uint64_t { return c.lua_memory_mb; },
    [](CtldConfig &c, std::uint64_t v) { c.lua_memory_mb = static_cast<std::uint32_t>(v); }},
+  {"switch_status_interval", 0, kMaxSwitchStatusInterval, "number of seconds",
+   [](const CtldConfig &c) -> std::uint64_t { return c.status_interval; },
+   [](CtldConfig &c, std::uint64_t v) { c.status_interval = static_cast<std::uint32_t>(v); }},
+  {"switch_script_mismatch", 0, 0, "",
+   [](const CtldConfig &c) -> std::uint64_t { return c.mismatch_fails; },
+   [](CtldConfig &c, std::uint64_t v) { c.mismatch_fails = v != 0; }, {"warn", "fail"}},
 };
 // clang-format on
 
@@ -86,11 +95,12 @@ const Key *find_key(std::string_view name) {
 Expected<std::uint64_t> parse_value(const Key &k, const Token &t) {
   const std::string_view v = t.has_value ? t.value : "";
   if (k.hi == 0) {
-    if (iequals(v, "yes"))
+    if (iequals(v, k.words[1]))
       return 1;
-    if (iequals(v, "no"))
+    if (iequals(v, k.words[0]))
       return 0;
-    return fail(fmt::format("SlurmctldParameters: {}={}: must be yes or no", t.key, v));
+    return fail(fmt::format("SlurmctldParameters: {}={}: must be {} or {}", t.key, v, k.words[1],
+                            k.words[0]));
   }
   std::uint64_t n = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
@@ -101,7 +111,7 @@ Expected<std::uint64_t> parse_value(const Key &k, const Token &t) {
 }
 
 std::string value_text(const Key &k, std::uint64_t v) {
-  return k.hi == 0 ? (v ? "yes" : "no") : std::to_string(v);
+  return k.hi == 0 ? std::string(k.words[v ? 1 : 0]) : std::to_string(v);
 }
 
 /// Calls f(token) for each comma-separated token.

@@ -22,6 +22,12 @@
 //   switch_lua_memory=<MiB>         memory bound of the Lua state of each
 //                                   job_start / job_complete call; integer
 //                                   1..65536, default 256
+//   switch_status_interval=<seconds> seconds between the one-line status
+//                                   summaries in slurmctld.log; integer
+//                                   0..86400, default 0 (none)
+//   switch_script_mismatch=warn|fail what a slurmstepd does when the script it
+//                                   loads is not the one that ran job_start:
+//                                   log a warning (default) or fail the step
 //
 // switch_max_calls and switch_max_queue are read when the plugin starts
 // (slurmctld's start and every reconfigure, which restarts it in 24.11):
@@ -60,6 +66,7 @@ inline constexpr std::chrono::seconds kDefaultSwitchKillGrace{2};
 inline constexpr std::chrono::seconds kMaxSwitchKillGrace{300};
 inline constexpr std::uint32_t kDefaultSwitchLuaMemory = 256; ///< MiB (kDefaultCtldLuaMemoryLimit)
 inline constexpr std::uint32_t kMaxSwitchLuaMemory = 65536;
+inline constexpr std::uint32_t kMaxSwitchStatusInterval = 86400;
 
 /// The parsed settings.  A hook call keeps the timeout it started with
 /// across a reconfigure (the supervisor gets it with the request).
@@ -71,6 +78,10 @@ struct CtldConfig {
   std::uint32_t max_calls = kDefaultSwitchMaxCalls;                 ///< switch_max_calls
   std::uint32_t max_queue = kDefaultSwitchMaxQueue;                 ///< switch_max_queue
   std::uint32_t lua_memory_mb = kDefaultSwitchLuaMemory; ///< switch_lua_memory, MiB per call
+  std::uint32_t status_interval = 0; ///< switch_status_interval, seconds; 0: no summary lines
+  /// switch_script_mismatch=fail: a step whose slurmstepd loads another
+  /// script than the one that ran job_start fails (else: a warning).
+  bool mismatch_fails = false;
   bool operator==(const CtldConfig &) const = default;
 };
 
@@ -88,7 +99,8 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params);
 std::vector<std::string> slurmctld_parameters_warnings(std::string_view params);
 
 /// "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes
-/// switch_kill_grace=2 switch_max_calls=512 switch_max_queue=10000 switch_lua_memory=256".
+/// switch_kill_grace=2 switch_max_calls=512 switch_max_queue=10000 switch_lua_memory=256
+/// switch_status_interval=0 switch_script_mismatch=warn".
 std::string describe(const CtldConfig &c);
 
 /// The same settings as a SlurmctldParameters string that

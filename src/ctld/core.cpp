@@ -125,6 +125,11 @@ struct CtldCore::Impl {
   bool stopping = false;
   std::thread worker;
 
+  CtldStats stats{std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count()};
+  std::unique_ptr<StatusPublisher> publisher;
+
   /// The supervisor's size comes from SlurmctldParameters (switch_max_calls,
   /// switch_max_queue), fixed for the supervisor's life.
   static ClientOptions sized(ClientOptions c, const CtldConfig &cfg) {
@@ -146,6 +151,10 @@ struct CtldCore::Impl {
           std::make_unique<Journal>(opts.journal_path, [this](bool error, const std::string &l) {
             port.log(error ? LogLevel::Error : LogLevel::Info, l);
           });
+    publisher = std::make_unique<StatusPublisher>(
+        stats, opts.status_path, opts.script, opts.journal_path,
+        [this](LogLevel l, const std::string &line) { port.log(l, line); });
+    publisher->set_interval(cfg.status_interval);
     worker = std::thread([this] { run_worker(); });
   }
 
@@ -157,6 +166,7 @@ struct CtldCore::Impl {
     qcv.notify_all();
     worker.join();
     client.shutdown();
+    publisher.reset(); // a last write, with the calls shutdown() abandoned
   }
 
   void on_script_log(CallId id, LogLevel l, std::string_view text) {
@@ -342,6 +352,7 @@ struct CtldCore::Impl {
       {
         std::lock_guard g(mu);
         calls.erase(cid);
+        stats.call_done(cid, out);
       }
       port.log(LogLevel::Verbose, fmt::format("switch/lua: JobId={} job_complete (attempt {}) {}",
                                               job_id, attempt, describe(out)));
@@ -349,10 +360,12 @@ struct CtldCore::Impl {
     });
     if (!id) {
       Outcome out{.kind = OutcomeKind::SpawnFailed, .message = id.error().message};
+      stats.call_refused(Hook::JobComplete, out);
       enqueue({job_id, 0, EventKind::TeardownResult, out, attempt});
       return;
     }
     calls[*id] = {job_id, Hook::JobComplete};
+    stats.call_submitted(*id, Hook::JobComplete, lane_of(Hook::JobComplete, o.job.batch));
   }
 
   /// The result of an orphan teardown (R_ORPHAN_OK / -RETRY / -FAIL).
@@ -375,6 +388,7 @@ struct CtldCore::Impl {
     } else if (again && o.retries < cfg.switch_retries) {
       o.retries++;
       orphan_wait.insert(attempt);
+      stats.action(ActionKind::ScheduleRetry);
       port.log(LogLevel::Info,
                fmt::format("switch/lua: JobId={} job_complete for attempt {} (job record gone) "
                            "{}: running it again at the next periodic check (retry {} of {}) "
@@ -390,6 +404,7 @@ struct CtldCore::Impl {
             LogLevel::Error,
             fmt::format("switch/lua: JobId={} draining {}: {} (R_ORPHAN_FAIL)", id, nodes, reason));
         port.drain(nodes, reason);
+        stats.action(ActionKind::DrainNodes);
       } else {
         port.log(
             LogLevel::Error,
@@ -412,6 +427,13 @@ struct CtldCore::Impl {
     for (const Action &a : r.actions)
       if (a.kind == ActionKind::RunJobStart)
         r.next.job.attempt = next_attempt(); // a new setup attempt
+    if (e.kind == EventKind::SetupResult && e.outcome && r.next.jobinfo && !it->second.jobinfo)
+      r.next.script_hash = e.outcome->script_hash; // the stepinfo carries it
+    if (e.kind == EventKind::TeardownResult && e.outcome &&
+        e.outcome->kind == OutcomeKind::Returned)
+      for (Action &a : r.actions) // the rule's line is the outcome line of job_complete
+        if (a.kind == ActionKind::Log)
+          a.reason += fmt::format(" ({})", script_ref(e.outcome->script_hash));
     journal_step(it->second, e, r);
     it->second = r.next;
     port.log(LogLevel::Debug,
@@ -425,7 +447,16 @@ struct CtldCore::Impl {
       retry_wait.erase(job_id);
       port.forget(job_id);
     }
+    stats.set_jobs(jobs.size());
     port.save_state();
+  }
+
+  /// "script /etc/slurm/switch.lua content fnv1a64:..." (switch.lua(5),
+  /// PROVENANCE); without a hash when no version of the script had passed.
+  std::string script_ref(const std::string &hash) const {
+    if (hash.empty())
+      return fmt::format("script {}", opts.script);
+    return fmt::format("script {} content {}", opts.script, hash);
   }
 
   void submit(const JobSwitchState &s, Hook h, std::optional<MsgpackBytes> jobinfo,
@@ -442,7 +473,12 @@ struct CtldCore::Impl {
         result_kind == EventKind::LateTeardownResult ? " for a late setup result" : "";
     const auto timeout = cfg.switch_timeout.count();
     // "started" when the call's process gets the request, not when queued.
-    auto on_started = [this, job_id, h, late, timeout](CallId, std::chrono::milliseconds queued) {
+    auto on_started = [this, job_id, h, late, timeout](CallId cid,
+                                                       std::chrono::milliseconds queued) {
+      {
+        std::lock_guard g(mu); // after call_submitted()
+        stats.call_started(cid, queued);
+      }
       port.log(LogLevel::Info,
                fmt::format("switch/lua: JobId={} {} started{} (queued {} ms, switch_timeout={} s)",
                            job_id, hook_name(h), late, queued.count(), timeout));
@@ -454,6 +490,7 @@ struct CtldCore::Impl {
           {
             std::lock_guard g(mu);
             calls.erase(cid);
+            stats.call_done(cid, o);
             stopping_now = frozen;
           }
           if (stopping_now && o.kind == OutcomeKind::Abandoned)
@@ -469,10 +506,12 @@ struct CtldCore::Impl {
         on_started);
     if (!id) {
       Outcome o{.kind = OutcomeKind::SpawnFailed, .message = id.error().message};
+      stats.call_refused(h, o);
       enqueue({job_id, gen, result_kind, o});
       return;
     }
     calls[*id] = {job_id, h};
+    stats.call_submitted(*id, h, lane_of(h, s.job.batch));
   }
 
   /// The outcome line of a call (switch_lua.conf(5), FOLLOWING A JOB IN THE
@@ -481,8 +520,9 @@ struct CtldCore::Impl {
   /// the same level.  The state machine's own line then says what it means.
   void log_outcome(std::uint32_t job_id, Hook h, const Outcome &o) {
     const LogLevel level = outcome_is_failure(h, o) ? LogLevel::Error : LogLevel::Info;
-    port.log(level, fmt::format("switch/lua: JobId={} {} {} (queued {} ms, ran {} ms)", job_id,
-                                hook_name(h), describe(o), o.queued.count(), o.elapsed.count()));
+    port.log(level, fmt::format("switch/lua: JobId={} {} {} (queued {} ms, ran {} ms; {})", job_id,
+                                hook_name(h), describe(o), o.queued.count(), o.elapsed.count(),
+                                script_ref(o.script_hash)));
     if (o.kind != OutcomeKind::LuaError && o.kind != OutcomeKind::LoadFailed)
       return;
     std::string_view rest(o.message);
@@ -504,6 +544,7 @@ struct CtldCore::Impl {
     std::uint32_t id = s.job.job_id;
     const std::string nodes = s.job.nodes.value_or("");
     for (const Action &a : actions) {
+      stats.action(a.kind);
       switch (a.kind) {
       case ActionKind::RunJobStart:
         submit(s, Hook::JobStart, std::nullopt, EventKind::SetupResult);
@@ -706,6 +747,7 @@ std::optional<JobSwitchState> CtldCore::state_of(std::uint32_t job_id) const {
 void CtldCore::set_config(const CtldConfig &c) {
   std::lock_guard g(impl_->mu);
   impl_->cfg = c;
+  impl_->publisher->set_interval(c.status_interval);
 }
 
 CtldConfig CtldCore::config() const {
@@ -753,6 +795,14 @@ void CtldCore::retry_now() {
 std::size_t CtldCore::calls_in_flight() const {
   std::lock_guard g(impl_->mu);
   return impl_->calls.size();
+}
+
+StatsSnapshot CtldCore::stats() const {
+  return impl_->stats.snapshot();
+}
+
+void CtldCore::publish_status() {
+  impl_->publisher->publish();
 }
 
 } // namespace switchlua

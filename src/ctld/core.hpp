@@ -21,6 +21,7 @@
 #include "ctld/config.hpp"
 #include "ctld/job_fsm.hpp"
 #include "ctld/journal.hpp"
+#include "ctld/stats.hpp"
 #include "supervisor/client.hpp"
 
 #include <chrono>
@@ -64,6 +65,9 @@ struct CoreOptions {
   /// The journal file (ctld/journal.hpp), e.g.
   /// "<StateSaveLocation>/switch_lua.journal"; empty: no journal.
   std::string journal_path;
+  /// The status file (ctld/stats.hpp), e.g.
+  /// "<StateSaveLocation>/switch_lua.status"; empty: none.
+  std::string status_path;
 };
 
 /// What the glue must do with a recovered job's launch (recover_job()).
@@ -132,6 +136,10 @@ public:
   void retry_now();
   /// Number of hook calls in flight.
   std::size_t calls_in_flight() const;
+  /// The counters (switch-lua(1), STATUS), a copy.
+  StatsSnapshot stats() const;
+  /// Writes the status file now (tests; a thread does it every second).
+  void publish_status();
 
 private:
   struct Impl;

@@ -89,6 +89,9 @@ struct JobSwitchState {
   std::uint32_t retries = 0;           ///< EAGAIN retries used so far (<= switch_retries)
   std::uint64_t generation = 0;        ///< bumped per hook call; stale results are ignored
   bool recovered = false;              ///< loaded after a restart: no call is in flight
+  /// content_hash() of the script whose job_start returned `jobinfo` (the
+  /// stepinfo carries it to each slurmstepd); empty when unknown.
+  std::string script_hash;
   bool operator==(const JobSwitchState &) const = default;
 };
 

@@ -86,6 +86,13 @@ Expected<JobSwitchState> decode_v1(const msgpack::object_map &m) {
   if (!gen)
     return Unexpected<Error>{gen.error()};
   s.generation = (*gen)->via.u64;
+  // Optional (records written before it have none): the job_start script's
+  // content hash.
+  if (auto sc = field(m, "script", msgpack::type::STR)) {
+    s.script_hash.assign((*sc)->via.str.ptr, (*sc)->via.str.size);
+  } else if (sc.error().message.find("is missing") == std::string::npos) {
+    return Unexpected<Error>{sc.error()};
+  }
   s.recovered = true;
   return s;
 }
@@ -102,7 +109,7 @@ std::string encode_job_state(const JobSwitchState *s) {
     pk.pack_nil();
     return std::string(buf.data(), buf.size());
   }
-  pk.pack_map(8);
+  pk.pack_map(s->script_hash.empty() ? 8 : 9);
   pk.pack(std::string_view("state"));
   pk.pack(job_state_name(s->state));
   std::string job = s->job.to_msgpack();
@@ -126,6 +133,10 @@ std::string encode_job_state(const JobSwitchState *s) {
   pk.pack(s->retries);
   pk.pack(std::string_view("gen"));
   pk.pack(s->generation);
+  if (!s->script_hash.empty()) {
+    pk.pack(std::string_view("script"));
+    pk.pack(s->script_hash);
+  }
   return std::string(buf.data(), buf.size());
 }
 

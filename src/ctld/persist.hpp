@@ -16,7 +16,11 @@
 //               "retries": uint, "gen": uint } ]
 // Version 2 (kPersistVersion) adds the job's submit_time and attempt inside
 // "job" and the states SetupUndoing / SetupUndoingEnded; version 1 records
-// (no submit_time / attempt: read as 0) decode as before.  A decoder of version N
+// (no submit_time / attempt: read as 0) decode as before.  Any version may
+// carry "script": <str>, the content hash of the script whose job_start
+// returned the jobinfo (JobSwitchState::script_hash); a record without it
+// reads as "" (unknown), and a plugin that predates it ignores the key, so
+// it needs no new version in either direction.  A decoder of version N
 // reads every version <= N; a newer version is refused with an error (the
 // job's switch state is then lost and logged, never invented).
 #pragma once

@@ -5,6 +5,7 @@
 // Script::load (fresh state, chunk-return check) and Script::call (one hook
 // call under lua_pcall with a traceback handler, then the contract parser).
 #include "lua/runtime.hpp"
+#include "common/content_hash.hpp"
 #include "lua/codec.hpp"
 #include "lua/detail.hpp"
 #include "lua/trust.hpp"
@@ -112,6 +113,7 @@ struct MemoryBound {
 struct Script::Impl {
   lua_State *L = nullptr;
   std::string path;
+  std::string hash; // content_hash() of the bytes loaded
   LogSink sink;
   MemoryBound memory;
 
@@ -131,6 +133,10 @@ Script::~Script() = default;
 
 const std::string &Script::path() const {
   return impl_->path;
+}
+
+const std::string &Script::hash() const {
+  return impl_->hash;
 }
 
 lua_State *Script::state() {
@@ -242,6 +248,7 @@ Expected<Script> Script::load_impl(const std::string &path, const std::string_vi
     given = file_bytes;
     source = &given;
   }
+  impl->hash = content_hash(*source);
 
   lua_pushcfunction(L, l_open_state);
   lua_pushlightuserdata(L, &impl->sink);

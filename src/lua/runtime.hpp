@@ -165,6 +165,10 @@ public:
 
   /// The path given to load().
   const std::string &path() const;
+  /// content_hash() (common/content_hash.hpp) of the bytes loaded, e.g.
+  /// "fnv1a64:9b1f0c2d4e5f6a7b": what `switch-lua check` prints and the
+  /// step hooks compare with the stepinfo's (switch.lua(5), PROVENANCE).
+  const std::string &hash() const;
   /// The script's state, for tests and tools; owned by the Script.
   lua_State *state();
 

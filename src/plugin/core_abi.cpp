@@ -142,12 +142,32 @@ void copy_out(const std::string &bytes, char **buf, size_t *len) {
 struct Stepd {
   slc_log_fn log = nullptr;
   std::optional<StepHooks> hooks;
+  bool compared = false; ///< provenance checked (once per slurmstepd: one step)
+  bool mismatch_fails_step = false;
 };
 Stepd g_stepd;
 
 void stepd_log(LogLevel l, std::string_view text) {
   if (g_stepd.log)
     g_stepd.log(static_cast<int>(l), utf8_sanitize(fmt::format("switch/lua: {}", text)).c_str());
+}
+
+/// Compares the script this slurmstepd loaded with the one whose job_start
+/// set the job up (the stepinfo's hash; switch.lua(5), PROVENANCE).  A
+/// mismatch is logged with both hashes, the node and the step; returns
+/// false when the step must fail (switch_script_mismatch=fail).
+bool provenance_matches(const StepArgs &a, const Stepinfo &si) {
+  const std::string &here = g_stepd.hooks->script().hash();
+  if (si.script_hash.empty() || si.script_hash == here)
+    return true;
+  stepd_log(
+      LogLevel::Error,
+      fmt::format("{}: script mismatch: {} here has content {}, but job_start ran content "
+                  "{} on slurmctld; {} (switch_script_mismatch={})",
+                  step_tag(a), g_stepd.hooks->script().path(), here, si.script_hash,
+                  si.mismatch_fails ? "the step fails" : "the step runs with this node's copy",
+                  si.mismatch_fails ? "fail" : "warn"));
+  return !si.mismatch_fails;
 }
 
 /// Runs one step hook; nullopt when it must not run (no script, no stepinfo).
@@ -176,6 +196,16 @@ std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *inf
   a.network = opt(step->network);
   a.batch = step->batch;
   a.sluid = si->sluid;
+  if (!g_stepd.compared) {
+    g_stepd.compared = true;
+    g_stepd.mismatch_fails_step = !provenance_matches(a, *si);
+  }
+  if (g_stepd.mismatch_fails_step) {
+    StepVerdict v;
+    v.kind = StepVerdict::Kind::FailStep; // preinit fails: init and postfini never run
+    v.rc = -1;
+    return v;
+  }
   return call(a, &si->jobinfo);
 }
 
@@ -245,6 +275,7 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
       if (!kept.empty())
         ops->log(kept.find(" is lost ") != std::string::npos ? SLC_LOG_ERROR : SLC_LOG_INFO,
                  fmt::format("switch/lua: {}", kept).c_str());
+      o.status_path = fmt::format("{}/switch_lua.status", state_dir);
     }
     if (const char *conf = std::getenv("SLURM_CONF"))
       o.client.child_env.push_back(fmt::format("SLURM_CONF={}", conf));
@@ -405,7 +436,11 @@ int slc_ctld_stepinfo(void *handle, char **buf, size_t *len) {
   auto s = g_ctld->core->state_of(h->job_id);
   if (!s || !s->jobinfo)
     return 0;
-  copy_out(encode_stepinfo({.jobinfo = *s->jobinfo, .sluid = s->job.sluid}), buf, len);
+  copy_out(encode_stepinfo({.jobinfo = *s->jobinfo,
+                            .sluid = s->job.sluid,
+                            .script_hash = s->script_hash,
+                            .mismatch_fails = g_ctld->core->config().mismatch_fails}),
+           buf, len);
   return 1;
 }
 

@@ -7,7 +7,16 @@
 // job_start returned, plus the job's SLUID text (24.11 has no step sluid;
 // the controller copies it from the job at build time).
 //
-// Encoding (msgpack): [ "swlua-step", <version>, <bin: jobinfo msgpack>, <str: sluid> | nil ]
+// Encoding (msgpack):
+//   version 1: [ "swlua-step", 1, <bin: jobinfo msgpack>, <str: sluid> | nil ]
+//   version 2: [ "swlua-step", 2, <bin: jobinfo msgpack>, <str: sluid> | nil,
+//                { "script": <str: content hash>, "mismatch": "warn" | "fail" } ]
+// Version 2 adds the provenance of job_start's script (switch.lua(5),
+// PROVENANCE); the map ignores keys it does not know, so later additions
+// need no new version.  A decoder reads versions 1 and 2 (a version 1
+// record has no provenance: nothing to compare).  A slurmstepd of a plugin
+// that only reads version 1 refuses version 2 and skips the step hooks:
+// upgrade slurmd with slurmctld.
 #pragma once
 
 #include "common/expected.hpp"
@@ -19,11 +28,17 @@
 
 namespace switchlua {
 
-inline constexpr std::uint32_t kStepinfoVersion = 1;
+inline constexpr std::uint32_t kStepinfoVersion = 2;
 
 struct Stepinfo {
   MsgpackBytes jobinfo;             ///< the Lua table job_start returned, msgpack
   std::optional<std::string> sluid; ///< the job's SLUID text
+  /// content_hash() of the script whose job_start returned `jobinfo`; empty:
+  /// unknown (a version 1 record, or a state restored without it).
+  std::string script_hash;
+  /// SlurmctldParameters switch_script_mismatch=fail: a slurmstepd whose
+  /// script differs fails the step (else it warns).
+  bool mismatch_fails = false;
   bool operator==(const Stepinfo &) const = default;
 };
 

@@ -53,6 +53,10 @@ struct Outcome {
   std::vector<pid_t> escapees;
   std::chrono::milliseconds elapsed{0}; ///< process got the request (dispatch) to reap
   std::chrono::milliseconds queued{0};  ///< waited in the supervisor's lane before that
+  /// content_hash() of the script bytes the call ran (the supervisor's last
+  /// good version, supervisor/script_guard.hpp); empty when no version had
+  /// passed (the runner read the file itself) or the call never started.
+  std::string script_hash;
 };
 
 /// What the supervisor saw of one finished call; input of classify().

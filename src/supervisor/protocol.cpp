@@ -146,7 +146,7 @@ void pack_frame(Packer &pk, const ResultFrame &f) {
 
 void pack_frame(Packer &pk, const OutcomeFrame &f) {
   const Outcome &o = f.outcome;
-  pack_header(pk, "outcome", 11);
+  pack_header(pk, "outcome", o.script_hash.empty() ? 11 : 12);
   pack_str(pk, "id");
   pk.pack(f.id);
   pack_str(pk, "kind");
@@ -174,6 +174,10 @@ void pack_frame(Packer &pk, const OutcomeFrame &f) {
   pk.pack(static_cast<std::int64_t>(o.elapsed.count()));
   pack_str(pk, "queued_ms");
   pk.pack(static_cast<std::int64_t>(o.queued.count()));
+  if (!o.script_hash.empty()) {
+    pack_str(pk, "script_hash");
+    pack_str(pk, o.script_hash);
+  }
 }
 
 void pack_frame(Packer &pk, const PingFrame &f) {
@@ -517,6 +521,8 @@ Expected<Frame> read_outcome(Reader &r) {
   }
   o.elapsed = std::chrono::milliseconds(r.i64("elapsed_ms"));
   o.queued = std::chrono::milliseconds(r.i64("queued_ms"));
+  if (r.get("script_hash", false) != nullptr)
+    o.script_hash = r.str("script_hash");
   return finish(r, f);
 }
 

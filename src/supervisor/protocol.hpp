@@ -20,7 +20,7 @@
 //                          log       {id, level, text}       as they arrive
 //                          outcome   {id, kind, ret, message, exit_status, signal,
 //                                     late_return, late_exit, escapees, elapsed_ms,
-//                                     queued_ms}
+//                                     queued_ms, script_hash (optional)}
 //
 //   std::string wire = encode_frame(LogFrame{.id = 7, .level = LogLevel::Info, .text = "hi"});
 //   FrameDecoder d;

@@ -27,15 +27,6 @@ bool same_file_state(const struct stat &a, const struct stat &b) {
 
 } // namespace
 
-std::string content_hash(std::string_view bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return fmt::format("fnv1a64:{:016x}", h);
-}
-
 std::optional<ScriptGuard::Candidate> ScriptGuard::check(const std::string &path) {
   Entry &e = entries_[path];
   struct stat st {};

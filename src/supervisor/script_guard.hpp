@@ -35,6 +35,7 @@
 #pragma once
 
 #include "common/expected.hpp"
+#include "common/content_hash.hpp"
 
 #include <map>
 #include <optional>
@@ -43,8 +44,7 @@
 
 namespace switchlua {
 
-/// "fnv1a64:" and 16 hex digits of the FNV-1a 64-bit hash of `bytes`.
-std::string content_hash(std::string_view bytes);
+// content_hash(): common/content_hash.hpp.
 
 class ScriptGuard {
 public:

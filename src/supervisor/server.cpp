@@ -134,13 +134,16 @@ void Server::start_next_calls() {
       return start_validation(std::move(*changed), from->front().req);
     Waiting w = std::move(from->front());
     from->pop_front();
-    if (const ScriptGuard::Version *good = guard_.good(w.req.script))
+    std::string hash;
+    if (const ScriptGuard::Version *good = guard_.good(w.req.script)) {
       w.req.source = good->bytes; // never a version that did not pass
-    dispatch(std::move(w.req), w.queued_at);
+      hash = good->hash;
+    }
+    dispatch(std::move(w.req), w.queued_at, std::move(hash));
   }
 }
 
-void Server::dispatch(RequestFrame req, Clock::time_point queued_at) {
+void Server::dispatch(RequestFrame req, Clock::time_point queued_at, std::string script_hash) {
   const CallId id = req.id;
   if (active_.count(id) != 0) {
     Outcome o;
@@ -159,8 +162,9 @@ void Server::dispatch(RequestFrame req, Clock::time_point queued_at) {
     }
     client_->send(encode_frame(LogFrame{cid, level, std::string(text)}));
   };
-  cb.on_done = [this, queued](CallId cid, Outcome o) {
+  cb.on_done = [this, queued, script_hash = std::move(script_hash)](CallId cid, Outcome o) {
     o.queued = queued;
+    o.script_hash = script_hash;
     on_call_done(cid, std::move(o));
   };
   cb.sweep = [this](const Call &c) { return sweep(c); };

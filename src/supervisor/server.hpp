@@ -83,7 +83,10 @@ private:
   void on_sigchld();
   void start_wait_sigterm();
   void start_next_calls();
-  void dispatch(RequestFrame req, std::chrono::steady_clock::time_point queued_at);
+  /// Starts `req`; its outcome carries `script_hash`, the content of the
+  /// bytes it runs (empty: the runner reads the file itself).
+  void dispatch(RequestFrame req, std::chrono::steady_clock::time_point queued_at,
+                std::string script_hash);
   std::optional<RunnerProcess> take_idle_runner();
   void refill_idle_runners();
   void on_call_done(CallId id, Outcome o);

@@ -518,6 +518,7 @@ TEST(Simulate, AFailedStepFailsAnInteractiveJobButNotABatchJob) {
 std::string normalize_run(std::string s) {
   s = std::regex_replace(s, std::regex(R"((^|\n) *[0-9]+ ms  )"), "$1T ms  ");
   s = std::regex_replace(s, std::regex(R"((queued|ran) [0-9]+ ms)"), "$1 N ms");
+  s = std::regex_replace(s, std::regex("fnv1a64:[0-9a-f]{16}"), "fnv1a64:H");
   return std::regex_replace(s, std::regex("SLUID=s[0-9A-Z]{13}"), "SLUID=S");
 }
 

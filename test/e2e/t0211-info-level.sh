@@ -16,11 +16,11 @@ t_info_ok() {
 	local id
 	id=$(submit --network=fabric --wrap=true)
 	wait_job "$id" COMPLETED 30
-	ctld_grep "\] switch/lua: JobId=$id job_start returned rc=0 with jobinfo \(queued [0-9]+ ms, ran [0-9]+ ms\)$" >/dev/null ||
+	ctld_grep "\] switch/lua: JobId=$id job_start returned rc=0 with jobinfo \(queued [0-9]+ ms, ran [0-9]+ ms; script /etc/slurm/switch.lua content fnv1a64:[0-9a-f]{16}\)$" >/dev/null ||
 		fail "no info-level 'job_start returned rc=0 with jobinfo' line"
 	ctld_grep "\] switch/lua: JobId=$id job_start accepted the job: jobinfo stored, job may launch$" >/dev/null ||
 		fail "no 'accepted the job' line"
-	ctld_grep "\] switch/lua: JobId=$id job_complete returned rc=0 \(slurm.SUCCESS\)$" >/dev/null ||
+	ctld_grep "\] switch/lua: JobId=$id job_complete returned rc=0 \(slurm.SUCCESS\) \(script /etc/slurm/switch.lua content fnv1a64:[0-9a-f]{16}\)$" >/dev/null ||
 		fail "no 'job_complete returned rc=0' line"
 	assert_eq 0 "$(ctld_count "\\] debug[0-9]?: ")" "debug lines at SlurmctldDebug=info"
 }
@@ -30,7 +30,7 @@ t_info_error() {
 	local id
 	id=$(submit --no-requeue --network=crash --wrap=true)
 	wait_job "$id" CANCELLED 30
-	ctld_grep "\] error: switch/lua: JobId=$id job_start raised a Lua error: /etc/slurm/switch.lua:9: fabric manager refused the VNI \(queued [0-9]+ ms, ran [0-9]+ ms\)$" >/dev/null ||
+	ctld_grep "\] error: switch/lua: JobId=$id job_start raised a Lua error: /etc/slurm/switch.lua:9: fabric manager refused the VNI \(queued [0-9]+ ms, ran [0-9]+ ms; script /etc/slurm/switch.lua content fnv1a64:[0-9a-f]{16}\)$" >/dev/null ||
 		fail "no error-level 'raised a Lua error' line"
 	ctld_grep "\] error: switch/lua: JobId=$id job_start traceback: stack traceback:$" >/dev/null ||
 		fail "no traceback header"
@@ -44,7 +44,7 @@ t_info_error() {
 
 e2e_test "switch/lua: SlurmctldParameters: a misspelt switch_* key is named at start; keys are read case-insensitively" t_params
 t_params() {
-	grep -E "\] error: switch/lua: SlurmctldParameters: switch_timout is not a switch/lua setting and is ignored \(the settings are switch_timeout, switch_retries, switch_drain_on_failure, switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory\): check its spelling$" "$(ctld_log)" >/dev/null ||
+	grep -E "\] error: switch/lua: SlurmctldParameters: switch_timout is not a switch/lua setting and is ignored \(the settings are switch_timeout, switch_retries, switch_drain_on_failure, switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, switch_status_interval, switch_script_mismatch\): check its spelling$" "$(ctld_log)" >/dev/null ||
 		fail "no warning naming switch_timout in slurmctld.log"
 	grep -E "\] switch/lua: script /etc/slurm/switch.lua \(switch_timeout=7 switch_retries=3 " "$(ctld_log)" >/dev/null ||
 		fail "Switch_Timeout=7 was not read"

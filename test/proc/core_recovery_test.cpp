@@ -5,6 +5,7 @@
 // a setup the journal says returned is restored and not run again, an
 // attempt the journal says is over is forgotten, and an attempt no job
 // record carries is torn down with its own job table and jobinfo.
+#include "common/content_hash.hpp"
 #include "ctld/core.hpp"
 #include "ctld/persist.hpp"
 #include "fake_slurm.hpp"
@@ -18,6 +19,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -247,4 +249,53 @@ TEST(CoreLate, LateTeardownResultIsLoggedAfterTheRegularTeardownFinished) {
   EXPECT_TRUE(settle(core, [&] { return slurm.logged(want); })) << slurm.all_logs();
   EXPECT_EQ(slurm.level_of(want), LogLevel::Error);
   EXPECT_FALSE(slurm.did_starting("drain ")) << slurm.all_logs();
+}
+
+// The engine feeds the counters (ctld/stats.hpp) and keeps the provenance
+// of job_start's script (switch.lua(5), Provenance): two jobs set up and
+// torn down with the real supervisor.
+TEST(CoreStats, TwoJobsGiveTheirCountsTheStatusFileAndTheScriptHash) {
+  TempDir d;
+  FakeSlurm slurm;
+  CoreOptions o = options(d);
+  o.status_path = (d.dir / "switch_lua.status").string();
+  CtldCore core(o, slurm);
+  std::ifstream in(o.script, std::ios::binary);
+  const std::string hash = content_hash(
+      std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+  for (std::uint32_t id : {7u, 8u})
+    ASSERT_TRUE(core.job_start(job(id, 1000 + id), false));
+  ASSERT_TRUE(settle(core, [&] {
+    return core.state_of(7)->state == JobState::Running &&
+           core.state_of(8)->state == JobState::Running;
+  })) << slurm.all_logs();
+  EXPECT_EQ(core.state_of(7)->script_hash, hash) << "kept for the stepinfo";
+  EXPECT_TRUE(slurm.logged("switch/lua: JobId=7 job_start returned rc=0 with jobinfo (queued "))
+      << slurm.all_logs();
+  EXPECT_TRUE(slurm.logged(fmt::format(" ms; script {} content {})", o.script, hash)))
+      << slurm.all_logs();
+  for (std::uint32_t id : {7u, 8u})
+    core.job_complete(id);
+  ASSERT_TRUE(settle(core, [&] { return !core.state_of(7) && !core.state_of(8); }))
+      << slurm.all_logs();
+  EXPECT_TRUE(slurm.logged(fmt::format(
+      "switch/lua: JobId=8 job_complete returned rc=0 (slurm.SUCCESS) (script {} content {})",
+      o.script, hash)))
+      << slurm.all_logs();
+  const StatsSnapshot s = core.stats();
+  EXPECT_EQ(s.outcomes.at("job_start").at("ok"), 2u);
+  EXPECT_EQ(s.outcomes.at("job_complete").at("ok"), 2u);
+  EXPECT_EQ(s.round_trip.at("job_start").count, 2u);
+  EXPECT_EQ(s.lanes[static_cast<std::size_t>(Lane::Interactive)].started, 2u);
+  EXPECT_EQ(s.lanes[static_cast<std::size_t>(Lane::Teardown)].started, 2u);
+  EXPECT_EQ(s.in_flight, 0u);
+  EXPECT_EQ(s.running, 0u);
+  EXPECT_EQ(s.jobs, 0u);
+  EXPECT_EQ(s.requeues + s.cancels + s.drains + s.retries + s.timeouts, 0u);
+  core.publish_status();
+  std::ifstream status(o.status_path);
+  const std::string text((std::istreambuf_iterator<char>(status)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"job_start\": {\n      \"calls\": 2,"), std::string::npos) << text;
+  EXPECT_NE(text.find(fmt::format("\"script\": \"{}\"", o.script)), std::string::npos) << text;
 }

@@ -18,6 +18,18 @@ TEST(Config, DefaultsAreFinite) {
   EXPECT_EQ(c->max_queue, 10000u);
   EXPECT_EQ(c->switch_kill_grace.count(), 2);
   EXPECT_EQ(c->lua_memory_mb, 256u);
+  EXPECT_EQ(c->status_interval, 0u) << "no summary lines unless asked";
+  EXPECT_FALSE(c->mismatch_fails) << "a script mismatch only warns unless asked";
+}
+
+TEST(Config, ReadsStatusIntervalAndScriptMismatch) {
+  auto c = parse_slurmctld_parameters("switch_status_interval=300,Switch_Script_Mismatch=FAIL");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->status_interval, 300u);
+  EXPECT_TRUE(c->mismatch_fails);
+  c = parse_slurmctld_parameters("switch_script_mismatch=warn");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_FALSE(c->mismatch_fails);
 }
 
 TEST(Config, ReadsTheLaneSizes) {
@@ -27,18 +39,21 @@ TEST(Config, ReadsTheLaneSizes) {
   EXPECT_EQ(c->max_queue, 1u);
   EXPECT_EQ(describe(*c), "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes "
                           "switch_kill_grace=2 switch_max_calls=4096 switch_max_queue=1 "
-                          "switch_lua_memory=256");
+                          "switch_lua_memory=256 switch_status_interval=0 "
+                          "switch_script_mismatch=warn");
 }
 
 TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
   // What a reconfigure with a bad value falls back to (core_abi.cpp).
   auto c = parse_slurmctld_parameters("switch_timeout=7,switch_retries=0,switch_drain_on_failure="
                                       "no,switch_kill_grace=0,switch_max_calls=9,"
-                                      "switch_max_queue=3,switch_lua_memory=64");
+                                      "switch_max_queue=3,switch_lua_memory=64,"
+                                      "switch_status_interval=60,switch_script_mismatch=fail");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(to_slurmctld_parameters(*c),
             "switch_timeout=7,switch_retries=0,switch_drain_on_failure=no,switch_kill_grace=0,"
-            "switch_max_calls=9,switch_max_queue=3,switch_lua_memory=64");
+            "switch_max_calls=9,switch_max_queue=3,switch_lua_memory=64,"
+            "switch_status_interval=60,switch_script_mismatch=fail");
   auto back = parse_slurmctld_parameters(to_slurmctld_parameters(*c));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, *c);
@@ -94,12 +109,12 @@ TEST(Config, UnknownSwitchKeyIsNamedInAWarning) {
             (std::vector<std::string>{
                 "SlurmctldParameters: switch_timout is not a switch/lua setting and is ignored "
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
-                "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory): check "
-                "its spelling",
+                "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
+                "switch_status_interval, switch_script_mismatch): check its spelling",
                 "SlurmctldParameters: Switch_X is not a switch/lua setting and is ignored "
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
-                "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory): check "
-                "its spelling"}));
+                "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
+                "switch_status_interval, switch_script_mismatch): check its spelling"}));
   EXPECT_TRUE(slurmctld_parameters_warnings("enable_configless,switch_timeout=3").empty());
 }
 
@@ -133,6 +148,12 @@ TEST(Config, BadValuesNameKeyAndValue) {
       {"switch_max_queue=100001", "switch_max_queue=100001: must be"},
       {"switch_lua_memory=0", "SlurmctldParameters: switch_lua_memory=0: must be an integer "
                               "number of MiB from 1 to 65536"},
+      {"switch_status_interval=-1", "SlurmctldParameters: switch_status_interval=-1: must be an "
+                                    "integer number of seconds from 0 to 86400"},
+      {"switch_status_interval=86401", "switch_status_interval=86401: must be"},
+      {"switch_script_mismatch=yes", "SlurmctldParameters: switch_script_mismatch=yes: must be "
+                                     "fail or warn"},
+      {"switch_script_mismatch", "switch_script_mismatch=: must be fail or warn"},
       {"switch_max_calls=8,switch_max_calls=9", "switch_max_calls given twice (8 and 9)"},
       {"switch_max_queue=8,switch_max_queue=9", "switch_max_queue given twice (8 and 9)"},
   };
@@ -265,6 +286,28 @@ TEST(Persist, Version1RecordWithoutTheUniqueKeyDecodes) {
   EXPECT_EQ((*d)->job.job_id, 9u);
   EXPECT_EQ((*d)->job.submit_time, 0);
   EXPECT_EQ((*d)->job.attempt, 0);
+  EXPECT_EQ((*d)->script_hash, "") << "a record without 'script': provenance unknown";
+}
+
+TEST(Persist, ScriptHashRoundTripsAndAWrongTypeIsRefused) {
+  JobSwitchState s = sample();
+  s.script_hash = "fnv1a64:0123456789abcdef";
+  auto d = decode_job_state(encode_job_state(&s));
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_TRUE(d->has_value());
+  EXPECT_EQ((*d)->script_hash, "fnv1a64:0123456789abcdef");
+  s.script_hash.clear();
+  const std::string without = encode_job_state(&s);
+  EXPECT_EQ(without.find("script"), std::string::npos) << "no key when unknown";
+  s.script_hash = "x";
+  std::string rec = encode_job_state(&s);
+  // "script": "x" -> "script": 7 (a positive fixint in place of the fixstr).
+  auto pos = rec.find(std::string("\xa6script\xa1x", 9));
+  ASSERT_NE(pos, std::string::npos);
+  rec.replace(pos + 7, 2, "\x07");
+  auto bad = decode_job_state(rec);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "switch/lua job state: field 'script' has the wrong type");
 }
 
 TEST(Persist, UnknownStateNameIsRefused) {
@@ -288,4 +331,75 @@ TEST(Stepinfo, RoundTripAndRejections) {
   EXPECT_FALSE(decode_stepinfo(rec.substr(0, rec.size() - 1)));
   EXPECT_FALSE(decode_stepinfo(""));
   EXPECT_FALSE(decode_stepinfo(encode_job_state(nullptr)));
+}
+
+TEST(Stepinfo, Version2CarriesTheScriptHashAndTheMismatchPolicy) {
+  Stepinfo si{.jobinfo = "\x80",
+              .sluid = std::nullopt,
+              .script_hash = "fnv1a64:00000000000000ff",
+              .mismatch_fails = true};
+  auto d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->script_hash, "fnv1a64:00000000000000ff");
+  EXPECT_TRUE(d->mismatch_fails);
+  si.mismatch_fails = false;
+  d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_FALSE(d->mismatch_fails);
+}
+
+namespace {
+/// A stepinfo record built by hand: `version`, and a provenance map with
+/// "mismatch": `mismatch` (and a key from the future) when it is not null
+/// (5 fields), else 4 fields.
+std::string stepinfo_record(unsigned version, const char *mismatch) {
+  msgpack::sbuffer buf;
+  msgpack::packer<msgpack::sbuffer> pk(buf);
+  pk.pack_array(mismatch ? 5 : 4);
+  pk.pack(std::string_view("swlua-step"));
+  pk.pack(version);
+  pk.pack_bin(1);
+  pk.pack_bin_body("\x80", 1);
+  pk.pack(std::string_view("sX"));
+  if (mismatch) {
+    pk.pack_map(3);
+    pk.pack(std::string_view("script"));
+    pk.pack(std::string_view("fnv1a64:1"));
+    pk.pack(std::string_view("mismatch"));
+    pk.pack(std::string_view(mismatch));
+    pk.pack(std::string_view("later"));
+    pk.pack(1);
+  }
+  return std::string(buf.data(), buf.size());
+}
+} // namespace
+
+TEST(Stepinfo, Version1RecordsStillDecodeWithoutProvenance) {
+  auto d = decode_stepinfo(stepinfo_record(1, nullptr));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->jobinfo, "\x80");
+  EXPECT_EQ(d->sluid, "sX");
+  EXPECT_EQ(d->script_hash, "") << "nothing to compare";
+  EXPECT_FALSE(d->mismatch_fails);
+}
+
+TEST(Stepinfo, FieldCountMustMatchTheVersionAndMismatchIsWarnOrFail) {
+  auto d = decode_stepinfo(stepinfo_record(2, "fail"));
+  ASSERT_TRUE(d) << d.error().message << " (an unknown provenance key is ignored)";
+  EXPECT_TRUE(d->mismatch_fails);
+  EXPECT_EQ(d->script_hash, "fnv1a64:1");
+  auto bad = decode_stepinfo(stepinfo_record(2, nullptr));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "switch/lua stepinfo: a version 2 record has 4 fields");
+  bad = decode_stepinfo(stepinfo_record(1, "warn"));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "switch/lua stepinfo: a version 1 record has 5 fields");
+  bad = decode_stepinfo(stepinfo_record(2, "maybe"));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message,
+            "switch/lua stepinfo: provenance field 'mismatch' is 'maybe', not warn or fail");
+  bad = decode_stepinfo(stepinfo_record(3, "warn"));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message,
+            "switch/lua stepinfo: record version 3 is newer than this plugin's 2");
 }

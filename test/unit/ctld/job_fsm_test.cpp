@@ -801,6 +801,20 @@ TEST(JobFsm, R_COMPLETE_KILLED_KeepsTheNodesAsTheyWere) {
   EXPECT_TRUE(r.next.nodes_held);
 }
 
+TEST(JobFsm, R_COMPLETE_KILLED_LogLineSaysItRunsAgain) {
+  Outcome killed = with_kind(OutcomeKind::Signaled, "");
+  killed.signal = 9;
+  StepResult r =
+      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &killed}, {});
+  ASSERT_EQ(r.rule, "R_COMPLETE_KILLED");
+  std::string line;
+  for (const Action &a : r.actions)
+    if (a.kind == ActionKind::Log)
+      line = a.reason;
+  EXPECT_EQ(line, "JobId=42 job_complete died on signal 9: nodes held, running it again at the "
+                  "next periodic check (retry 1 of 3)");
+}
+
 TEST(JobFsm, TeardownAfterRunningGetsTheSameJobinfo) {
   StepResult r = step(state(S::Running), Event{.kind = E::JobEnded}, {});
   ASSERT_EQ(r.actions.back().kind, A::RunJobComplete);

@@ -157,6 +157,10 @@ TEST(Protocol, OutcomeRoundTripsWithEveryField) {
   EXPECT_EQ(out.outcome.escapees, (std::vector<pid_t>{10, 20}));
   EXPECT_EQ(out.outcome.elapsed.count(), 2001);
   EXPECT_EQ(out.outcome.queued.count(), 77);
+  EXPECT_EQ(out.outcome.script_hash, "") << "absent on the wire: unknown";
+  in.outcome.script_hash = "fnv1a64:0123456789abcdef";
+  out = std::get<OutcomeFrame>(round_trip(in));
+  EXPECT_EQ(out.outcome.script_hash, "fnv1a64:0123456789abcdef");
 }
 
 TEST(FrameDecoder, ByteByByteFeedingYieldsFramesInOrder) {

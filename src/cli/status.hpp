@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: cli/status.hpp
+//
+// `switch-lua status [--json] [--file PATH]`: prints the controller's
+// counters from the status file slurmctld's switch/lua rewrites
+// (ctld/stats.hpp), in an sdiag-like layout, with the file's age.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace switchlua {
+
+/// StateSaveLocation's value in a slurm.conf text (key case-insensitive,
+/// '#' comments ignored, the last one wins as Slurm reads it); nullopt if
+/// absent.  Include lines are not followed.
+std::optional<std::string> state_save_location(std::string_view slurm_conf_text);
+
+/// The status file: `file` if given, else
+/// <StateSaveLocation of $SLURM_CONF or /etc/slurm/slurm.conf>/switch_lua.status.
+/// Errors (printed, nullopt) name the slurm.conf read.
+std::optional<std::string> status_file_path(const std::string &file);
+
+/// Prints the file at `path`; returns the exit status: 0, 1 when the file
+/// cannot be read or is not a status file of a known format.
+int run_status(const std::string &path, bool json);
+
+} // namespace switchlua

@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// CtldStats and StatusPublisher (ctld/stats.hpp).
+#include "ctld/stats.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace switchlua {
+
+using json = nlohmann::json;
+
+std::string_view outcome_class(Hook h, const Outcome &o) {
+  if (o.kind != OutcomeKind::Returned)
+    return outcome_kind_name(o.kind);
+  if (h == Hook::JobComplete) {
+    if (o.ret.rc == kEagain)
+      return "eagain";
+    return o.ret.rc < 0 ? "failed" : "ok";
+  }
+  if (h == Hook::JobStart) {
+    if (o.ret.rc != kSuccess || !o.ret.jobinfo_error.empty())
+      return "failed";
+    return o.ret.jobinfo ? "ok" : "declined";
+  }
+  return "ok"; // the boolean hooks: any return
+}
+
+const std::vector<std::string_view> &outcome_classes() {
+  static const std::vector<std::string_view> all = {"ok",
+                                                    "declined",
+                                                    "eagain",
+                                                    "failed",
+                                                    "lua_error",
+                                                    "bad_return",
+                                                    "exited_without_return",
+                                                    "signaled",
+                                                    "timed_out",
+                                                    "spawn_failed",
+                                                    "abandoned",
+                                                    "load_failed"};
+  return all;
+}
+
+void RoundTrip::add(std::chrono::milliseconds d) {
+  const std::int64_t ms = std::max<std::int64_t>(0, d.count());
+  std::size_t i = 0;
+  while (i < kRoundTripBoundsMs.size() && ms > kRoundTripBoundsMs[i])
+    ++i;
+  ++buckets[i];
+  ++count;
+  max_ms = std::max(max_ms, ms);
+}
+
+std::int64_t RoundTrip::quantile_bound(double q) const {
+  if (count == 0)
+    return 0;
+  const auto rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count)));
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    seen += buckets[i];
+    if (seen >= std::max<std::uint64_t>(rank, 1))
+      return i < kRoundTripBoundsMs.size() ? kRoundTripBoundsMs[i] : -1;
+  }
+  return -1;
+}
+
+CtldStats::CtldStats(std::int64_t started_at_unix) {
+  s_.started_at = started_at_unix;
+  for (Hook h : {Hook::JobStart, Hook::JobComplete}) {
+    auto &m = s_.outcomes[std::string(hook_name(h))];
+    for (std::string_view c : outcome_classes())
+      m[std::string(c)] = 0;
+    s_.round_trip[std::string(hook_name(h))];
+  }
+}
+
+void CtldStats::call_submitted(CallId id, Hook h, Lane lane, Clock::time_point now) {
+  std::lock_guard g(mu_);
+  pending_[id] = Pending{h, lane, now, false};
+  ++s_.lanes[static_cast<std::size_t>(lane)].waiting;
+  ++s_.in_flight;
+  ++version_;
+}
+
+void CtldStats::call_started(CallId id, std::chrono::milliseconds queued) {
+  std::lock_guard g(mu_);
+  auto it = pending_.find(id);
+  if (it == pending_.end() || it->second.started)
+    return;
+  it->second.started = true;
+  LaneStats &l = s_.lanes[static_cast<std::size_t>(it->second.lane)];
+  --l.waiting;
+  ++l.started;
+  l.wait_ms_total += queued.count();
+  l.wait_ms_max = std::max<std::int64_t>(l.wait_ms_max, queued.count());
+  ++s_.running;
+  ++version_;
+}
+
+void CtldStats::count_outcome(Hook h, const Outcome &o) {
+  ++s_.outcomes[std::string(hook_name(h))][std::string(outcome_class(h, o))];
+  if (o.kind == OutcomeKind::TimedOut)
+    ++s_.timeouts;
+  s_.leftovers_killed += o.escapees.size();
+}
+
+void CtldStats::call_done(CallId id, const Outcome &o, Clock::time_point now) {
+  std::lock_guard g(mu_);
+  auto it = pending_.find(id);
+  if (it == pending_.end())
+    return;
+  const Pending p = it->second;
+  pending_.erase(it);
+  if (p.started)
+    --s_.running;
+  else
+    --s_.lanes[static_cast<std::size_t>(p.lane)].waiting;
+  --s_.in_flight;
+  count_outcome(p.hook, o);
+  s_.round_trip[std::string(hook_name(p.hook))].add(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - p.submitted));
+  ++version_;
+}
+
+void CtldStats::call_refused(Hook h, const Outcome &o) {
+  std::lock_guard g(mu_);
+  count_outcome(h, o);
+  ++version_;
+}
+
+void CtldStats::action(ActionKind k) {
+  std::lock_guard g(mu_);
+  switch (k) {
+  case ActionKind::Requeue:
+    ++s_.requeues;
+    break;
+  case ActionKind::Cancel:
+    ++s_.cancels;
+    break;
+  case ActionKind::DrainNodes:
+    ++s_.drains;
+    break;
+  case ActionKind::ScheduleRetry:
+    ++s_.retries;
+    break;
+  default:
+    return;
+  }
+  ++version_;
+}
+
+void CtldStats::set_jobs(std::size_t n) {
+  std::lock_guard g(mu_);
+  if (s_.jobs == n)
+    return;
+  s_.jobs = n;
+  ++version_;
+}
+
+StatsSnapshot CtldStats::snapshot() const {
+  std::lock_guard g(mu_);
+  return s_;
+}
+
+json status_json(const StatsSnapshot &s, std::int64_t written, const std::string &script,
+                 std::int64_t journal_bytes, std::uint32_t summary_interval) {
+  json hooks = json::object();
+  for (const auto &[hook, classes] : s.outcomes) {
+    json h;
+    std::uint64_t total = 0;
+    json out = json::object();
+    for (std::string_view c : outcome_classes()) {
+      auto it = classes.find(std::string(c));
+      const std::uint64_t n = it == classes.end() ? 0 : it->second;
+      out[std::string(c)] = n;
+      total += n;
+    }
+    h["calls"] = total;
+    h["outcomes"] = out;
+    auto rt = s.round_trip.find(hook);
+    const RoundTrip r = rt == s.round_trip.end() ? RoundTrip{} : rt->second;
+    json buckets = json::array();
+    for (std::size_t i = 0; i < r.buckets.size(); ++i)
+      buckets.push_back(
+          {{"le_ms", i < kRoundTripBoundsMs.size() ? json(kRoundTripBoundsMs[i]) : json(nullptr)},
+           {"count", r.buckets[i]}});
+    h["round_trip_ms"] = {{"count", r.count},
+                          {"p50", r.quantile_bound(0.5)},
+                          {"p90", r.quantile_bound(0.9)},
+                          {"p99", r.quantile_bound(0.99)},
+                          {"max", r.max_ms},
+                          {"buckets", buckets}};
+    hooks[hook] = h;
+  }
+  json lanes = json::object();
+  for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch}) {
+    const LaneStats &ls = s.lanes[static_cast<std::size_t>(l)];
+    lanes[std::string(lane_name(l))] = {
+        {"waiting", ls.waiting},
+        {"started", ls.started},
+        {"wait_ms_mean", ls.started ? ls.wait_ms_total / static_cast<std::int64_t>(ls.started) : 0},
+        {"wait_ms_max", ls.wait_ms_max}};
+  }
+  return json{{"format", kStatusFormat},
+              {"written", written},
+              {"counting_since", s.started_at},
+              {"pid", static_cast<std::int64_t>(::getpid())},
+              {"script", script},
+              {"switch_status_interval", summary_interval},
+              {"calls", {{"in_flight", s.in_flight}, {"running", s.running}}},
+              {"hooks", hooks},
+              {"lanes", lanes},
+              {"timeouts", s.timeouts},
+              {"leftovers_killed", s.leftovers_killed},
+              {"retries", s.retries},
+              {"drains", s.drains},
+              {"requeues", s.requeues},
+              {"cancels", s.cancels},
+              {"jobs", s.jobs},
+              {"journal_bytes", journal_bytes}};
+}
+
+namespace {
+std::uint64_t count_of(const StatsSnapshot &s, Hook h, std::string_view c) {
+  auto it = s.outcomes.find(std::string(hook_name(h)));
+  if (it == s.outcomes.end())
+    return 0;
+  auto jt = it->second.find(std::string(c));
+  return jt == it->second.end() ? 0 : jt->second;
+}
+/// Calls of hook `h` that ended in a class other than those listed.
+std::uint64_t others(const StatsSnapshot &s, Hook h, std::initializer_list<std::string_view> not_) {
+  std::uint64_t n = 0;
+  for (std::string_view c : outcome_classes())
+    if (std::find(not_.begin(), not_.end(), c) == not_.end())
+      n += count_of(s, h, c);
+  return n;
+}
+std::string bound_text(std::int64_t b) {
+  return b < 0 ? fmt::format(">{}", kRoundTripBoundsMs.back()) : fmt::format("<={}", b);
+}
+} // namespace
+
+std::string status_summary(const StatsSnapshot &s) {
+  std::uint64_t waiting = 0;
+  for (const LaneStats &l : s.lanes)
+    waiting += l.waiting;
+  auto rt = [&](Hook h) {
+    auto it = s.round_trip.find(std::string(hook_name(h)));
+    const RoundTrip r = it == s.round_trip.end() ? RoundTrip{} : it->second;
+    return fmt::format("{} p50{} ms p99{} ms", hook_name(h), bound_text(r.quantile_bound(0.5)),
+                       bound_text(r.quantile_bound(0.99)));
+  };
+  return fmt::format(
+      "switch/lua: status: job_start {} ok, {} declined, {} failed, {} other; job_complete {} "
+      "ok, {} eagain, {} failed, {} other; in flight {} (waiting {}); jobs {}; timeouts {}, "
+      "leftovers killed {}, retries {}, drains {}, requeues {}, cancels {}; round trip {}, {}",
+      count_of(s, Hook::JobStart, "ok"), count_of(s, Hook::JobStart, "declined"),
+      count_of(s, Hook::JobStart, "failed"),
+      others(s, Hook::JobStart, {"ok", "declined", "failed"}), count_of(s, Hook::JobComplete, "ok"),
+      count_of(s, Hook::JobComplete, "eagain"), count_of(s, Hook::JobComplete, "failed"),
+      others(s, Hook::JobComplete, {"ok", "eagain", "failed"}), s.in_flight, waiting, s.jobs,
+      s.timeouts, s.leftovers_killed, s.retries, s.drains, s.requeues, s.cancels,
+      rt(Hook::JobStart), rt(Hook::JobComplete));
+}
+
+Expected<void> write_file_atomically(const std::string &path, const std::string &text) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return fail(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return fail(fmt::format("cannot write {}: {}", tmp, std::strerror(e)));
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    return fail(fmt::format("cannot sync {}: {}", tmp, std::strerror(e)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    return fail(fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(e)));
+  }
+  return {};
+}
+
+StatusPublisher::StatusPublisher(const CtldStats &stats, std::string path, std::string script,
+                                 std::string journal_path, LogFn log)
+    : stats_(stats), path_(std::move(path)), script_(std::move(script)),
+      journal_path_(std::move(journal_path)), log_(std::move(log)) {
+  last_summary_ = std::chrono::steady_clock::now();
+  thread_ = std::thread([this] { run(); });
+}
+
+StatusPublisher::~StatusPublisher() {
+  {
+    std::lock_guard g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  publish();
+}
+
+void StatusPublisher::publish() {
+  if (path_.empty())
+    return;
+  std::lock_guard g(write_mu_);
+  const std::uint64_t v = stats_.version();
+  std::int64_t journal_bytes = 0;
+  struct stat st {};
+  if (!journal_path_.empty() && ::stat(journal_path_.c_str(), &st) == 0)
+    journal_bytes = st.st_size;
+  const auto written = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  const json j = status_json(stats_.snapshot(), written, script_, journal_bytes, interval_.load());
+  auto ok = write_file_atomically(path_, j.dump(2) + "\n");
+  if (!ok && !failing_)
+    log_(LogLevel::Error,
+         fmt::format("switch/lua: status file: {}; switch-lua status cannot show the counters "
+                     "until it can be written",
+                     ok.error().message));
+  else if (ok && failing_)
+    log_(LogLevel::Info, fmt::format("switch/lua: status file {} written again", path_));
+  failing_ = !ok;
+  written_version_ = v;
+  last_write_ = std::chrono::steady_clock::now();
+}
+
+void StatusPublisher::run() {
+  using namespace std::chrono_literals;
+  std::unique_lock lk(mu_);
+  while (!stop_) {
+    cv_.wait_for(lk, 1s, [&] { return stop_; });
+    if (stop_)
+      break;
+    lk.unlock();
+    const auto now = std::chrono::steady_clock::now();
+    if (stats_.version() != written_version_ || now - last_write_ >= 30s)
+      publish();
+    const std::uint32_t every = interval_.load();
+    if (every > 0 && now - last_summary_ >= std::chrono::seconds(every)) {
+      last_summary_ = now;
+      log_(LogLevel::Info, status_summary(stats_.snapshot()));
+    }
+    lk.lock();
+  }
+}
+
+} // namespace switchlua

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: ctld/stats.hpp
+//
+// The controller's counters (switch-lua(1), STATUS) and their publisher:
+//
+//   CtldCore ──call_submitted/started/done, action──▶ CtldStats (own mutex)
+//                                                       │ snapshot()
+//   StatusPublisher thread (every 1 s) ◀────────────────┘
+//       changed, or 30 s since the last write ─▶ <StateSaveLocation>/switch_lua.status
+//                                                 (JSON, temp + fsync + rename)
+//       switch_status_interval > 0 and due   ─▶ one info line in slurmctld.log
+//
+// The counters start from zero when the plugin starts (slurmctld's start
+// and every reconfigure, which restarts the plugin in 24.11); nothing is
+// carried across.  Feeding them costs a mutex and a map update per call
+// event; the file is written on the publisher's own thread, never on
+// slurmctld's.
+#pragma once
+
+#include "ctld/job_fsm.hpp"
+#include "supervisor/client.hpp"
+#include "supervisor/protocol.hpp"
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <thread>
+
+namespace switchlua {
+
+/// Version of the status file's layout ("format").  A reader refuses a
+/// newer one.
+inline constexpr int kStatusFormat = 1;
+/// Upper bounds (ms) of the round-trip histogram's buckets; one more bucket
+/// above the last bound collects the rest.
+inline constexpr std::array<std::int64_t, 15> kRoundTripBoundsMs{
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000};
+
+/// The outcome classes counted per hook, in the file's order:
+///   ok          job_start: rc 0 with a jobinfo; job_complete: rc >= 0, not EAGAIN
+///   declined    job_start: rc 0 with nil jobinfo (not managed)
+///   eagain      job_complete: slurm.EAGAIN
+///   failed      a return the contract counts as a failure (job_start rc ~= 0
+///               or a jobinfo that cannot be saved; job_complete rc < 0)
+///   lua_error, bad_return, exited_without_return, signaled, timed_out,
+///   spawn_failed, abandoned, load_failed: outcome_kind_name() of the rest.
+std::string_view outcome_class(Hook h, const Outcome &o);
+/// Every class outcome_class() may give, in the file's order.
+const std::vector<std::string_view> &outcome_classes();
+
+/// A fixed-bucket histogram of durations (kRoundTripBoundsMs).
+struct RoundTrip {
+  std::array<std::uint64_t, kRoundTripBoundsMs.size() + 1> buckets{};
+  std::uint64_t count = 0;
+  std::int64_t max_ms = 0;
+  void add(std::chrono::milliseconds d);
+  /// The upper bound (ms) of the bucket holding the q-quantile (0 < q <= 1),
+  /// i.e. "at most this many ms"; -1 when the last (open) bucket holds it;
+  /// 0 when empty.
+  std::int64_t quantile_bound(double q) const;
+};
+
+/// Per lane of the supervisor (protocol.hpp, Lane).
+struct LaneStats {
+  std::uint64_t waiting = 0; ///< submitted, not started nor finished (queue depth now)
+  std::uint64_t started = 0; ///< calls that left the lane
+  std::int64_t wait_ms_total = 0;
+  std::int64_t wait_ms_max = 0;
+};
+
+/// The counters, a copy (CtldStats::snapshot()).
+struct StatsSnapshot {
+  std::int64_t started_at = 0; ///< unix time the counters started from zero
+  /// hook name -> outcome class -> calls finished with it.
+  std::map<std::string, std::map<std::string, std::uint64_t>> outcomes;
+  std::map<std::string, RoundTrip> round_trip; ///< hook name -> submit-to-outcome
+  std::array<LaneStats, 3> lanes{};            ///< by Lane
+  std::uint64_t in_flight = 0;                 ///< submitted and not finished
+  std::uint64_t running = 0;                   ///< of those, started (their process has the call)
+  std::uint64_t timeouts = 0;                  ///< calls that hit switch_timeout
+  std::uint64_t leftovers_killed = 0; ///< processes that left a call's group, killed at its end
+  std::uint64_t retries = 0;          ///< job_complete runs scheduled again (EAGAIN, restarts)
+  std::uint64_t drains = 0;           ///< drains of a job's nodes asked of Slurm
+  std::uint64_t requeues = 0;         ///< requeues asked of Slurm
+  std::uint64_t cancels = 0;          ///< cancels asked of Slurm
+  std::uint64_t jobs = 0;             ///< jobs with switch state now
+};
+
+/// The status file's JSON (switch-lua(1), STATUS): the snapshot plus what
+/// the publisher knows (`written` unix time, script path, journal size).
+nlohmann::json status_json(const StatsSnapshot &s, std::int64_t written, const std::string &script,
+                           std::int64_t journal_bytes, std::uint32_t summary_interval);
+/// The one-line summary for slurmctld.log, e.g. "switch/lua: status: job_start 3 ok, 0
+/// declined, 1 failed; job_complete 3 ok, 0 eagain, 0 failed; in flight 0 (waiting 0);
+/// timeouts 0, leftovers killed 0, retries 0, drains 0, requeues 1, cancels 0; round trip
+/// job_start p50<=20 ms p99<=50 ms".
+std::string status_summary(const StatsSnapshot &s);
+
+/// The counters.  Thread-safe.  Every call names the supervisor's CallId;
+/// a call's events must come in the order submitted, started (optional),
+/// done (the core feeds them under its own mutex, which orders them).
+class CtldStats {
+public:
+  using Clock = std::chrono::steady_clock;
+  explicit CtldStats(std::int64_t started_at_unix);
+
+  void call_submitted(CallId id, Hook h, Lane lane, Clock::time_point now = Clock::now());
+  /// The call left its lane after waiting `queued` (the supervisor's figure).
+  void call_started(CallId id, std::chrono::milliseconds queued);
+  /// The call's outcome; its round trip is now - submitted.
+  void call_done(CallId id, const Outcome &o, Clock::time_point now = Clock::now());
+  /// A call refused before it had an id (submit() failed): counted under its
+  /// outcome (spawn_failed), no round trip.
+  void call_refused(Hook h, const Outcome &o);
+  /// Counts Requeue, Cancel, DrainNodes and ScheduleRetry; others ignored.
+  void action(ActionKind k);
+  void set_jobs(std::size_t n);
+
+  StatsSnapshot snapshot() const;
+  /// Grows with every change (the publisher writes when it moved).
+  std::uint64_t version() const { return version_.load(); }
+
+private:
+  struct Pending {
+    Hook hook = Hook::JobStart;
+    Lane lane = Lane::Batch;
+    Clock::time_point submitted;
+    bool started = false;
+  };
+  void count_outcome(Hook h, const Outcome &o);
+  mutable std::mutex mu_;
+  StatsSnapshot s_;
+  std::map<CallId, Pending> pending_;
+  std::atomic<std::uint64_t> version_{0};
+};
+
+/// Writes `text` to `path` atomically: `path`.tmp, fsync, rename.  Errors
+/// name the path and the system error.
+Expected<void> write_file_atomically(const std::string &path, const std::string &text);
+
+/// The thread that publishes a CtldStats: the status file and the periodic
+/// summary line.
+class StatusPublisher {
+public:
+  using LogFn = std::function<void(LogLevel level, const std::string &line)>;
+  /// `path` empty: no file.  `journal_path`: its size goes in the file
+  /// (0 when empty or missing).  `log` gets the summary lines (info) and,
+  /// once per run of failures, why the file cannot be written (error).
+  StatusPublisher(const CtldStats &stats, std::string path, std::string script,
+                  std::string journal_path, LogFn log);
+  ~StatusPublisher(); ///< writes the file a last time and stops the thread
+  StatusPublisher(const StatusPublisher &) = delete;
+  StatusPublisher &operator=(const StatusPublisher &) = delete;
+  /// switch_status_interval: seconds between summary lines, 0 = none.
+  void set_interval(std::uint32_t seconds) { interval_ = seconds; }
+  /// Writes the file now (tests; the thread does it every second).
+  void publish();
+
+private:
+  void run();
+  const CtldStats &stats_;
+  std::string path_, script_, journal_path_;
+  LogFn log_;
+  std::atomic<std::uint32_t> interval_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::mutex write_mu_; // publish(): the thread and the tests
+  bool failing_ = false;
+  std::uint64_t written_version_ = ~0ULL;
+  std::chrono::steady_clock::time_point last_write_{}, last_summary_{};
+  std::thread thread_;
+};
+
+} // namespace switchlua

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// `switch-lua status` on a fixture status file (test/fixtures/status): the
+// sdiag-like layout with the fixture's numbers, --json, the file found
+// through SLURM_CONF's StateSaveLocation, the age warning, and the errors.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kFixture =
+    fs::path(SWITCHLUA_SOURCE_ROOT) / "test" / "fixtures" / "status" / "switch_lua.status";
+
+struct CmdResult {
+  int status = -1;
+  std::string out;
+};
+
+/// Runs switch-lua with `env` (NAME=VALUE ...) before it, TZ=UTC.
+CmdResult run(const std::string &args, const std::string &env = "") {
+  std::string cmd = "env TZ=UTC " + env + " " + std::string(SWITCHLUA_CLI) + " " + args + " 2>&1";
+  CmdResult r;
+  FILE *p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.out.append(buf.data(), n);
+  r.status = pclose(p);
+  return r;
+}
+
+fs::path scratch() {
+  fs::path d = fs::temp_directory_path() / ("switch-lua-status-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+json fixture() {
+  std::ifstream in(kFixture);
+  return json::parse(in);
+}
+
+} // namespace
+
+TEST(StatusCli, PrintsTheCountersInAnSdiagLikeLayout) {
+  auto r = run("status --file " + kFixture.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char *line : {
+           "Written:              2023-11-14T22:15:00 (",
+           "Counting since:       2023-11-14T22:13:20 (counters start from zero when slurmctld "
+           "loads switch/lua)\n",
+           "slurmctld pid:        4242\n",
+           "Script:               /etc/slurm/switch.lua\n",
+           "Calls in flight:      2 (running 1)\n",
+           "Jobs with switch state: 5\n",
+           "Timeouts:             1\n",
+           "Leftovers killed:     2\n",
+           "Retries:              2\n",
+           "Drains:               1\n",
+           "Requeues:             1\n",
+           "Cancels:              2\n",
+           "Journal size:         4096 bytes\n",
+           "  job_start           6 calls\n    declined                1\n    failed        "
+           "          1\n    ok                      3\n    spawn_failed            1\n",
+           "  job_complete        5 calls\n    eagain                  1\n",
+           "  job_start           p50 <= 20 ms  p90 <= 50 ms  p99 <= 50 ms  max 40 ms\n",
+           "  job_complete        p50 <= 5 ms  p90 <= 30000 ms  p99 <= 30000 ms  max 12000 ms\n",
+           "  batch               waiting 1  started 4  wait mean 5 ms  max 8 ms\n",
+           "  teardown            waiting 0  started 6  wait mean 1 ms  max 7 ms\n",
+       })
+    EXPECT_NE(r.out.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << r.out;
+  EXPECT_NE(r.out.find("WARNING: the file is "), std::string::npos)
+      << "a file from 2023 is stale:\n"
+      << r.out;
+  EXPECT_EQ(r.out.find("lua_error"), std::string::npos) << "classes with 0 calls are not listed";
+}
+
+TEST(StatusCli, JsonIsTheFileWithItsPathAndAge) {
+  auto r = run("status --json --file " + kFixture.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["file"], kFixture.string());
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  EXPECT_GE(j["age_seconds"].get<std::int64_t>(), now - 1700000100 - 5);
+  j.erase("file");
+  j.erase("age_seconds");
+  EXPECT_EQ(j, fixture());
+}
+
+TEST(StatusCli, FindsTheFileUnderStateSaveLocationOfSlurmConf) {
+  const fs::path d = scratch();
+  fs::create_directories(d / "state");
+  json j = fixture();
+  j["written"] = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  std::ofstream(d / "state" / "switch_lua.status") << j.dump();
+  std::ofstream(d / "slurm.conf") << "# StateSaveLocation=/nowhere\n"
+                                  << "ClusterName=tb\n"
+                                  << "statesavelocation = /var/old # replaced below\n"
+                                  << "StateSaveLocation=" << (d / "state").string() << "\n";
+  auto r = run("status", "SLURM_CONF=" + (d / "slurm.conf").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("switch/lua status, from " + (d / "state" / "switch_lua.status").string()),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("WARNING"), std::string::npos) << "a fresh file:\n" << r.out;
+  std::ofstream(d / "empty.conf") << "ClusterName=tb\n";
+  r = run("status", "SLURM_CONF=" + (d / "empty.conf").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("switch-lua status: " + (d / "empty.conf").string() +
+                       " sets no StateSaveLocation; name the file with --file PATH"),
+            std::string::npos)
+      << r.out;
+  fs::remove_all(d);
+}
+
+TEST(StatusCli, MissingOrForeignFilesAreErrors) {
+  const fs::path d = scratch();
+  auto r = run("status --file " + (d / "none").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("switch-lua status: cannot read " + (d / "none").string() +
+                       ": No such file or directory; slurmctld writes it when it runs "
+                       "SwitchType=switch/lua"),
+            std::string::npos)
+      << r.out;
+  std::ofstream(d / "other") << "{\"hello\": 1}";
+  r = run("status --file " + (d / "other").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("is not a switch/lua status file"), std::string::npos) << r.out;
+  json j = fixture();
+  j["format"] = 99;
+  std::ofstream(d / "future") << j.dump();
+  r = run("status --file " + (d / "future").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("has format 99, newer than this switch-lua's 1"), std::string::npos)
+      << r.out;
+  fs::remove_all(d);
+}
