@@ -108,6 +108,16 @@ struct MemoryBound {
       m->used = m->used - old + nsize;
     return p;
   }
+
+  /// Puts this bound in front of `L`'s allocator, counting what the fresh
+  /// state already holds.
+  void install(lua_State *L, std::size_t max_bytes) {
+    next = lua_getallocf(L, &next_ud);
+    used = static_cast<std::size_t>(lua_gc(L, LUA_GCCOUNT, 0)) * 1024 +
+           static_cast<std::size_t>(lua_gc(L, LUA_GCCOUNTB, 0));
+    limit = max_bytes;
+    lua_setallocf(L, &MemoryBound::alloc, this);
+  }
 };
 
 struct Script::Impl {
@@ -230,11 +240,7 @@ Expected<Script> Script::load_impl(const std::string &path, const std::string_vi
   if (impl->L == nullptr)
     return fail(fmt::format("{}: cannot create a Lua state (out of memory)", path));
   lua_State *L = impl->L;
-  impl->memory.next = lua_getallocf(L, &impl->memory.next_ud);
-  impl->memory.used = static_cast<std::size_t>(lua_gc(L, LUA_GCCOUNT, 0)) * 1024 +
-                      static_cast<std::size_t>(lua_gc(L, LUA_GCCOUNTB, 0));
-  impl->memory.limit = memory_limit;
-  lua_setallocf(L, &MemoryBound::alloc, &impl->memory);
+  impl->memory.install(L, memory_limit);
 
   // From the file: read it only after the ownership rule passed on the
   // open file (lua/trust.hpp); the bytes then load like a given source.
