@@ -42,7 +42,7 @@
 #   logs              ctld_log  slurmd_log NODE   (host paths)
 #                     ctld_grep RE   slurmd_grep NODE RE   (lines written
 #                     since the test began)   job_log ID   wait_log FILE RE [TIMEOUT]
-#   cluster           restart_ctld [--kill9] [--lose-jobs]   wait_state_saved [TIMEOUT]
+#   cluster           restart_ctld [--kill9] [--lose-jobs]   wait_state_saved [TIMEOUT] [FILE]
 #                     e2e_reset (cheap: cancel jobs,
 #                     resume nodes, wait idle; the runner calls it between tests)
 #   checks            assert_eq EXP ACT MSG   assert_match RE ACT MSG
@@ -333,12 +333,14 @@ _log_has() { log_since "$1" | grep -qE "$2"; }
 # (a job that just started, a node just resumed) is lost with the kill.
 restart_ctld() { "$E2E_CLUSTER" restart-ctld "$@" >&2; }
 
-# wait_state_saved [TIMEOUT=7]: return once slurmctld has written a state
-# file (job_state, node_state, ...) after this call, or after TIMEOUT s.
+# wait_state_saved [TIMEOUT=7] [FILE=job_state]: return once slurmctld has
+# written FILE of its StateSaveLocation after this call, or after TIMEOUT s.
 # Every change schedules a write that comes at most SAVE_MAX_WAIT (5 s,
-# state_save.c) later, and one write pass dumps everything pending; so if
-# none comes within 7 s, nothing was pending and the state on disk already
-# holds every change made before the call.
+# state_save.c) later; so if none comes within 7 s, nothing was pending and
+# the file on disk already holds every change made before the call.  Each
+# file has its own flag and is written on its own: node_state written first
+# says nothing of job_state (a kill -9 between the two loses the job's
+# change), so the caller names the file it relies on.
 wait_state_saved() {
 	local t0 deadline latest
 	t0=$(date +%s.%N)
@@ -346,7 +348,7 @@ wait_state_saved() {
 	while (($(date +%s%N) < deadline)); do
 		# (|| true: slurmctld renames its state files as it writes them, so
 		# one named by the glob may be gone when stat looks.)
-		latest=$(stat -c %.9Y "$E2E_CLH"/state/*_state 2>/dev/null | sort -n | tail -n1) || true
+		latest=$(stat -c %.9Y "$E2E_CLH/state/${2:-job_state}" 2>/dev/null) || true
 		awk -v a="${latest:-0}" -v b="$t0" 'BEGIN { exit !(a > b) }' && return 0
 		sleep 0.2
 	done
