@@ -23,7 +23,7 @@
 namespace switchlua {
 namespace {
 
-/// The plugin's line (plugin/core_abi.cpp, slurmctld init) for a script
+/// The plugin's line (plugin/ctld_abi.cpp, slurmctld init) for a script
 /// whose setup_special_steps returns true.
 constexpr const char *kSetupSpecialStepsIgnored =
     "switch/lua: setup_special_steps() returned true, but Slurm 24.11 never calls the step init "

@@ -5,7 +5,7 @@
 // The controller engine: owns each managed job's JobSwitchState, feeds the
 // state machine (job_fsm.hpp) with slurmctld's events and the supervisor's
 // outcomes, and carries out its actions through a SlurmPort.  The Slurm
-// plugin (plugin/core_abi.cpp) and `switch-lua simulate` both drive this one
+// plugin (plugin/ctld_abi.cpp) and `switch-lua simulate` both drive this one
 // implementation, so what the harness shows is what the cluster does.
 //
 // Threads:

@@ -189,7 +189,7 @@ TEST(LastGood, ACorruptCopyIsNotUsedAndSaysWhy) {
 }
 
 TEST(LastGood, OnlyAReconfigureThatNamesTheCopysHashKeepsIt) {
-  // plugin init (core_abi.cpp): SLURMCTLD_RECONF set by Slurm 24.11 in the
+  // plugin init (ctld_abi.cpp): SLURMCTLD_RECONF set by Slurm 24.11 in the
   // process a reconfigure execs, SWITCHLUA_GOOD_SCRIPT by the old process.
   const std::string script = "/etc/slurm/switch.lua";
   const std::string copy = "/tmp/switchlua-keep-" + std::to_string(::getpid()) + ".good";

@@ -44,7 +44,7 @@ TEST(Config, ReadsTheLaneSizes) {
 }
 
 TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
-  // What a reconfigure with a bad value falls back to (core_abi.cpp).
+  // What a reconfigure with a bad value falls back to (ctld_abi.cpp).
   auto c = parse_slurmctld_parameters("switch_timeout=7,switch_retries=0,switch_drain_on_failure="
                                       "no,switch_kill_grace=0,switch_max_calls=9,"
                                       "switch_max_queue=3,switch_lua_memory=64,"

@@ -1,19 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
-// The C ABI of switch_lua_core.h over the C++ core.  Nothing here throws
-// across the ABI: every entry point catches and logs.
+// The slurmctld half of the C ABI (switch_lua_core.h: slc_ctld_*, slc_free,
+// slc_set_slurm_user) over the controller engine (ctld/core.hpp).  Every
+// entry point runs in cabi::guarded() (abi_guard.hpp): nothing throws into
+// slurmctld.  slc_ctld_pack/unpack also run in slurmd and slurmstepd, where
+// records are kept as bytes and never interpreted.
 #include "plugin/switch_lua_core.h"
 
 #include "common/utf8.hpp"
 #include "ctld/core.hpp"
 #include "ctld/persist.hpp"
 #include "lua/trust.hpp"
-#include "stepd/step_hooks.hpp"
+#include "plugin/abi_guard.hpp"
 #include "stepd/stepinfo.hpp"
 #include "supervisor/script_guard.hpp"
 
 #include <cstdlib>
-#include <cstring>
 #include <fmt/format.h>
 #include <map>
 #include <memory>
@@ -21,6 +23,15 @@
 
 namespace switchlua {
 namespace {
+
+using cabi::copy_out;
+using cabi::opt;
+
+// recover_job()'s answer crosses the ABI as an int (switch_lua_core.h).
+static_assert(static_cast<int>(Recovery::Nothing) == 0);
+static_assert(static_cast<int>(Recovery::DelayLaunch) == 1);
+static_assert(static_cast<int>(Recovery::ClearConfiguring) == 2);
+static_assert(static_cast<int>(Recovery::LaunchNow) == 3);
 
 constexpr std::uint64_t kHandleMagic = 0x73776c7561686e64ULL; // "swluahnd"
 
@@ -104,12 +115,6 @@ Handle *new_handle(std::uint32_t job_id) {
   return h;
 }
 
-std::optional<std::string> opt(const char *s) {
-  if (!s)
-    return std::nullopt;
-  return std::string(s);
-}
-
 JobArgs job_args(const slc_job_t &j) {
   JobArgs a;
   a.job_id = j.job_id;
@@ -131,82 +136,10 @@ JobArgs job_args(const slc_job_t &j) {
   return a;
 }
 
-void copy_out(const std::string &bytes, char **buf, size_t *len) {
-  *buf = static_cast<char *>(std::malloc(bytes.size() ? bytes.size() : 1));
-  if (*buf)
-    std::memcpy(*buf, bytes.data(), bytes.size());
-  *len = *buf ? bytes.size() : 0;
-}
-
-// ---- slurmstepd ----
-struct Stepd {
-  slc_log_fn log = nullptr;
-  std::optional<StepHooks> hooks;
-  bool compared = false; ///< provenance checked (once per slurmstepd: one step)
-  bool mismatch_fails_step = false;
-};
-Stepd g_stepd;
-
-void stepd_log(LogLevel l, std::string_view text) {
-  if (g_stepd.log)
-    g_stepd.log(static_cast<int>(l), utf8_sanitize(fmt::format("switch/lua: {}", text)).c_str());
-}
-
-/// Compares the script this slurmstepd loaded with the one whose job_start
-/// set the job up (the stepinfo's hash; switch.lua(5), PROVENANCE).  A
-/// mismatch is logged with both hashes, the node and the step; returns
-/// false when the step must fail (switch_script_mismatch=fail).
-bool provenance_matches(const StepArgs &a, const Stepinfo &si) {
-  const std::string &here = g_stepd.hooks->script().hash();
-  if (si.script_hash.empty() || si.script_hash == here)
-    return true;
-  stepd_log(
-      LogLevel::Error,
-      fmt::format("{}: script mismatch: {} here has content {}, but job_start ran content "
-                  "{} on slurmctld; {} (switch_script_mismatch={})",
-                  step_tag(a), g_stepd.hooks->script().path(), here, si.script_hash,
-                  si.mismatch_fails ? "the step fails" : "the step runs with this node's copy",
-                  si.mismatch_fails ? "fail" : "warn"));
-  return !si.mismatch_fails;
-}
-
-/// Runs one step hook; nullopt when it must not run (no script, no stepinfo).
-template <typename F>
-std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *info, size_t len,
-                                         F call) {
-  if (!g_stepd.hooks || !step || !info || len == 0)
-    return std::nullopt; // contract: no stepinfo, no step hooks
-  auto si = decode_stepinfo(std::string_view(info, len));
-  if (!si) {
-    stepd_log(LogLevel::Error, fmt::format("JobId={} StepId={}: {}; step hooks skipped",
-                                           step->job_id, step->step_id, si.error().message));
-    return std::nullopt;
-  }
-  StepArgs a;
-  a.job_id = step->job_id;
-  a.step_id = step->step_id;
-  a.node_id = step->node_id;
-  a.num_nodes = step->num_nodes;
-  a.num_tasks = step->num_tasks;
-  a.user_id = step->user_id;
-  a.node_name = opt(step->node_name);
-  a.user_name = opt(step->user_name);
-  a.nodes = opt(step->nodes);
-  a.partition = opt(step->partition);
-  a.network = opt(step->network);
-  a.batch = step->batch;
-  a.sluid = si->sluid;
-  if (!g_stepd.compared) {
-    g_stepd.compared = true;
-    g_stepd.mismatch_fails_step = !provenance_matches(a, *si);
-  }
-  if (g_stepd.mismatch_fails_step) {
-    StepVerdict v;
-    v.kind = StepVerdict::Kind::FailStep; // preinit fails: init and postfini never run
-    v.rc = -1;
-    return v;
-  }
-  return call(a, &si->jobinfo);
+/// One log line through the glue, from any entry point (before init: lost).
+void ctld_log(const std::string &line) {
+  if (g_ctld && g_ctld->port)
+    g_ctld->port->log(LogLevel::Error, line);
 }
 
 /// Environment variable carrying the settings in force into the process
@@ -250,7 +183,8 @@ extern "C" {
 
 int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char *params,
                   const char *libexec_dir, const char *state_dir) {
-  try {
+  auto log = [ops](const std::string &line) { ops->log(SLC_LOG_ERROR, line.c_str()); };
+  return cabi::guarded("init", "the plugin does not load", -1, log, [&] {
     auto cfg = settings_at_init(ops, params);
     if (!cfg)
       return -1;
@@ -303,40 +237,42 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
                  .c_str());
     c->core = std::make_unique<CtldCore>(std::move(o), *c->port);
     return 0;
-  } catch (const std::exception &e) {
-    ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: init failed: {}", e.what()).c_str());
-    return -1;
-  }
+  });
 }
 
 int slc_ctld_reconfigure(const char *params) {
   if (!g_ctld || !g_ctld->core)
     return -1;
-  auto cfg = parse_slurmctld_parameters(params ? params : "");
-  if (!cfg) {
-    g_ctld->port->log(LogLevel::Error,
-                      fmt::format("switch/lua: {}; keeping {}", cfg.error().message,
-                                  describe(g_ctld->core->config())));
-    return -1;
-  }
-  for (const std::string &w : slurmctld_parameters_warnings(params ? params : ""))
-    g_ctld->port->log(LogLevel::Error, fmt::format("switch/lua: {}", w));
-  g_ctld->core->set_config(*cfg);
-  ::setenv(kGoodParamsVar, to_slurmctld_parameters(*cfg).c_str(), 1);
-  return 0;
+  return cabi::guarded("reconfigure", "the settings stay as they were", -1, ctld_log, [&] {
+    auto cfg = parse_slurmctld_parameters(params ? params : "");
+    if (!cfg) {
+      g_ctld->port->log(LogLevel::Error,
+                        fmt::format("switch/lua: {}; keeping {}", cfg.error().message,
+                                    describe(g_ctld->core->config())));
+      return -1;
+    }
+    for (const std::string &w : slurmctld_parameters_warnings(params ? params : ""))
+      g_ctld->port->log(LogLevel::Error, fmt::format("switch/lua: {}", w));
+    g_ctld->core->set_config(*cfg);
+    ::setenv(kGoodParamsVar, to_slurmctld_parameters(*cfg).c_str(), 1);
+    return 0;
+  });
 }
 
 void slc_ctld_stop_children(void) {
-  if (g_ctld && g_ctld->core)
-    g_ctld->core->stop_children();
-  if (g_ctld && !g_ctld->good_copy.empty())
-    export_good_copy(g_ctld->good_copy); // for the process a reconfigure execs
+  cabi::guarded_void("save", "calls in flight may outlive slurmctld", ctld_log, [] {
+    if (g_ctld && g_ctld->core)
+      g_ctld->core->stop_children();
+    if (g_ctld && !g_ctld->good_copy.empty())
+      export_good_copy(g_ctld->good_copy); // for the process a reconfigure execs
+  });
 }
 
 void slc_ctld_fini(void) {
-  if (!g_ctld)
-    return;
-  g_ctld->core.reset();
+  cabi::guarded_void("fini", "the supervisor may outlive slurmctld", ctld_log, [] {
+    if (g_ctld)
+      g_ctld->core.reset();
+  });
 }
 
 bool slc_ctld_block_job_complete(void) {
@@ -346,102 +282,100 @@ bool slc_ctld_block_job_complete(void) {
 void *slc_ctld_job_start(const slc_job_t *job) {
   if (!g_ctld || !g_ctld->core || !job)
     return nullptr;
-  try {
-    if (!g_ctld->core->job_start(job_args(*job), job->requeue_allowed))
-      return nullptr;
-    return new_handle(job->job_id);
-  } catch (const std::exception &e) {
-    g_ctld->port->log(LogLevel::Error,
-                      fmt::format("switch/lua: JobId={} job_start: {}", job->job_id, e.what()));
-    return nullptr;
-  }
+  return cabi::guarded([&] { return fmt::format("JobId={} job_start", job->job_id); },
+                       "the job is not managed by switch/lua", static_cast<void *>(nullptr),
+                       ctld_log,
+                       [&]() -> void * {
+                         if (!g_ctld->core->job_start(job_args(*job), job->requeue_allowed))
+                           return nullptr;
+                         return new_handle(job->job_id);
+                       });
 }
 
 void slc_ctld_job_complete(uint32_t job_id, void *handle) {
   if (!g_ctld || !g_ctld->core || !handle_of(handle))
     return;
-  try {
-    g_ctld->core->job_complete(job_id);
-  } catch (const std::exception &e) {
-    g_ctld->port->log(LogLevel::Error,
-                      fmt::format("switch/lua: JobId={} job_complete: {}", job_id, e.what()));
-  }
+  cabi::guarded_void([&] { return fmt::format("JobId={} job_complete", job_id); },
+                     "no teardown runs", ctld_log, [&] { g_ctld->core->job_complete(job_id); });
 }
 
 int slc_ctld_recover_job(uint32_t job_id, void *handle, bool configuring) {
   if (!g_ctld || !g_ctld->core || !handle_of(handle))
     return 0;
-  try {
-    return static_cast<int>(g_ctld->core->recover_job(job_id, configuring));
-  } catch (const std::exception &e) {
-    g_ctld->port->log(LogLevel::Error,
-                      fmt::format("switch/lua: JobId={} recovery: {}", job_id, e.what()));
-    return 0;
-  }
+  return cabi::guarded(
+      [&] { return fmt::format("JobId={} recovery", job_id); }, "the job's launch is left as is", 0,
+      ctld_log, [&] { return static_cast<int>(g_ctld->core->recover_job(job_id, configuring)); });
 }
 
 void slc_ctld_reconcile(void) {
   if (!g_ctld || !g_ctld->core)
     return;
-  try {
-    g_ctld->core->reconcile_journal();
-  } catch (const std::exception &e) {
-    g_ctld->port->log(LogLevel::Error, fmt::format("switch/lua: journal reconcile: {}", e.what()));
-  }
+  cabi::guarded_void("journal reconcile", "attempts no job carries are not torn down", ctld_log,
+                     [] { g_ctld->core->reconcile_journal(); });
 }
 
 void slc_ctld_pack(void *handle, char **buf, size_t *len) {
-  Handle *h = handle_of(handle);
-  if (h && h->raw_only) {
-    copy_out(h->raw, buf, len);
-    return;
-  }
-  std::optional<JobSwitchState> s;
-  if (h && g_ctld && g_ctld->core)
-    s = g_ctld->core->state_of(h->job_id);
-  copy_out(encode_job_state(s ? &*s : nullptr), buf, len);
+  *buf = nullptr;
+  *len = 0;
+  cabi::guarded_void("pack", "the job's switch state is not saved", ctld_log, [&] {
+    Handle *h = handle_of(handle);
+    if (h && h->raw_only) {
+      copy_out(h->raw, buf, len);
+      return;
+    }
+    std::optional<JobSwitchState> s;
+    if (h && g_ctld && g_ctld->core)
+      s = g_ctld->core->state_of(h->job_id);
+    copy_out(encode_job_state(s ? &*s : nullptr), buf, len);
+  });
 }
 
 int slc_ctld_unpack(const char *buf, size_t len, void **handle) {
   *handle = nullptr;
-  std::string_view bytes(buf ? buf : "", buf ? len : 0);
-  if (!g_ctld || !g_ctld->core) { // slurmd / slurmstepd (stepmgr): keep, never interpret
-    if (!bytes.empty())
-      *handle = new Handle{.raw_only = true, .raw = std::string(bytes)};
+  return cabi::guarded("unpack", "the job keeps no switch state", -1, ctld_log, [&] {
+    std::string_view bytes(buf ? buf : "", buf ? len : 0);
+    if (!g_ctld || !g_ctld->core) { // slurmd / slurmstepd (stepmgr): keep, never interpret
+      if (!bytes.empty())
+        *handle = new Handle{.raw_only = true, .raw = std::string(bytes)};
+      return 0;
+    }
+    auto s = decode_job_state(bytes);
+    if (!s) {
+      g_ctld->port->log(
+          LogLevel::Error,
+          fmt::format("switch/lua: {}; the job keeps no switch state", s.error().message));
+      return -1;
+    }
+    if (!*s)
+      return 0;
+    std::uint32_t id = (*s)->job.job_id;
+    g_ctld->port->log(
+        LogLevel::Info,
+        fmt::format("switch/lua: JobId={} switch state {} recovered from the job state", id,
+                    job_state_name((*s)->state)));
+    g_ctld->core->adopt(std::move(**s));
+    *handle = new_handle(id);
     return 0;
-  }
-  auto s = decode_job_state(bytes);
-  if (!s) {
-    g_ctld->port->log(LogLevel::Error, fmt::format("switch/lua: {}; the job keeps no switch state",
-                                                   s.error().message));
-    return -1;
-  }
-  if (!*s)
-    return 0;
-  std::uint32_t id = (*s)->job.job_id;
-  g_ctld->port->log(LogLevel::Info,
-                    fmt::format("switch/lua: JobId={} switch state {} recovered from the job state",
-                                id, job_state_name((*s)->state)));
-  g_ctld->core->adopt(std::move(**s));
-  *handle = new_handle(id);
-  return 0;
+  });
 }
 
 int slc_ctld_stepinfo(void *handle, char **buf, size_t *len) {
   *buf = nullptr;
   *len = 0;
-  Handle *h = handle_of(handle);
-  if (!h || !g_ctld || !g_ctld->core)
-    return 0;
-  auto s = g_ctld->core->state_of(h->job_id);
-  if (!s || !s->jobinfo)
-    return 0;
-  copy_out(encode_stepinfo({.jobinfo = *s->jobinfo,
-                            .sluid = s->job.sluid,
-                            .script_hash = s->script_hash,
-                            .mismatch_fails = g_ctld->core->config().mismatch_fails}),
-           buf, len);
-  return 1;
+  return cabi::guarded("stepinfo", "the step gets no stepinfo", 0, ctld_log, [&] {
+    Handle *h = handle_of(handle);
+    if (!h || !g_ctld || !g_ctld->core)
+      return 0;
+    auto s = g_ctld->core->state_of(h->job_id);
+    if (!s || !s->jobinfo)
+      return 0;
+    copy_out(encode_stepinfo({.jobinfo = *s->jobinfo,
+                              .sluid = s->job.sluid,
+                              .script_hash = s->script_hash,
+                              .mismatch_fails = g_ctld->core->config().mismatch_fails}),
+             buf, len);
+    return 1;
+  });
 }
 
 void slc_free(void *p) {
@@ -449,75 +383,7 @@ void slc_free(void *p) {
 }
 
 void slc_set_slurm_user(uint32_t uid) {
-  set_slurm_user(static_cast<uid_t>(uid));
-}
-
-int slc_stepd_init(const char *script_path, slc_log_fn log) {
-  g_stepd.log = log;
-  try {
-    auto h = StepHooks::load(script_path, [](LogLevel l, std::string_view t) { stepd_log(l, t); });
-    if (!h) {
-      stepd_log(LogLevel::Error, fmt::format("{}; the step hooks will not run", h.error().message));
-      return -1;
-    }
-    g_stepd.hooks.emplace(std::move(*h));
-    return 0;
-  } catch (const std::exception &e) {
-    stepd_log(LogLevel::Error, fmt::format("loading {}: {}", script_path, e.what()));
-    return -1;
-  }
-}
-
-int slc_stepd_preinit(const slc_step_t *step, const char *info, size_t len) {
-  try {
-    auto v = run_step_hook(step, info, len, [](const StepArgs &a, const MsgpackBytes *si) {
-      return g_stepd.hooks->preinit(a, si);
-    });
-    return (v && v->kind == StepVerdict::Kind::FailStep) ? -1 : 0;
-  } catch (const std::exception &e) {
-    stepd_log(LogLevel::Error, fmt::format("step_preinit: {}; fail-open", e.what()));
-    return 0;
-  }
-}
-
-int slc_stepd_init_step(const slc_step_t *step, const char *info, size_t len,
-                        void (*set_env)(void *, const char *, const char *),
-                        void (*unset_env)(void *, const char *), void *ctx) {
-  try {
-    auto v = run_step_hook(step, info, len, [](const StepArgs &a, const MsgpackBytes *si) {
-      return g_stepd.hooks->init(a, si);
-    });
-    if (!v)
-      return 0;
-    if (v->kind == StepVerdict::Kind::FailStep)
-      return -1;
-    for (const EnvOp &op : v->env) {
-      if (op.kind == EnvOp::Kind::Set)
-        set_env(ctx, op.name.c_str(), op.value.c_str());
-      else
-        unset_env(ctx, op.name.c_str());
-    }
-    return 0;
-  } catch (const std::exception &e) {
-    stepd_log(LogLevel::Error, fmt::format("step_init: {}; fail-open", e.what()));
-    return 0;
-  }
-}
-
-int slc_stepd_postfini(const slc_step_t *step, const char *info, size_t len, char **reason) {
-  *reason = nullptr;
-  try {
-    auto v = run_step_hook(step, info, len, [](const StepArgs &a, const MsgpackBytes *si) {
-      return g_stepd.hooks->postfini(a, si);
-    });
-    if (!v || v->kind != StepVerdict::Kind::DrainNode)
-      return 0;
-    *reason = strdup(utf8_sanitize(v->reason).c_str());
-    return -1;
-  } catch (const std::exception &e) {
-    stepd_log(LogLevel::Error, fmt::format("step_postfini: {}; fail-open", e.what()));
-    return 0;
-  }
+  set_slurm_user(static_cast<uid_t>(uid)); // noexcept: stores a number
 }
 
 } // extern "C"

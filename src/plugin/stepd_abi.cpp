@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The slurmstepd half of the C ABI (switch_lua_core.h: slc_stepd_*): the
+// step hooks, in slurmstepd's own process, over stepd/step_hooks.hpp.
+// Every entry point runs in cabi::guarded() (abi_guard.hpp): an exception is
+// logged and the step goes on (the contract's fail-open for step hooks).
+#include "plugin/switch_lua_core.h"
+
+#include "common/utf8.hpp"
+#include "plugin/abi_guard.hpp"
+#include "stepd/step_hooks.hpp"
+#include "stepd/stepinfo.hpp"
+
+#include <cstring>
+#include <fmt/format.h>
+#include <optional>
+
+namespace switchlua {
+namespace {
+
+using cabi::opt;
+
+struct Stepd {
+  slc_log_fn log = nullptr;
+  std::optional<StepHooks> hooks;
+  bool compared = false; ///< provenance checked (once per slurmstepd: one step)
+  bool mismatch_fails_step = false;
+};
+Stepd g_stepd;
+
+/// "JobId=42 StepId=42.0" for an entry point's error line.
+std::string step_entry(const slc_step_t *step) {
+  if (!step)
+    return "step";
+  return fmt::format("JobId={} StepId={}.{}", step->job_id, step->job_id, step->step_id);
+}
+
+/// A finished line ("switch/lua: ...") at error level, for cabi::guarded().
+void stepd_line(const std::string &line) {
+  if (g_stepd.log)
+    g_stepd.log(SLC_LOG_ERROR, utf8_sanitize(line).c_str());
+}
+
+void stepd_log(LogLevel l, std::string_view text) {
+  if (g_stepd.log)
+    g_stepd.log(static_cast<int>(l), utf8_sanitize(fmt::format("switch/lua: {}", text)).c_str());
+}
+
+/// Compares the script this slurmstepd loaded with the one whose job_start
+/// set the job up (the stepinfo's hash; switch.lua(5), PROVENANCE).  A
+/// mismatch is logged with both hashes, the node and the step; returns
+/// false when the step must fail (switch_script_mismatch=fail).
+bool provenance_matches(const StepArgs &a, const Stepinfo &si) {
+  const std::string &here = g_stepd.hooks->script().hash();
+  if (si.script_hash.empty() || si.script_hash == here)
+    return true;
+  stepd_log(
+      LogLevel::Error,
+      fmt::format("{}: script mismatch: {} here has content {}, but job_start ran content "
+                  "{} on slurmctld; {} (switch_script_mismatch={})",
+                  step_tag(a), g_stepd.hooks->script().path(), here, si.script_hash,
+                  si.mismatch_fails ? "the step fails" : "the step runs with this node's copy",
+                  si.mismatch_fails ? "fail" : "warn"));
+  return !si.mismatch_fails;
+}
+
+/// Runs one step hook; nullopt when it must not run (no script, no stepinfo).
+template <typename F>
+std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *info, size_t len,
+                                         F call) {
+  if (!g_stepd.hooks || !step || !info || len == 0)
+    return std::nullopt; // contract: no stepinfo, no step hooks
+  auto si = decode_stepinfo(std::string_view(info, len));
+  if (!si) {
+    stepd_log(LogLevel::Error, fmt::format("JobId={} StepId={}: {}; step hooks skipped",
+                                           step->job_id, step->step_id, si.error().message));
+    return std::nullopt;
+  }
+  StepArgs a;
+  a.job_id = step->job_id;
+  a.step_id = step->step_id;
+  a.node_id = step->node_id;
+  a.num_nodes = step->num_nodes;
+  a.num_tasks = step->num_tasks;
+  a.user_id = step->user_id;
+  a.node_name = opt(step->node_name);
+  a.user_name = opt(step->user_name);
+  a.nodes = opt(step->nodes);
+  a.partition = opt(step->partition);
+  a.network = opt(step->network);
+  a.batch = step->batch;
+  a.sluid = si->sluid;
+  if (!g_stepd.compared) {
+    g_stepd.compared = true;
+    g_stepd.mismatch_fails_step = !provenance_matches(a, *si);
+  }
+  if (g_stepd.mismatch_fails_step) {
+    StepVerdict v;
+    v.kind = StepVerdict::Kind::FailStep; // preinit fails: init and postfini never run
+    v.rc = -1;
+    return v;
+  }
+  return call(a, &si->jobinfo);
+}
+
+} // namespace
+} // namespace switchlua
+
+using namespace switchlua;
+
+extern "C" {
+
+int slc_stepd_init(const char *script_path, slc_log_fn log) {
+  g_stepd.log = log;
+  return cabi::guarded(
+      [&] { return fmt::format("loading {}", script_path ? script_path : "(null)"); },
+      "the step hooks will not run", -1, stepd_line,
+      [&] {
+        auto h =
+            StepHooks::load(script_path, [](LogLevel l, std::string_view t) { stepd_log(l, t); });
+        if (!h) {
+          stepd_log(LogLevel::Error,
+                    fmt::format("{}; the step hooks will not run", h.error().message));
+          return -1;
+        }
+        g_stepd.hooks.emplace(std::move(*h));
+        return 0;
+      });
+}
+
+int slc_stepd_preinit(const slc_step_t *step, const char *info, size_t len) {
+  return cabi::guarded([&] { return fmt::format("{} {}", step_entry(step), "step_preinit"); },
+                       "fail-open", 0, stepd_line,
+                       [&] {
+                         auto v = run_step_hook(step, info, len,
+                                                [](const StepArgs &a, const MsgpackBytes *si) {
+                                                  return g_stepd.hooks->preinit(a, si);
+                                                });
+                         return (v && v->kind == StepVerdict::Kind::FailStep) ? -1 : 0;
+                       });
+}
+
+int slc_stepd_init_step(const slc_step_t *step, const char *info, size_t len,
+                        void (*set_env)(void *, const char *, const char *),
+                        void (*unset_env)(void *, const char *), void *ctx) {
+  return cabi::guarded([&] { return fmt::format("{} {}", step_entry(step), "step_init"); },
+                       "fail-open", 0, stepd_line,
+                       [&] {
+                         auto v = run_step_hook(step, info, len,
+                                                [](const StepArgs &a, const MsgpackBytes *si) {
+                                                  return g_stepd.hooks->init(a, si);
+                                                });
+                         if (!v)
+                           return 0;
+                         if (v->kind == StepVerdict::Kind::FailStep)
+                           return -1;
+                         for (const EnvOp &op : v->env) {
+                           if (op.kind == EnvOp::Kind::Set)
+                             set_env(ctx, op.name.c_str(), op.value.c_str());
+                           else
+                             unset_env(ctx, op.name.c_str());
+                         }
+                         return 0;
+                       });
+}
+
+int slc_stepd_postfini(const slc_step_t *step, const char *info, size_t len, char **reason) {
+  *reason = nullptr;
+  return cabi::guarded([&] { return fmt::format("{} {}", step_entry(step), "step_postfini"); },
+                       "fail-open", 0, stepd_line,
+                       [&] {
+                         auto v = run_step_hook(step, info, len,
+                                                [](const StepArgs &a, const MsgpackBytes *si) {
+                                                  return g_stepd.hooks->postfini(a, si);
+                                                });
+                         if (!v || v->kind != StepVerdict::Kind::DrainNode)
+                           return 0;
+                         *reason = strdup(utf8_sanitize(v->reason).c_str());
+                         return -1;
+                       });
+}
+
+} // extern "C"
