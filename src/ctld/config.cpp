@@ -72,6 +72,9 @@ const Key kKeys[] = {
   {"switch_lua_memory", 1, kMaxSwitchLuaMemory, "number of MiB",
    [](const CtldConfig &c) -> std::uint64_t { return c.lua_memory_mb; },
    [](CtldConfig &c, std::uint64_t v) { c.lua_memory_mb = static_cast<std::uint32_t>(v); }},
+  {"switch_max_setup_failures", 0, kMaxSwitchMaxSetupFailures, "count",
+   [](const CtldConfig &c) -> std::uint64_t { return c.max_setup_failures; },
+   [](CtldConfig &c, std::uint64_t v) { c.max_setup_failures = static_cast<std::uint32_t>(v); }},
 };
 // clang-format on
 

@@ -22,6 +22,11 @@
 //   switch_lua_memory=<MiB>         memory bound of the Lua state of each
 //                                   job_start / job_complete call; integer
 //                                   1..65536, default 256
+//   switch_max_setup_failures=<count>  after this many consecutive failed
+//                                   setups a requeueable job is requeued
+//                                   held (admin hold) instead; integer
+//                                   0..1000, default 0 = off (the contract:
+//                                   requeued without limit)
 //
 // switch_max_calls and switch_max_queue are read when the plugin starts
 // (slurmctld's start and every reconfigure, which restarts it in 24.11):
@@ -60,6 +65,7 @@ inline constexpr std::chrono::seconds kDefaultSwitchKillGrace{2};
 inline constexpr std::chrono::seconds kMaxSwitchKillGrace{300};
 inline constexpr std::uint32_t kDefaultSwitchLuaMemory = 256; ///< MiB (kDefaultCtldLuaMemoryLimit)
 inline constexpr std::uint32_t kMaxSwitchLuaMemory = 65536;
+inline constexpr std::uint32_t kMaxSwitchMaxSetupFailures = 1000;
 
 /// The parsed settings.  A hook call keeps the timeout it started with
 /// across a reconfigure (the supervisor gets it with the request).
@@ -71,6 +77,9 @@ struct CtldConfig {
   std::uint32_t max_calls = kDefaultSwitchMaxCalls;                 ///< switch_max_calls
   std::uint32_t max_queue = kDefaultSwitchMaxQueue;                 ///< switch_max_queue
   std::uint32_t lua_memory_mb = kDefaultSwitchLuaMemory; ///< switch_lua_memory, MiB per call
+  /// switch_max_setup_failures: consecutive failed setups of a job after
+  /// which it is held rather than requeued again; 0 = no limit (default).
+  std::uint32_t max_setup_failures = 0;
   bool operator==(const CtldConfig &) const = default;
 };
 

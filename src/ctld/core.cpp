@@ -118,6 +118,10 @@ struct CtldCore::Impl {
   std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
   std::map<std::int64_t, Orphan> orphans;
   std::set<std::int64_t> orphan_wait;
+  /// switch_max_setup_failures: consecutive failed setups per job id, kept
+  /// in the journal (SetupFailureCounted / SetupFailuresCleared) when there
+  /// is one, so the count survives a restart.
+  std::map<std::uint32_t, SetupFailures> failures;
 
   std::mutex qmu;
   std::condition_variable qcv;
@@ -146,6 +150,8 @@ struct CtldCore::Impl {
           std::make_unique<Journal>(opts.journal_path, [this](bool error, const std::string &l) {
             port.log(error ? LogLevel::Error : LogLevel::Info, l);
           });
+    if (journal)
+      failures = journal->table().failures;
     worker = std::thread([this] { run_worker(); });
   }
 
@@ -402,17 +408,61 @@ struct CtldCore::Impl {
     orphans.erase(it);
   }
 
+  /// The job's consecutive failed setups before this run's (0 unless the
+  /// last one was in the run this one is the requeue of).
+  std::uint32_t prior_failures(const JobArgs &job) const {
+    auto f = failures.find(job.job_id);
+    if (f == failures.end() || f->second.restart_count + 1 != job.restart_count)
+      return 0;
+    return f->second.failures;
+  }
+
+  /// switch_max_setup_failures bookkeeping of one transition: a requeue
+  /// after a failed setup counts one more failure; a hold, or a setup that
+  /// succeeded or declined, ends the count.  Journaled with the step.
+  void count_failures(const JobSwitchState &n, const Event &e, const StepResult &r) {
+    const std::uint32_t id = n.job.job_id;
+    bool requeued = false, held = false;
+    for (const Action &a : r.actions) {
+      requeued = requeued || a.kind == ActionKind::Requeue;
+      held = held || a.kind == ActionKind::RequeueHeld;
+    }
+    const bool over = e.kind == EventKind::SetupResult &&
+                      (n.state == JobState::Running || n.state == JobState::Declined);
+    if (requeued && cfg.max_setup_failures > 0) {
+      SetupFailures f{.failures = n.setup_failures + 1,
+                      .restart_count = n.job.restart_count,
+                      .submit_time = n.job.submit_time};
+      failures[id] = f;
+      while (failures.size() > kJournalMaxFailureCounts)
+        failures.erase(failures.begin());
+      journal_append({JournalRecord{.kind = JournalKind::SetupFailureCounted,
+                                    .attempt = n.job.attempt,
+                                    .job_id = id,
+                                    .submit_time = n.job.submit_time,
+                                    .failures = f.failures,
+                                    .restart_count = f.restart_count}});
+    } else if ((held || over) && failures.erase(id)) {
+      journal_append({JournalRecord{.kind = JournalKind::SetupFailuresCleared,
+                                    .attempt = n.job.attempt,
+                                    .job_id = id,
+                                    .submit_time = n.job.submit_time}});
+    }
+  }
+
   /// One event for one job; locks held.
   void apply(std::uint32_t job_id, const Event &e) {
     std::lock_guard g(mu);
     auto it = jobs.find(job_id);
     if (it == jobs.end())
       return;
+    it->second.setup_failures = prior_failures(it->second.job);
     StepResult r = step(it->second, e, cfg);
     for (const Action &a : r.actions)
       if (a.kind == ActionKind::RunJobStart)
         r.next.job.attempt = next_attempt(); // a new setup attempt
     journal_step(it->second, e, r);
+    count_failures(r.next, e, r);
     it->second = r.next;
     port.log(LogLevel::Debug,
              fmt::format("switch/lua: JobId={} {} -> {} ({})", job_id, event_kind_name(e.kind),
@@ -519,6 +569,9 @@ struct CtldCore::Impl {
         break;
       case ActionKind::Requeue: // the port logs what Slurm did
         port.requeue(id, a.reason);
+        break;
+      case ActionKind::RequeueHeld:
+        port.requeue_held(id, a.reason);
         break;
       case ActionKind::Cancel:
         port.cancel(id, a.reason);

@@ -277,6 +277,8 @@ std::string what_happened(const Outcome &o) {
     if (!o.ret.jobinfo_error.empty())
       return fmt::format("returned a jobinfo that cannot be saved: {}",
                          o.ret.jobinfo_error.substr(0, o.ret.jobinfo_error.find('\n')));
+    if (o.ret.hook == Hook::JobStart && o.ret.rc != kSuccess && !o.ret.message.empty())
+      return fmt::format("returned {}: {}", rc_text(o.ret.rc), o.ret.message);
     return "returned " + rc_text(o.ret.rc);
   case OutcomeKind::LuaError:
     return "raised an error: " + first;
@@ -446,14 +448,33 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
   return fmt::format("{} {} {}", job_tag(s), hook, what);
 }
 
-std::string setup_reason(const Event &e, Verdict v) {
-  std::string_view head = v == V::TimedOut ? kReasonSetupTimedOut : kReasonSetupFailed;
+/// What failed, for a setup reason: "switch/lua job_start returned rc=-1".
+std::string setup_what(const Event &e) {
   std::string what = e.outcome ? what_happened(*e.outcome) : "no result";
   what = utf8_truncate_marked(what, kMaxReasonWhatBytes); // never half a character
   if (e.kind == E::TeardownResult)                        // R_UNDO_FAIL
-    return fmt::format("{}: switch/lua job_complete for a killed job_start {}", kReasonSetupFailed,
-                       what);
-  return fmt::format("{}: switch/lua job_start {}", head, what);
+    return "switch/lua job_complete for a killed job_start " + what;
+  return "switch/lua job_start " + what;
+}
+
+std::string setup_reason(const Event &e, Verdict v) {
+  if (e.kind == E::TeardownResult)
+    return fmt::format("{}: {}", kReasonSetupFailed, setup_what(e));
+  std::string_view head = v == V::TimedOut ? kReasonSetupTimedOut : kReasonSetupFailed;
+  return fmt::format("{}: {}", head, setup_what(e));
+}
+
+/// R_SETUP_FAILURES_HELD: whether this failure is the one that reaches
+/// switch_max_setup_failures (only for a job that would be requeued).
+bool setup_failures_reached(const JobSwitchState &s, const CtldConfig &cfg) {
+  return s.requeue_allowed && cfg.max_setup_failures > 0 &&
+         s.setup_failures + 1 >= cfg.max_setup_failures;
+}
+
+std::string held_reason(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
+  const std::uint32_t n = s.setup_failures + 1;
+  return fmt::format("{} {} time{} (switch_max_setup_failures={}): {}", kReasonSetupFailed, n,
+                     n == 1 ? "" : "s", cfg.max_setup_failures, setup_what(e));
 }
 
 std::string drain_reason(const JobSwitchState &s, const Event &e, Verdict v,
@@ -568,6 +589,18 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
       add({.kind = ActionKind::EndConfiguring});
       break;
     case Do::FailSetup:
+      if (setup_failures_reached(s, cfg)) {
+        Action held{.kind = ActionKind::RequeueHeld, .reason = held_reason(s, e, cfg)};
+        held.rule = kRuleSetupFailuresHeld;
+        out.actions.push_back(
+            {.kind = ActionKind::Log,
+             .reason = fmt::format("{} not requeued again: {}; held until `scontrol release`",
+                                   job_tag(s), held.reason),
+             .error = true,
+             .rule = kRuleSetupFailuresHeld});
+        out.actions.push_back(std::move(held));
+        break;
+      }
       add({.kind = s.requeue_allowed ? ActionKind::Requeue : ActionKind::Cancel,
            .reason = setup_reason(e, v)});
       break;
@@ -618,6 +651,7 @@ std::vector<std::string_view> rule_ids() {
   std::vector<std::string_view> ids;
   for (const Row &r : kRules)
     ids.push_back(r.rule);
+  ids.push_back(kRuleSetupFailuresHeld); // an action rule of every FailSetup row
   ids.push_back("R_IGNORED");
   return ids;
 }

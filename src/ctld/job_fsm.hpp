@@ -89,6 +89,10 @@ struct JobSwitchState {
   std::uint32_t retries = 0;           ///< EAGAIN retries used so far (<= switch_retries)
   std::uint64_t generation = 0;        ///< bumped per hook call; stale results are ignored
   bool recovered = false;              ///< loaded after a restart: no call is in flight
+  /// Consecutive failed setups of this job before the current attempt, as
+  /// the core's failure count says (switch_max_setup_failures); filled by
+  /// the core before each step, never persisted with the state.
+  std::uint32_t setup_failures = 0;
   bool operator==(const JobSwitchState &) const = default;
 };
 
@@ -99,6 +103,9 @@ enum class ActionKind : std::uint8_t {
   RunLateJobComplete, ///< the extra job_complete of a late setup; its result only logged
   EndConfiguring,     ///< setup over: decrement prolog_running (launches if still runnable)
   Requeue,            ///< requeue the job with `reason` (fall back to Cancel if refused)
+  /// R_SETUP_FAILURES_HELD: requeue the job held (admin hold, released by
+  /// `scontrol release`) with `reason`; fall back to Cancel if refused.
+  RequeueHeld,
   Cancel,             ///< cancel the job with `reason`
   HoldNodes,          ///< keep the job's nodes COMPLETING
   ReleaseNodes,       ///< undo HoldNodes
@@ -146,5 +153,11 @@ inline constexpr std::string_view kReasonSetupTimedOut = "switch setup timed out
 /// The drain reason of a failed teardown: "switch teardown failed: JobId=N
 /// switch/lua job_complete returned rc=-1" (sinfo -R shows 20 characters).
 inline constexpr std::string_view kReasonTeardownFailed = "switch teardown failed";
+/// The rule of a failed setup that reached switch_max_setup_failures: the
+/// job is requeued held instead of requeued (an action rule of FailSetup,
+/// like R_START_LATE; listed by rule_ids()).  Its reason: "switch setup
+/// failed 3 times (switch_max_setup_failures=3): switch/lua job_start
+/// returned rc=-1: fabric manager unreachable".
+inline constexpr std::string_view kRuleSetupFailuresHeld = "R_SETUP_FAILURES_HELD";
 
 } // namespace switchlua

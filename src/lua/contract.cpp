@@ -51,7 +51,8 @@ const HookNames &names_of(Hook h) {
 /// One field of an argument table: its Lua / msgpack key and its member.
 template <class T>
 using Member = std::variant<std::uint32_t T::*, std::optional<std::string> T::*, bool T::*,
-                            std::vector<std::string> T::*, std::int64_t T::*>;
+                            std::vector<std::string> T::*, std::int64_t T::*,
+                            std::optional<std::uint32_t> T::*>;
 template <class T> struct Field {
   const char *name;
   Member<T> member;
@@ -77,6 +78,17 @@ const Field<JobArgs> kJobFields[] = {
     // decoded as 0 (kJobFieldsRequired below).
     {"submit_time", &JobArgs::submit_time},
     {"attempt", &JobArgs::attempt},
+    // Added in 0.3 (issue 11); optional on decode as well.
+    {"qos", &JobArgs::qos},
+    {"time_limit", &JobArgs::time_limit},
+    {"num_tasks", &JobArgs::num_tasks},
+    {"num_cpus", &JobArgs::num_cpus},
+    {"tres_per_node", &JobArgs::tres_per_node},
+    {"tres_per_task", &JobArgs::tres_per_task},
+    {"array_job_id", &JobArgs::array_job_id},
+    {"array_task_id", &JobArgs::array_task_id},
+    {"het_job_id", &JobArgs::het_job_id},
+    {"het_job_offset", &JobArgs::het_job_offset},
 };
 /// Fields every JobArgs record has; the ones after are optional on decode.
 constexpr std::size_t kJobFieldsRequired = 14;
@@ -84,7 +96,7 @@ constexpr std::size_t kJobFieldsRequired = 14;
 /// The `step` table (contract: slurm_switch_step_*(step, stepinfo)).
 const Field<StepArgs> kStepFields[] = {
     {"job_id", &StepArgs::job_id},       {"step_id", &StepArgs::step_id},
-    {"sluid", &StepArgs::sluid},         {"partition", &StepArgs::partition},
+    {"id", &StepArgs::id},               {"sluid", &StepArgs::sluid},         {"partition", &StepArgs::partition},
     {"node_name", &StepArgs::node_name}, {"node_id", &StepArgs::node_id},
     {"num_nodes", &StepArgs::num_nodes}, {"num_tasks", &StepArgs::num_tasks},
     {"user_id", &StepArgs::user_id},     {"user_name", &StepArgs::user_name},
@@ -99,6 +111,12 @@ bool push_member(lua_State *L, std::uint32_t v) {
 }
 bool push_member(lua_State *L, std::int64_t v) {
   lua_pushinteger(L, static_cast<lua_Integer>(v));
+  return true;
+}
+bool push_member(lua_State *L, const std::optional<std::uint32_t> &v) {
+  if (!v)
+    return false;
+  lua_pushinteger(L, static_cast<lua_Integer>(*v));
   return true;
 }
 bool push_member(lua_State *L, bool v) {
@@ -140,6 +158,12 @@ void pack_member(Packer &pk, std::uint32_t v) {
 }
 void pack_member(Packer &pk, std::int64_t v) {
   pk.pack_int64(v);
+}
+void pack_member(Packer &pk, const std::optional<std::uint32_t> &v) {
+  if (v)
+    pk.pack_uint32(*v);
+  else
+    pk.pack_nil();
 }
 void pack_member(Packer &pk, bool v) {
   v ? pk.pack_true() : pk.pack_false();
@@ -191,6 +215,17 @@ const char *msgpack_type_name(const msgpack::object &o) {
 Expected<void> read_member(const msgpack::object &o, std::uint32_t &out) {
   if (o.type != object_type::POSITIVE_INTEGER || o.via.u64 > UINT32_MAX)
     return fail(fmt::format("expected an unsigned 32-bit integer, got {}", msgpack_type_name(o)));
+  out = static_cast<std::uint32_t>(o.via.u64);
+  return {};
+}
+Expected<void> read_member(const msgpack::object &o, std::optional<std::uint32_t> &out) {
+  if (o.type == object_type::NIL) {
+    out.reset();
+    return {};
+  }
+  if (o.type != object_type::POSITIVE_INTEGER || o.via.u64 > UINT32_MAX)
+    return fail(
+        fmt::format("expected an unsigned 32-bit integer or nil, got {}", msgpack_type_name(o)));
   out = static_cast<std::uint32_t>(o.via.u64);
   return {};
 }
@@ -370,7 +405,7 @@ std::string_view convention(Hook h) {
   if (is_boolean_hook(h))
     return "a boolean";
   if (h == Hook::JobStart)
-    return "rc, jobinfo|nil";
+    return "rc, jobinfo|nil (or rc ~= 0, message)";
   if (h == Hook::StepInit)
     return "rc, env|nil (or rc < 0, message)";
   if (h == Hook::StepPreinit || h == Hook::StepPostfini)
@@ -536,7 +571,9 @@ Expected<HookReturn> parse_hook_return(lua_State *L, Hook h, int nret) {
     return Unexpected<Error>{rc.error()};
   out.rc = *rc;
   Expected<void> second;
-  if (h == Hook::JobStart && n == 2)
+  if (h == Hook::JobStart && n == 2 && out.rc != kSuccess && lua_type(L, first + 1) == LUA_TSTRING)
+    second = parse_message(L, first + 1, out); // a failed setup's message (issue 11)
+  else if (h == Hook::JobStart && n == 2)
     second = parse_jobinfo(L, first + 1, out);
   else if (h == Hook::StepInit && n == 2 && out.rc < 0 && lua_type(L, first + 1) == LUA_TSTRING)
     second = parse_message(L, first + 1, out);

@@ -32,6 +32,9 @@ public:
   void unlock() override {}
   void end_configuring(std::uint32_t id) override { add(fmt("end_configuring", id)); }
   void requeue(std::uint32_t id, const std::string &) override { add(fmt("requeue", id)); }
+  void requeue_held(std::uint32_t id, const std::string &) override {
+    add(fmt("requeue_held", id));
+  }
   void cancel(std::uint32_t id, const std::string &) override { add(fmt("cancel", id)); }
   void hold(std::uint32_t id, const std::string &, bool) override { add(fmt("hold", id)); }
   void release(std::uint32_t id, const std::string &, bool) override { add(fmt("release", id)); }
