@@ -104,8 +104,8 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
           },
           "MINUTES|UNLIMITED")
       ->capture_default_str();
-  sim->add_option("--tasks", so.tasks, "job.num_tasks and each step's num_tasks (default: "
-                                       "one per node)");
+  sim->add_option("--tasks", so.tasks,
+                  "job.num_tasks and each step's num_tasks (default: one per node)");
   sim->add_option("--cpus", so.cpus, "job.num_cpus (default: one per task)");
   sim->add_option("--tres-per-node", so.tres_per_node, "job.tres_per_node, e.g. gres/gpu:2");
   sim->add_option("--tres-per-task", so.tres_per_task, "job.tres_per_task, e.g. cpu=2");

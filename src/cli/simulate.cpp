@@ -55,8 +55,8 @@ JobArgs make_job(const SimulateOptions &o) {
   j.batch = o.batch;
   std::uint32_t minutes = 0;
   if (o.time_limit != "UNLIMITED" && o.time_limit != "unlimited") {
-    auto [p, ec] = std::from_chars(o.time_limit.data(), o.time_limit.data() + o.time_limit.size(),
-                                   minutes);
+    auto [p, ec] =
+        std::from_chars(o.time_limit.data(), o.time_limit.data() + o.time_limit.size(), minutes);
     if (ec == std::errc() && p == o.time_limit.data() + o.time_limit.size())
       j.time_limit = minutes;
   }

@@ -106,12 +106,12 @@ enum class ActionKind : std::uint8_t {
   /// R_SETUP_FAILURES_HELD: requeue the job held (admin hold, released by
   /// `scontrol release`) with `reason`; fall back to Cancel if refused.
   RequeueHeld,
-  Cancel,             ///< cancel the job with `reason`
-  HoldNodes,          ///< keep the job's nodes COMPLETING
-  ReleaseNodes,       ///< undo HoldNodes
-  DrainNodes,         ///< drain the job's nodes with `reason`
-  ScheduleRetry,      ///< run RetryTick at the next periodic check
-  Log,                ///< log `reason` at `level`
+  Cancel,        ///< cancel the job with `reason`
+  HoldNodes,     ///< keep the job's nodes COMPLETING
+  ReleaseNodes,  ///< undo HoldNodes
+  DrainNodes,    ///< drain the job's nodes with `reason`
+  ScheduleRetry, ///< run RetryTick at the next periodic check
+  Log,           ///< log `reason` at `level`
 };
 std::string_view action_kind_name(ActionKind a);
 

@@ -29,9 +29,10 @@ std::string_view event_kind_name(EventKind e) {
 
 std::string_view action_kind_name(ActionKind a) {
   static constexpr std::array<std::string_view, 12> names = {
-      "RunJobStart",  "RunJobComplete", "RunLateJobComplete", "EndConfiguring",
-      "Requeue",      "RequeueHeld",    "Cancel",             "HoldNodes",
-      "ReleaseNodes", "DrainNodes",     "ScheduleRetry",      "Log"};
+      "RunJobStart",    "RunJobComplete", "RunLateJobComplete",
+      "EndConfiguring", "Requeue",        "RequeueHeld",
+      "Cancel",         "HoldNodes",      "ReleaseNodes",
+      "DrainNodes",     "ScheduleRetry",  "Log"};
   return names.at(static_cast<std::size_t>(a));
 }
 

@@ -125,8 +125,8 @@ std::string encode_journal_body(const JournalRecord &r) {
   msgpack::sbuffer buf;
   msgpack::packer<msgpack::sbuffer> pk(buf);
   pk.pack_array(8);
-  const bool v2 = r.kind == JournalKind::SetupFailureCounted ||
-                  r.kind == JournalKind::SetupFailuresCleared;
+  const bool v2 =
+      r.kind == JournalKind::SetupFailureCounted || r.kind == JournalKind::SetupFailuresCleared;
   pk.pack(kMagic);
   pk.pack(static_cast<std::uint32_t>(v2 ? 2 : 1));
   pk.pack(static_cast<std::uint32_t>(r.kind));
@@ -447,8 +447,8 @@ Journal::Journal(std::string path, LogFn log) : path_(std::move(path)), log_(std
   }
   compact();
   if (!table_.live.empty())
-    say(false, fmt::format("{} setup attempt(s) not over, {} remembered as over", table_.live.size(),
-                           table_.forgotten.size()));
+    say(false, fmt::format("{} setup attempt(s) not over, {} remembered as over",
+                           table_.live.size(), table_.forgotten.size()));
 }
 
 Journal::~Journal() {

@@ -137,8 +137,8 @@ struct JournalEntry {
 
 /// The live attempts and the recent tombstones after replaying records.
 struct JournalTable {
-  std::map<std::int64_t, JournalEntry> live; ///< by attempt
-  std::set<std::int64_t> forgotten;          ///< finished attempts (bounded)
+  std::map<std::int64_t, JournalEntry> live;       ///< by attempt
+  std::set<std::int64_t> forgotten;                ///< finished attempts (bounded)
   std::map<std::uint32_t, SetupFailures> failures; ///< by job id (bounded)
   std::int64_t max_attempt = 0;
   /// Applies one record (records for unknown attempts other than

@@ -95,12 +95,19 @@ constexpr std::size_t kJobFieldsRequired = 14;
 
 /// The `step` table (contract: slurm_switch_step_*(step, stepinfo)).
 const Field<StepArgs> kStepFields[] = {
-    {"job_id", &StepArgs::job_id},       {"step_id", &StepArgs::step_id},
-    {"id", &StepArgs::id},               {"sluid", &StepArgs::sluid},         {"partition", &StepArgs::partition},
-    {"node_name", &StepArgs::node_name}, {"node_id", &StepArgs::node_id},
-    {"num_nodes", &StepArgs::num_nodes}, {"num_tasks", &StepArgs::num_tasks},
-    {"user_id", &StepArgs::user_id},     {"user_name", &StepArgs::user_name},
-    {"nodes", &StepArgs::nodes},         {"network", &StepArgs::network},
+    {"job_id", &StepArgs::job_id},
+    {"step_id", &StepArgs::step_id},
+    {"id", &StepArgs::id},
+    {"sluid", &StepArgs::sluid},
+    {"partition", &StepArgs::partition},
+    {"node_name", &StepArgs::node_name},
+    {"node_id", &StepArgs::node_id},
+    {"num_nodes", &StepArgs::num_nodes},
+    {"num_tasks", &StepArgs::num_tasks},
+    {"user_id", &StepArgs::user_id},
+    {"user_name", &StepArgs::user_name},
+    {"nodes", &StepArgs::nodes},
+    {"network", &StepArgs::network},
     {"batch", &StepArgs::batch},
 };
 

@@ -107,12 +107,12 @@ struct JobArgs {
   std::int64_t attempt = 0;
   // Added in 0.3 (issue 11, read-only facts a fabric policy keys on); a
   // record written before has none of them: decoded as nil / 0.
-  std::optional<std::string> qos;           ///< the job's QOS name
-  std::optional<std::uint32_t> time_limit;  ///< minutes; nil when unlimited or unset
-  std::uint32_t num_tasks = 0;              ///< details->num_tasks (0: not known)
-  std::uint32_t num_cpus = 0;               ///< CPUs allocated (total_cpus), else requested
-  std::optional<std::string> tres_per_node; ///< as Slurm keeps it, e.g. "gres/gpu:2"
-  std::optional<std::string> tres_per_task; ///< as Slurm keeps it, e.g. "cpu=2"
+  std::optional<std::string> qos;              ///< the job's QOS name
+  std::optional<std::uint32_t> time_limit;     ///< minutes; nil when unlimited or unset
+  std::uint32_t num_tasks = 0;                 ///< details->num_tasks (0: not known)
+  std::uint32_t num_cpus = 0;                  ///< CPUs allocated (total_cpus), else requested
+  std::optional<std::string> tres_per_node;    ///< as Slurm keeps it, e.g. "gres/gpu:2"
+  std::optional<std::string> tres_per_task;    ///< as Slurm keeps it, e.g. "cpu=2"
   std::optional<std::uint32_t> array_job_id;   ///< array jobs only
   std::optional<std::uint32_t> array_task_id;  ///< array jobs only
   std::optional<std::uint32_t> het_job_id;     ///< heterogeneous jobs only (the leader's id)

@@ -158,10 +158,11 @@ std::vector<Case> cases() {
        {A::Requeue, A::EndConfiguring},
        "switch setup failed: switch/lua job_start returned rc=-1: fabric manager unreachable"},
       {"R_START_FAIL_NoLimitByDefault",
-       with(state(S::SetupRunning), [](JobSwitchState &s) {
-         s.requeue_allowed = true;
-         s.setup_failures = 500;
-       }),
+       with(state(S::SetupRunning),
+            [](JobSwitchState &s) {
+              s.requeue_allowed = true;
+              s.setup_failures = 500;
+            }),
        E::SetupResult,
        returned(kError),
        def,

@@ -278,11 +278,17 @@ TEST(Journal, FailureCountsSurviveAReopenAndACompaction) {
   Logged log;
   {
     Journal j(d.file(), log.fn());
-    j.append({{.kind = JournalKind::SetupFailureCounted, .job_id = 7, .failures = 1,
+    j.append({{.kind = JournalKind::SetupFailureCounted,
+               .job_id = 7,
+               .failures = 1,
                .restart_count = 0}});
-    j.append({{.kind = JournalKind::SetupFailureCounted, .job_id = 7, .failures = 2,
+    j.append({{.kind = JournalKind::SetupFailureCounted,
+               .job_id = 7,
+               .failures = 2,
                .restart_count = 1}});
-    j.append({{.kind = JournalKind::SetupFailureCounted, .job_id = 8, .failures = 1,
+    j.append({{.kind = JournalKind::SetupFailureCounted,
+               .job_id = 8,
+               .failures = 1,
                .restart_count = 4}});
     j.append({{.kind = JournalKind::SetupFailuresCleared, .job_id = 8}});
   }
