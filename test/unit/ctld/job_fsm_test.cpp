@@ -1015,3 +1015,22 @@ TEST(JobFsm, RandomSequencesKeepTheInvariants) {
 }
 
 } // namespace
+
+// The log line of a killed job_complete says it runs again (the rule ids
+// are spelled with '_': the line is chosen by the id's suffix).
+TEST(JobFsm, R_COMPLETE_KILLED_LogSaysItRunsAgain) {
+  Outcome o{.kind = OutcomeKind::Signaled};
+  o.signal = 9;
+  JobSwitchState s = state(S::TeardownRunning);
+  s.nodes_held = true;
+  StepResult r = step(s, Event{.kind = E::TeardownResult, .outcome = &o}, {});
+  EXPECT_EQ(r.rule, "R_COMPLETE_KILLED");
+  std::string logged;
+  for (const Action &a : r.actions)
+    if (a.kind == A::Log)
+      logged += a.reason;
+  EXPECT_NE(logged.find("job_complete died on signal 9: nodes held, running it again at the next "
+                        "periodic check (retry 1 of 3)"),
+            std::string::npos)
+      << logged;
+}
