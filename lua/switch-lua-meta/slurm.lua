@@ -147,7 +147,7 @@ function print(...) end
 ---@class switchlua.Step
 ---@field job_id integer
 ---@field step_id integer
----@field id? string The step as Slurm names it, "JobId.StepId", e.g. "1234.0".
+---@field id string The step as Slurm names it, "JobId.StepId", e.g. "1234.0".
 ---@field sluid? string The job's SLUID as the controller saw it at job_start; nil when there was none.
 ---@field partition? string From the step's launch credential; may be nil (always on a batch step).
 ---@field node_name? string The node this slurmstepd runs on.

@@ -201,7 +201,11 @@ Expected<JournalRecord> decode_journal_body(std::string_view bytes) {
     if (!ji)
       return Unexpected<Error>{bad("a 'setup failure counted' record without its count")};
     try {
-      auto oh = msgpack::unpack(ji->data(), ji->size());
+      std::size_t off = 0;
+      auto oh = msgpack::unpack(ji->data(), ji->size(), off, nullptr, nullptr,
+                                msgpack::unpack_limit(2, 0, 0, 0, 0, 2));
+      if (off != ji->size())
+        return Unexpected<Error>{bad("a 'setup failure counted' record with a bad count")};
       const msgpack::object &c = oh.get();
       if (c.type != msgpack::type::ARRAY || c.via.array.size != 2 ||
           c.via.array.ptr[0].type != msgpack::type::POSITIVE_INTEGER ||
