@@ -76,6 +76,14 @@ CLI::App *add_check(CLI::App &app, CliArgs &a) {
   return check;
 }
 
+/// --time-limit: a number of minutes or UNLIMITED ("" when valid).
+std::string time_limit_ok(const std::string &v) {
+  if (v == "UNLIMITED" || v == "unlimited" ||
+      (!v.empty() && v.size() <= 9 && v.find_first_not_of("0123456789") == std::string::npos))
+    return "";
+  return "must be a number of minutes or UNLIMITED";
+}
+
 void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   auto *sim = app.add_subcommand("simulate", "run one job through the script");
   sim->add_option("FILE", so.script, "the script")->required();
@@ -94,15 +102,7 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   sim->add_option("--account", so.account, "job.account")->capture_default_str();
   sim->add_option("--qos", so.qos, "job.qos")->capture_default_str();
   sim->add_option("--time-limit", so.time_limit, "job.time_limit, minutes, or UNLIMITED (nil)")
-      ->check(
-          [](const std::string &v) -> std::string {
-            if (v == "UNLIMITED" || v == "unlimited" ||
-                (!v.empty() && v.size() <= 9 &&
-                 v.find_first_not_of("0123456789") == std::string::npos))
-              return "";
-            return "must be a number of minutes or UNLIMITED";
-          },
-          "MINUTES|UNLIMITED")
+      ->check(time_limit_ok, "MINUTES|UNLIMITED")
       ->capture_default_str();
   sim->add_option("--tasks", so.tasks,
                   "job.num_tasks and each step's num_tasks (default: one per node)");

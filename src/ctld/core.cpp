@@ -11,6 +11,7 @@
 // apply() runs with slurmctld's locks held and the core's recursive mutex;
 // re-entry from an action (requeue → job_complete) is allowed.
 #include "ctld/core.hpp"
+#include "ctld/setup_failures.hpp"
 
 #include "lua/runtime.hpp"
 
@@ -25,43 +26,6 @@
 #include <thread>
 
 namespace switchlua {
-
-Expected<bool> ask_boolean_hook(SupervisorClient &client, const std::string &script, Hook h,
-                                std::chrono::seconds timeout) {
-  // Shared with the completion callback, which may run after a timed-out wait.
-  struct Answer {
-    std::mutex m;
-    std::condition_variable cv;
-    std::optional<Outcome> got;
-  };
-  auto answer = std::make_shared<Answer>();
-  CallRequest req{
-      .script = script, .hook = h, .job = {}, .jobinfo = std::nullopt, .timeout = timeout};
-  auto id = client.submit(req, [answer](CallId, const Outcome &o) {
-    std::lock_guard g(answer->m);
-    answer->got = o;
-    answer->cv.notify_all();
-  });
-  if (!id)
-    return fail(fmt::format("{}: {}: {}", script, hook_name(h), id.error().message));
-  std::unique_lock lk(answer->m);
-  if (!answer->cv.wait_for(lk, timeout + std::chrono::seconds(5),
-                           [&] { return answer->got.has_value(); }))
-    return fail(fmt::format("{}: {}: no answer from the supervisor", script, hook_name(h)));
-  if (answer->got->kind != OutcomeKind::Returned)
-    return fail(fmt::format("{} {}", hook_name(h), describe(*answer->got)));
-  return answer->got->ret.flag;
-}
-
-bool ask_boolean_hook_or_false(SupervisorClient &client, const std::string &script, Hook h,
-                               std::chrono::seconds timeout,
-                               const std::function<void(const std::string &)> &log_error) {
-  auto answer = ask_boolean_hook(client, script, h, timeout);
-  if (answer)
-    return *answer;
-  log_error(fmt::format("switch/lua: {}; {} taken as false", answer.error().message, hook_name(h)));
-  return false;
-}
 
 namespace {
 /// A queued input for the worker.
@@ -118,10 +82,7 @@ struct CtldCore::Impl {
   std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
   std::map<std::int64_t, Orphan> orphans;
   std::set<std::int64_t> orphan_wait;
-  /// switch_max_setup_failures: consecutive failed setups per job id, kept
-  /// in the journal (SetupFailureCounted / SetupFailuresCleared) when there
-  /// is one, so the count survives a restart.
-  std::map<std::uint32_t, SetupFailures> failures;
+  SetupFailureCounts failures; // switch_max_setup_failures, also in the journal
 
   std::mutex qmu;
   std::condition_variable qcv;
@@ -408,61 +369,20 @@ struct CtldCore::Impl {
     orphans.erase(it);
   }
 
-  /// The job's consecutive failed setups before this run's (0 unless the
-  /// last one was in the run this one is the requeue of).
-  std::uint32_t prior_failures(const JobArgs &job) const {
-    auto f = failures.find(job.job_id);
-    if (f == failures.end() || f->second.restart_count + 1 != job.restart_count)
-      return 0;
-    return f->second.failures;
-  }
-
-  /// switch_max_setup_failures bookkeeping of one transition: a requeue
-  /// after a failed setup counts one more failure; a hold, or a setup that
-  /// succeeded or declined, ends the count.  Journaled with the step.
-  void count_failures(const JobSwitchState &n, const Event &e, const StepResult &r) {
-    const std::uint32_t id = n.job.job_id;
-    bool requeued = false, held = false;
-    for (const Action &a : r.actions) {
-      requeued = requeued || a.kind == ActionKind::Requeue;
-      held = held || a.kind == ActionKind::RequeueHeld;
-    }
-    const bool over = e.kind == EventKind::SetupResult &&
-                      (n.state == JobState::Running || n.state == JobState::Declined);
-    if (requeued && cfg.max_setup_failures > 0) {
-      SetupFailures f{.failures = n.setup_failures + 1,
-                      .restart_count = n.job.restart_count,
-                      .submit_time = n.job.submit_time};
-      failures[id] = f;
-      while (failures.size() > kJournalMaxFailureCounts)
-        failures.erase(failures.begin());
-      journal_append({JournalRecord{.kind = JournalKind::SetupFailureCounted,
-                                    .attempt = n.job.attempt,
-                                    .job_id = id,
-                                    .submit_time = n.job.submit_time,
-                                    .failures = f.failures,
-                                    .restart_count = f.restart_count}});
-    } else if ((held || over) && failures.erase(id)) {
-      journal_append({JournalRecord{.kind = JournalKind::SetupFailuresCleared,
-                                    .attempt = n.job.attempt,
-                                    .job_id = id,
-                                    .submit_time = n.job.submit_time}});
-    }
-  }
-
   /// One event for one job; locks held.
   void apply(std::uint32_t job_id, const Event &e) {
     std::lock_guard g(mu);
     auto it = jobs.find(job_id);
     if (it == jobs.end())
       return;
-    it->second.setup_failures = prior_failures(it->second.job);
+    it->second.setup_failures = prior_setup_failures(failures, it->second.job);
     StepResult r = step(it->second, e, cfg);
     for (const Action &a : r.actions)
       if (a.kind == ActionKind::RunJobStart)
         r.next.job.attempt = next_attempt(); // a new setup attempt
     journal_step(it->second, e, r);
-    count_failures(r.next, e, r);
+    if (auto rec = count_setup_failures(failures, cfg, e, r))
+      journal_append({*rec});
     it->second = r.next;
     port.log(LogLevel::Debug,
              fmt::format("switch/lua: JobId={} {} -> {} ({})", job_id, event_kind_name(e.kind),

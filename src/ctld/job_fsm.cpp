@@ -257,50 +257,6 @@ const Row kRules[] = {
 };
 // clang-format on
 
-/// The rc of a job_start / job_complete return, in words.
-std::string rc_text(std::int64_t rc) {
-  if (rc == kSuccess)
-    return "rc=0 (slurm.SUCCESS)";
-  if (rc == kEagain)
-    return "rc=11 (slurm.EAGAIN)";
-  return fmt::format("rc={}", rc);
-}
-
-/// What a call ended with, for reasons and logs ("returned rc=-1",
-/// "raised: switch.lua:12: boom", "timed out after 10 s").
-std::string what_happened(const Outcome &o) {
-  // Reasons and log lines carry the first line; the traceback is logged
-  // once, with the outcome, by the engine.
-  std::string first = o.message.substr(0, o.message.find('\n'));
-  switch (o.kind) {
-  case OutcomeKind::Returned:
-    if (!o.ret.jobinfo_error.empty())
-      return fmt::format("returned a jobinfo that cannot be saved: {}",
-                         o.ret.jobinfo_error.substr(0, o.ret.jobinfo_error.find('\n')));
-    if (o.ret.hook == Hook::JobStart && o.ret.rc != kSuccess && !o.ret.message.empty())
-      return fmt::format("returned {}: {}", rc_text(o.ret.rc), o.ret.message);
-    return "returned " + rc_text(o.ret.rc);
-  case OutcomeKind::LuaError:
-    return "raised an error: " + first;
-  case OutcomeKind::BadReturn:
-    return "broke the return convention: " + first;
-  case OutcomeKind::LoadFailed:
-    return "could not load the script: " + first;
-  case OutcomeKind::SpawnFailed:
-    return "could not be started: " + first;
-  case OutcomeKind::ExitedWithoutReturn:
-    return fmt::format("exited with status {} without returning", o.exit_status);
-  case OutcomeKind::Signaled:
-    return fmt::format("died on signal {}", o.signal);
-  case OutcomeKind::TimedOut:
-    return fmt::format("timed out after {} ms and was killed with its process group",
-                       o.elapsed.count());
-  case OutcomeKind::Abandoned:
-    return "was abandoned: " + first;
-  }
-  return "ended";
-}
-
 Verdict setup_verdict(const Outcome &o) {
   switch (o.kind) {
   case OutcomeKind::Returned:
@@ -390,7 +346,7 @@ std::string killed_text(std::string_view rule, const JobSwitchState &s, const st
 /// The log line of a row's LogInfo / LogError.
 std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
   std::string hook = e.kind == E::SetupResult ? "job_start" : "job_complete";
-  std::string what = e.outcome ? what_happened(*e.outcome) : "";
+  std::string what = e.outcome ? outcome_text(*e.outcome) : "";
   std::string_view rule = r.rule;
   if (rule == "R_START_OK")
     return fmt::format("{} job_start accepted the job: jobinfo stored, job may launch", job_tag(s));
@@ -450,7 +406,7 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
 
 /// What failed, for a setup reason: "switch/lua job_start returned rc=-1".
 std::string setup_what(const Event &e) {
-  std::string what = e.outcome ? what_happened(*e.outcome) : "no result";
+  std::string what = e.outcome ? outcome_text(*e.outcome) : "no result";
   what = utf8_truncate_marked(what, kMaxReasonWhatBytes); // never half a character
   if (e.kind == E::TeardownResult)                        // R_UNDO_FAIL
     return "switch/lua job_complete for a killed job_start " + what;
@@ -464,17 +420,36 @@ std::string setup_reason(const Event &e, Verdict v) {
   return fmt::format("{}: {}", head, setup_what(e));
 }
 
-/// R_SETUP_FAILURES_HELD: whether this failure is the one that reaches
-/// switch_max_setup_failures (only for a job that would be requeued).
+/// Whether this failure of a requeueable job reaches switch_max_setup_failures.
 bool setup_failures_reached(const JobSwitchState &s, const CtldConfig &cfg) {
   return s.requeue_allowed && cfg.max_setup_failures > 0 &&
          s.setup_failures + 1 >= cfg.max_setup_failures;
 }
 
-std::string held_reason(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
+/// FailSetup: requeue the job if it may be, else cancel it, with the
+/// rule's reason; R_SETUP_FAILURES_HELD when this failure reaches
+/// switch_max_setup_failures: requeue it held instead (and say so).
+void fail_setup(const JobSwitchState &s, const Event &e, Verdict v, const CtldConfig &cfg,
+                std::string_view rule, std::vector<Action> &actions) {
+  if (!setup_failures_reached(s, cfg)) {
+    actions.push_back({.kind = s.requeue_allowed ? ActionKind::Requeue : ActionKind::Cancel,
+                       .reason = setup_reason(e, v),
+                       .rule = rule});
+    return;
+  }
   const std::uint32_t n = s.setup_failures + 1;
-  return fmt::format("{} {} time{} (switch_max_setup_failures={}): {}", kReasonSetupFailed, n,
-                     n == 1 ? "" : "s", cfg.max_setup_failures, setup_what(e));
+  std::string reason =
+      fmt::format("{} {} time{} (switch_max_setup_failures={}): {}", kReasonSetupFailed, n,
+                  n == 1 ? "" : "s", cfg.max_setup_failures, setup_what(e));
+  actions.push_back({.kind = ActionKind::Log,
+                     .reason = fmt::format("{} not requeued again: {}; held until `scontrol "
+                                           "release`",
+                                           job_tag(s), reason),
+                     .error = true,
+                     .rule = kRuleSetupFailuresHeld});
+  actions.push_back({.kind = ActionKind::RequeueHeld,
+                     .reason = std::move(reason),
+                     .rule = kRuleSetupFailuresHeld});
 }
 
 std::string drain_reason(const JobSwitchState &s, const Event &e, Verdict v,
@@ -485,7 +460,7 @@ std::string drain_reason(const JobSwitchState &s, const Event &e, Verdict v,
   else if (v == V::EagainUnheld)
     what = "returned slurm.EAGAIN but block_job_complete is false";
   else
-    what = e.outcome ? what_happened(*e.outcome) : "failed";
+    what = e.outcome ? outcome_text(*e.outcome) : "failed";
   what = utf8_truncate_marked(what, kMaxReasonWhatBytes); // never half a character
   // sinfo -R shows 20 characters: they say what failed.
   return fmt::format("{}: JobId={} switch/lua job_complete {}", kReasonTeardownFailed, s.job.job_id,
@@ -516,7 +491,7 @@ std::optional<Action> late_job_complete(const Event &e) {
 /// positive rc other than EAGAIN.  The state is unchanged.
 StepResult late_result(const JobSwitchState &s, const Event &e) {
   StepResult out{.next = s, .actions = {}, .rule = "R_LATE_RESULT"};
-  std::string what = e.outcome ? what_happened(*e.outcome) : "ended";
+  std::string what = e.outcome ? outcome_text(*e.outcome) : "ended";
   bool ok = e.outcome && e.outcome->kind == OutcomeKind::Returned && e.outcome->ret.rc >= 0 &&
             e.outcome->ret.rc != kEagain;
   out.actions.push_back(
@@ -529,10 +504,6 @@ StepResult late_result(const JobSwitchState &s, const Event &e) {
 }
 
 } // namespace
-
-std::string outcome_text(const Outcome &o) {
-  return what_happened(o);
-}
 
 StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
   StepResult out{.next = s, .actions = {}, .rule = "R_IGNORED"};
@@ -589,20 +560,7 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
       add({.kind = ActionKind::EndConfiguring});
       break;
     case Do::FailSetup:
-      if (setup_failures_reached(s, cfg)) {
-        Action held{.kind = ActionKind::RequeueHeld, .reason = held_reason(s, e, cfg)};
-        held.rule = kRuleSetupFailuresHeld;
-        out.actions.push_back(
-            {.kind = ActionKind::Log,
-             .reason = fmt::format("{} not requeued again: {}; held until `scontrol release`",
-                                   job_tag(s), held.reason),
-             .error = true,
-             .rule = kRuleSetupFailuresHeld});
-        out.actions.push_back(std::move(held));
-        break;
-      }
-      add({.kind = s.requeue_allowed ? ActionKind::Requeue : ActionKind::Cancel,
-           .reason = setup_reason(e, v)});
+      fail_setup(s, e, v, cfg, r->rule, out.actions);
       break;
     case Do::HoldJob:
     case Do::HoldAsBlockSays: // resolved above

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
 // The names of the state machine's states, events and actions, as the log
-// lines and switch.lua(5) spell them (job_fsm.hpp).
+// lines and switch.lua(5) spell them, and outcome_text(), the words of
+// reasons and log lines for what a call ended with (job_fsm.hpp).
 #include "ctld/job_fsm.hpp"
 
 #include <array>
+#include <fmt/format.h>
 
 namespace switchlua {
 
@@ -34,6 +36,54 @@ std::string_view action_kind_name(ActionKind a) {
       "Cancel",         "HoldNodes",      "ReleaseNodes",
       "DrainNodes",     "ScheduleRetry",  "Log"};
   return names.at(static_cast<std::size_t>(a));
+}
+
+namespace {
+
+/// The rc of a job_start / job_complete return, in words.
+std::string rc_text(std::int64_t rc) {
+  if (rc == kSuccess)
+    return "rc=0 (slurm.SUCCESS)";
+  if (rc == kEagain)
+    return "rc=11 (slurm.EAGAIN)";
+  return fmt::format("rc={}", rc);
+}
+
+} // namespace
+
+/// What a call ended with, for reasons and logs ("returned rc=-1",
+/// "raised: switch.lua:12: boom", "timed out after 10 s").
+std::string outcome_text(const Outcome &o) {
+  // Reasons and log lines carry the first line; the traceback is logged
+  // once, with the outcome, by the engine.
+  std::string first = o.message.substr(0, o.message.find('\n'));
+  switch (o.kind) {
+  case OutcomeKind::Returned:
+    if (!o.ret.jobinfo_error.empty())
+      return fmt::format("returned a jobinfo that cannot be saved: {}",
+                         o.ret.jobinfo_error.substr(0, o.ret.jobinfo_error.find('\n')));
+    if (o.ret.hook == Hook::JobStart && o.ret.rc != kSuccess && !o.ret.message.empty())
+      return fmt::format("returned {}: {}", rc_text(o.ret.rc), o.ret.message);
+    return "returned " + rc_text(o.ret.rc);
+  case OutcomeKind::LuaError:
+    return "raised an error: " + first;
+  case OutcomeKind::BadReturn:
+    return "broke the return convention: " + first;
+  case OutcomeKind::LoadFailed:
+    return "could not load the script: " + first;
+  case OutcomeKind::SpawnFailed:
+    return "could not be started: " + first;
+  case OutcomeKind::ExitedWithoutReturn:
+    return fmt::format("exited with status {} without returning", o.exit_status);
+  case OutcomeKind::Signaled:
+    return fmt::format("died on signal {}", o.signal);
+  case OutcomeKind::TimedOut:
+    return fmt::format("timed out after {} ms and was killed with its process group",
+                       o.elapsed.count());
+  case OutcomeKind::Abandoned:
+    return "was abandoned: " + first;
+  }
+  return "ended";
 }
 
 } // namespace switchlua

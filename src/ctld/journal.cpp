@@ -82,6 +82,43 @@ void fsync_dir(const std::string &path) {
   }
 }
 
+/// A msgpack integer that fits int64_t, into `out`; false if it is not one.
+bool int64_of(const msgpack::object &o, std::int64_t &out) {
+  if (o.type == msgpack::type::POSITIVE_INTEGER && o.via.u64 <= INT64_MAX)
+    out = static_cast<std::int64_t>(o.via.u64);
+  else if (o.type == msgpack::type::NEGATIVE_INTEGER)
+    out = o.via.i64;
+  else
+    return false;
+  return true;
+}
+
+/// The last slot of a kind-6 record (version 2): bin msgpack
+/// [failures, restart_count], into r.failures and r.restart_count.
+Expected<void> decode_failure_count(const std::optional<std::string_view> &bytes,
+                                    JournalRecord &r) {
+  const Error e = bad("a 'setup failure counted' record with a bad count");
+  if (!bytes)
+    return Unexpected<Error>{bad("a 'setup failure counted' record without its count")};
+  try {
+    std::size_t off = 0;
+    auto oh = msgpack::unpack(bytes->data(), bytes->size(), off, nullptr, nullptr,
+                              msgpack::unpack_limit(2, 0, 0, 0, 0, 2));
+    const msgpack::object &c = oh.get();
+    if (off != bytes->size() || c.type != msgpack::type::ARRAY || c.via.array.size != 2)
+      return Unexpected<Error>{e};
+    const msgpack::object *v = c.via.array.ptr;
+    for (int i = 0; i < 2; ++i)
+      if (v[i].type != msgpack::type::POSITIVE_INTEGER || v[i].via.u64 > UINT32_MAX)
+        return Unexpected<Error>{e};
+    r.failures = static_cast<std::uint32_t>(v[0].via.u64);
+    r.restart_count = static_cast<std::uint32_t>(v[1].via.u64);
+    return {};
+  } catch (const std::exception &) {
+    return Unexpected<Error>{e};
+  }
+}
+
 } // namespace
 
 std::string_view journal_kind_name(JournalKind k) {
@@ -167,15 +204,6 @@ Expected<JournalRecord> decode_journal_body(std::string_view bytes) {
                                      ? fmt::format("unknown record kind {}", a[2].via.u64)
                                      : std::string("record kind is not a number"))};
   r.kind = static_cast<JournalKind>(a[2].via.u64);
-  auto int64_of = [](const msgpack::object &o, std::int64_t &out) {
-    if (o.type == msgpack::type::POSITIVE_INTEGER && o.via.u64 <= INT64_MAX)
-      out = static_cast<std::int64_t>(o.via.u64);
-    else if (o.type == msgpack::type::NEGATIVE_INTEGER)
-      out = o.via.i64;
-    else
-      return false;
-    return true;
-  };
   if (!int64_of(a[3], r.attempt))
     return Unexpected<Error>{bad("field 'attempt' is not an integer")};
   if (a[4].type != msgpack::type::POSITIVE_INTEGER || a[4].via.u64 > UINT32_MAX)
@@ -197,26 +225,8 @@ Expected<JournalRecord> decode_journal_body(std::string_view bytes) {
   if (!ok)
     return Unexpected<Error>{bad("field 'jobinfo' is neither binary nor nil")};
   if (r.kind == JournalKind::SetupFailureCounted) {
-    // [failures, restart_count] (version 2).
-    if (!ji)
-      return Unexpected<Error>{bad("a 'setup failure counted' record without its count")};
-    try {
-      std::size_t off = 0;
-      auto oh = msgpack::unpack(ji->data(), ji->size(), off, nullptr, nullptr,
-                                msgpack::unpack_limit(2, 0, 0, 0, 0, 2));
-      if (off != ji->size())
-        return Unexpected<Error>{bad("a 'setup failure counted' record with a bad count")};
-      const msgpack::object &c = oh.get();
-      if (c.type != msgpack::type::ARRAY || c.via.array.size != 2 ||
-          c.via.array.ptr[0].type != msgpack::type::POSITIVE_INTEGER ||
-          c.via.array.ptr[1].type != msgpack::type::POSITIVE_INTEGER ||
-          c.via.array.ptr[0].via.u64 > UINT32_MAX || c.via.array.ptr[1].via.u64 > UINT32_MAX)
-        return Unexpected<Error>{bad("a 'setup failure counted' record with a bad count")};
-      r.failures = static_cast<std::uint32_t>(c.via.array.ptr[0].via.u64);
-      r.restart_count = static_cast<std::uint32_t>(c.via.array.ptr[1].via.u64);
-    } catch (const std::exception &) {
-      return Unexpected<Error>{bad("a 'setup failure counted' record with a bad count")};
-    }
+    if (auto c = decode_failure_count(ji, r); !c)
+      return Unexpected<Error>{c.error()};
   } else if (ji) {
     r.jobinfo = std::string(*ji);
   }

@@ -45,8 +45,7 @@ void pack_header(Packer &pk, std::string_view type, std::uint32_t n) {
 }
 
 void pack_hook_return(Packer &pk, const HookReturn &r) {
-  // "message" only when there is one: frames without it stay as before.
-  pk.pack_map(r.message.empty() ? 8 : 9);
+  pk.pack_map(r.message.empty() ? 8 : 9); // "message" only when the hook gave one
   pack_str(pk, "hook");
   pack_str(pk, hook_name(r.hook));
   pack_str(pk, "rc");
@@ -378,12 +377,10 @@ HookReturn read_hook_return(Reader &parent, const msgpack::object &o, const std:
   ret.jobinfo = r.opt_bin("jobinfo");
   ret.jobinfo_error = r.str("jobinfo_error");
   ret.has_env = r.flag("has_env");
-  if (const msgpack::object *m = r.get("message", false)) {
-    if (m->type == msgpack::type::STR)
-      ret.message = as_string(*m);
-    else
-      r.set_error("field 'message' is not a string");
-  }
+  if (const msgpack::object *m = r.get("message", false); m && m->type != msgpack::type::STR)
+    r.set_error("field 'message' is not a string");
+  else if (m)
+    ret.message = as_string(*m);
   for (const msgpack::object *e : r.array("env")) {
     const bool ok = e->type == msgpack::type::ARRAY && e->via.array.size == 3;
     const msgpack::object *f = ok ? e->via.array.ptr : nullptr;
