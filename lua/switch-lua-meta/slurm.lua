@@ -130,15 +130,28 @@ function print(...) end
 ---@field sluid? string Slurm's SLUID for the job as text; nil when Slurm has none.
 ---@field restart_count integer How many times the job has been requeued.
 ---@field batch boolean true for a batch job (sbatch).
+---@field submit_time integer The job record's submit time (Unix seconds); 0 if Slurm has none.
+---@field attempt integer Unique per setup attempt; job_complete gets its job_start's value.
+---@field qos? string The job's QOS, e.g. "normal"; nil without an accounting database.
+---@field time_limit? integer Minutes, e.g. 90; nil when the job has no time limit.
+---@field num_tasks integer The job's task count (NumTasks), e.g. 4.
+---@field num_cpus integer CPUs allocated (NumCPUs), e.g. 8.
+---@field tres_per_node? string As Slurm keeps it (TresPerNode), e.g. "gres/gpu:2".
+---@field tres_per_task? string As Slurm keeps it (TresPerTask), e.g. "cpu=2".
+---@field array_job_id? integer A task of a job array: the array's job id.
+---@field array_task_id? integer A task of a job array: its index, e.g. 3.
+---@field het_job_id? integer A heterogeneous job's component: the leader's job id.
+---@field het_job_offset? integer A heterogeneous job's component: its offset, from 0.
 
 ---The step table of step_preinit, step_init and step_postfini.
 ---@class switchlua.Step
 ---@field job_id integer
 ---@field step_id integer
+---@field id string The step as Slurm names it, "JobId.StepId", e.g. "1234.0".
 ---@field sluid? string The job's SLUID as the controller saw it at job_start; nil when there was none.
 ---@field partition? string From the step's launch credential; may be nil (always on a batch step).
 ---@field node_name? string The node this slurmstepd runs on.
----@field node_id integer This node's index within the step, from 0.
+---@field node_id integer This node's rank within the step, from 0 (SLURM_NODEID).
 ---@field num_nodes integer Nodes of the whole step.
 ---@field num_tasks integer Tasks of the whole step.
 ---@field user_id integer
@@ -171,7 +184,7 @@ function slurm_switch_setup_special_steps() end
 ---safe to repeat.
 ---@param job switchlua.Job
 ---@return integer rc slurm.SUCCESS: proceed.  Anything else (or a Lua error, or a non-number): the setup failed; the job is requeued if it can be, else cancelled with "switch setup failed"; no drain, job_complete is not called, so undo your own work first.
----@return switchlua.Jobinfo|nil jobinfo nil: the plugin does not manage this job (no stepinfo, no job_complete, no step hooks).  A table: stored with the job, given to every step as stepinfo and to job_complete.
+---@return switchlua.Jobinfo|string|nil jobinfo nil: the plugin does not manage this job (no stepinfo, no job_complete, no step hooks).  A table: stored with the job, given to every step as stepinfo and to job_complete.  With a failed rc, a string is the failure's message: it reaches the job's reason (return slurm.ERROR, "fabric manager unreachable").
 function slurm_switch_job_start(job) end
 
 ---slurmctld, in a supervised child process: tear the fabric down when a job

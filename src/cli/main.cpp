@@ -91,6 +91,14 @@ CLI::App *add_status(CLI::App &app, CliArgs &a) {
   return st;
 }
 
+/// --time-limit: a number of minutes or UNLIMITED ("" when valid).
+std::string time_limit_ok(const std::string &v) {
+  if (v == "UNLIMITED" || v == "unlimited" ||
+      (!v.empty() && v.size() <= 9 && v.find_first_not_of("0123456789") == std::string::npos))
+    return "";
+  return "must be a number of minutes or UNLIMITED";
+}
+
 void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   auto *sim = app.add_subcommand("simulate", "run one job through the script");
   sim->add_option("FILE", so.script, "the script")->required();
@@ -106,6 +114,24 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   sim->add_flag("--no-requeue", so.no_requeue, "a batch job that may not be requeued");
   sim->add_option("--user", so.user, "user name")->capture_default_str();
   sim->add_option("--partition", so.partition, "partition")->capture_default_str();
+  sim->add_option("--account", so.account, "job.account")->capture_default_str();
+  sim->add_option("--qos", so.qos, "job.qos")->capture_default_str();
+  sim->add_option("--time-limit", so.time_limit, "job.time_limit, minutes, or UNLIMITED (nil)")
+      ->check(time_limit_ok, "MINUTES|UNLIMITED")
+      ->capture_default_str();
+  sim->add_option("--tasks", so.tasks,
+                  "job.num_tasks and each step's num_tasks (default: one per node)");
+  sim->add_option("--cpus", so.cpus, "job.num_cpus (default: one per task)");
+  sim->add_option("--tres-per-node", so.tres_per_node, "job.tres_per_node, e.g. gres/gpu:2");
+  sim->add_option("--tres-per-task", so.tres_per_task, "job.tres_per_task, e.g. cpu=2");
+  auto *aj = sim->add_option("--array-job-id", so.array_job_id, "job.array_job_id");
+  auto *at = sim->add_option("--array-task-id", so.array_task_id, "job.array_task_id");
+  aj->needs(at);
+  at->needs(aj);
+  auto *hj = sim->add_option("--het-job-id", so.het_job_id, "job.het_job_id");
+  auto *ho = sim->add_option("--het-job-offset", so.het_job_offset, "job.het_job_offset");
+  hj->needs(ho);
+  ho->needs(hj);
   sim->add_option("--timeout", a.timeout, "switch_timeout, seconds")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();

@@ -84,6 +84,13 @@ void SimCluster::requeue(std::uint32_t, const std::string &reason) {
   end_job("requeue");
 }
 
+void SimCluster::requeue_held(std::uint32_t, const std::string &reason) {
+  job_state_ = "PENDING (requeued held: scontrol release)";
+  reason_ = reason;
+  note("slurmctld", "action", fmt::format("job requeued held: Reason={}", reason), true);
+  end_job("requeue");
+}
+
 void SimCluster::cancel(std::uint32_t, const std::string &reason) {
   job_state_ = "CANCELLED";
   reason_ = reason;

@@ -45,6 +45,7 @@ public:
   void unlock() override { mu_.unlock(); }
   void end_configuring(std::uint32_t job_id) override;
   void requeue(std::uint32_t job_id, const std::string &reason) override;
+  void requeue_held(std::uint32_t job_id, const std::string &reason) override;
   void cancel(std::uint32_t job_id, const std::string &reason) override;
   void hold(std::uint32_t job_id, const std::string &nodes, bool hold_nodes) override;
   void release(std::uint32_t job_id, const std::string &nodes, bool release_nodes) override;

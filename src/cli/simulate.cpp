@@ -9,6 +9,7 @@
 #include "stepd/step_hooks.hpp"
 #include "supervisor/script_guard.hpp"
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -46,7 +47,23 @@ JobArgs make_job(const SimulateOptions &o) {
   j.partition = o.partition;
   if (!o.network.empty())
     j.network = o.network;
-  j.account = "sim";
+  j.account = o.account;
+  j.qos = o.qos;
+  j.num_tasks = o.tasks.value_or(o.nodes);
+  j.num_cpus = o.cpus.value_or(j.num_tasks);
+  j.tres_per_node = o.tres_per_node;
+  j.tres_per_task = o.tres_per_task;
+  j.array_job_id = o.array_job_id;
+  j.array_task_id = o.array_task_id;
+  j.het_job_id = o.het_job_id;
+  j.het_job_offset = o.het_job_offset;
+  std::uint32_t minutes = 0;
+  if (o.time_limit != "UNLIMITED" && o.time_limit != "unlimited") {
+    auto [p, ec] =
+        std::from_chars(o.time_limit.data(), o.time_limit.data() + o.time_limit.size(), minutes);
+    if (ec == std::errc() && p == o.time_limit.data() + o.time_limit.size())
+      j.time_limit = minutes;
+  }
   j.batch = o.batch;
   const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
@@ -105,12 +122,13 @@ std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
       }
       StepArgs a{.job_id = job.job_id,
                  .step_id = s,
+                 .id = fmt::format("{}.{}", job.job_id, s),
                  .sluid = job.sluid,
                  .partition = job.partition,
                  .node_name = node,
                  .node_id = static_cast<std::uint32_t>(i),
                  .num_nodes = job.num_nodes,
-                 .num_tasks = job.num_nodes,
+                 .num_tasks = job.num_tasks,
                  .user_id = job.user_id,
                  .user_name = job.user_name,
                  .nodes = job.nodes,

@@ -28,6 +28,19 @@ struct SimulateOptions {
   bool no_requeue = false;
   std::string user = "alice";
   std::string partition = "debug";
+  // The job table's read-only facts (issue 11); defaults look like a small
+  // real job.  nullopt: nil in the job table.
+  std::string account = "sim";
+  std::optional<std::string> qos = "normal";
+  std::string time_limit = "60";      ///< minutes, or "UNLIMITED" (nil)
+  std::optional<std::uint32_t> tasks; ///< num_tasks; default: one per node
+  std::optional<std::uint32_t> cpus;  ///< num_cpus; default: one per task
+  std::optional<std::string> tres_per_node;
+  std::optional<std::string> tres_per_task;
+  std::optional<std::uint32_t> array_job_id;  ///< with array_task_id
+  std::optional<std::uint32_t> array_task_id; ///< an array job when set
+  std::optional<std::uint32_t> het_job_id;    ///< with het_job_offset
+  std::optional<std::uint32_t> het_job_offset;
   CtldConfig config; ///< switch_timeout, switch_kill_grace, switch_retries, drain
   std::optional<bool> block_job_complete; ///< nullopt: ask the script
   std::string restart_during;             ///< "", "setup" or "teardown"

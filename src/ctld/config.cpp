@@ -81,6 +81,9 @@ const Key kKeys[] = {
   {"switch_script_mismatch", 0, 0, "",
    [](const CtldConfig &c) -> std::uint64_t { return c.mismatch_fails; },
    [](CtldConfig &c, std::uint64_t v) { c.mismatch_fails = v != 0; }, {"warn", "fail"}},
+  {"switch_max_setup_failures", 0, kMaxSwitchMaxSetupFailures, "count",
+   [](const CtldConfig &c) -> std::uint64_t { return c.max_setup_failures; },
+   [](CtldConfig &c, std::uint64_t v) { c.max_setup_failures = static_cast<std::uint32_t>(v); }},
 };
 // clang-format on
 

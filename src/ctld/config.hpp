@@ -28,6 +28,11 @@
 //   switch_script_mismatch=warn|fail what a slurmstepd does when the script it
 //                                   loads is not the one that ran job_start:
 //                                   log a warning (default) or fail the step
+//   switch_max_setup_failures=<count>  after this many consecutive failed
+//                                   setups a requeueable job is requeued
+//                                   held (admin hold) instead; integer
+//                                   0..1000, default 0 = off (the contract:
+//                                   requeued without limit)
 //
 // switch_max_calls and switch_max_queue are read when the plugin starts
 // (slurmctld's start and every reconfigure, which restarts it in 24.11):
@@ -67,6 +72,7 @@ inline constexpr std::chrono::seconds kMaxSwitchKillGrace{300};
 inline constexpr std::uint32_t kDefaultSwitchLuaMemory = 256; ///< MiB (kDefaultCtldLuaMemoryLimit)
 inline constexpr std::uint32_t kMaxSwitchLuaMemory = 65536;
 inline constexpr std::uint32_t kMaxSwitchStatusInterval = 86400;
+inline constexpr std::uint32_t kMaxSwitchMaxSetupFailures = 1000;
 
 /// The parsed settings.  A hook call keeps the timeout it started with
 /// across a reconfigure (the supervisor gets it with the request).
@@ -82,6 +88,9 @@ struct CtldConfig {
   /// switch_script_mismatch=fail: a step whose slurmstepd loads another
   /// script than the one that ran job_start fails (else: a warning).
   bool mismatch_fails = false;
+  /// switch_max_setup_failures: consecutive failed setups of a job after
+  /// which it is held rather than requeued again; 0 = no limit (default).
+  std::uint32_t max_setup_failures = 0;
   bool operator==(const CtldConfig &) const = default;
 };
 

@@ -11,6 +11,7 @@
 // apply() runs with slurmctld's locks held and the core's recursive mutex;
 // re-entry from an action (requeue → job_complete) is allowed.
 #include "ctld/core.hpp"
+#include "ctld/setup_failures.hpp"
 
 #include "lua/runtime.hpp"
 
@@ -25,43 +26,6 @@
 #include <thread>
 
 namespace switchlua {
-
-Expected<bool> ask_boolean_hook(SupervisorClient &client, const std::string &script, Hook h,
-                                std::chrono::seconds timeout) {
-  // Shared with the completion callback, which may run after a timed-out wait.
-  struct Answer {
-    std::mutex m;
-    std::condition_variable cv;
-    std::optional<Outcome> got;
-  };
-  auto answer = std::make_shared<Answer>();
-  CallRequest req{
-      .script = script, .hook = h, .job = {}, .jobinfo = std::nullopt, .timeout = timeout};
-  auto id = client.submit(req, [answer](CallId, const Outcome &o) {
-    std::lock_guard g(answer->m);
-    answer->got = o;
-    answer->cv.notify_all();
-  });
-  if (!id)
-    return fail(fmt::format("{}: {}: {}", script, hook_name(h), id.error().message));
-  std::unique_lock lk(answer->m);
-  if (!answer->cv.wait_for(lk, timeout + std::chrono::seconds(5),
-                           [&] { return answer->got.has_value(); }))
-    return fail(fmt::format("{}: {}: no answer from the supervisor", script, hook_name(h)));
-  if (answer->got->kind != OutcomeKind::Returned)
-    return fail(fmt::format("{} {}", hook_name(h), describe(*answer->got)));
-  return answer->got->ret.flag;
-}
-
-bool ask_boolean_hook_or_false(SupervisorClient &client, const std::string &script, Hook h,
-                               std::chrono::seconds timeout,
-                               const std::function<void(const std::string &)> &log_error) {
-  auto answer = ask_boolean_hook(client, script, h, timeout);
-  if (answer)
-    return *answer;
-  log_error(fmt::format("switch/lua: {}; {} taken as false", answer.error().message, hook_name(h)));
-  return false;
-}
 
 namespace {
 /// A queued input for the worker.
@@ -118,6 +82,7 @@ struct CtldCore::Impl {
   std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
   std::map<std::int64_t, Orphan> orphans;
   std::set<std::int64_t> orphan_wait;
+  SetupFailureCounts failures; // switch_max_setup_failures, also in the journal
 
   std::mutex qmu;
   std::condition_variable qcv;
@@ -155,6 +120,8 @@ struct CtldCore::Impl {
         stats, opts.status_path, opts.script, opts.journal_path,
         [this](LogLevel l, const std::string &line) { port.log(l, line); });
     publisher->set_interval(cfg.status_interval);
+    if (journal)
+      failures = journal->table().failures;
     worker = std::thread([this] { run_worker(); });
   }
 
@@ -423,6 +390,7 @@ struct CtldCore::Impl {
     auto it = jobs.find(job_id);
     if (it == jobs.end())
       return;
+    it->second.setup_failures = prior_setup_failures(failures, it->second.job);
     StepResult r = step(it->second, e, cfg);
     for (const Action &a : r.actions)
       if (a.kind == ActionKind::RunJobStart)
@@ -435,6 +403,8 @@ struct CtldCore::Impl {
         if (a.kind == ActionKind::Log)
           a.reason += fmt::format(" ({})", script_ref(e.outcome->script_hash));
     journal_step(it->second, e, r);
+    if (auto rec = count_setup_failures(failures, cfg, e, r))
+      journal_append({*rec});
     it->second = r.next;
     port.log(LogLevel::Debug,
              fmt::format("switch/lua: JobId={} {} -> {} ({})", job_id, event_kind_name(e.kind),
@@ -560,6 +530,9 @@ struct CtldCore::Impl {
         break;
       case ActionKind::Requeue: // the port logs what Slurm did
         port.requeue(id, a.reason);
+        break;
+      case ActionKind::RequeueHeld:
+        port.requeue_held(id, a.reason);
         break;
       case ActionKind::Cancel:
         port.cancel(id, a.reason);

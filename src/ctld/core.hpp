@@ -44,6 +44,9 @@ public:
   virtual void unlock() = 0;
   virtual void end_configuring(std::uint32_t job_id) = 0;
   virtual void requeue(std::uint32_t job_id, const std::string &reason) = 0;
+  /// R_SETUP_FAILURES_HELD: requeue the job held (admin hold, `scontrol
+  /// release`) with `reason`; cancel it if Slurm refuses the requeue.
+  virtual void requeue_held(std::uint32_t job_id, const std::string &reason) = 0;
   virtual void cancel(std::uint32_t job_id, const std::string &reason) = 0;
   virtual void hold(std::uint32_t job_id, const std::string &nodes, bool hold_nodes) = 0;
   virtual void release(std::uint32_t job_id, const std::string &nodes, bool release_nodes) = 0;

@@ -404,14 +404,52 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
   return fmt::format("{} {} {}", job_tag(s), hook, what);
 }
 
-std::string setup_reason(const Event &e, Verdict v) {
-  std::string_view head = v == V::TimedOut ? kReasonSetupTimedOut : kReasonSetupFailed;
+/// What failed, for a setup reason: "switch/lua job_start returned rc=-1".
+std::string setup_what(const Event &e) {
   std::string what = e.outcome ? outcome_text(*e.outcome) : "no result";
   what = utf8_truncate_marked(what, kMaxReasonWhatBytes); // never half a character
   if (e.kind == E::TeardownResult)                        // R_UNDO_FAIL
-    return fmt::format("{}: switch/lua job_complete for a killed job_start {}", kReasonSetupFailed,
-                       what);
-  return fmt::format("{}: switch/lua job_start {}", head, what);
+    return "switch/lua job_complete for a killed job_start " + what;
+  return "switch/lua job_start " + what;
+}
+
+std::string setup_reason(const Event &e, Verdict v) {
+  if (e.kind == E::TeardownResult)
+    return fmt::format("{}: {}", kReasonSetupFailed, setup_what(e));
+  std::string_view head = v == V::TimedOut ? kReasonSetupTimedOut : kReasonSetupFailed;
+  return fmt::format("{}: {}", head, setup_what(e));
+}
+
+/// Whether this failure of a requeueable job reaches switch_max_setup_failures.
+bool setup_failures_reached(const JobSwitchState &s, const CtldConfig &cfg) {
+  return s.requeue_allowed && cfg.max_setup_failures > 0 &&
+         s.setup_failures + 1 >= cfg.max_setup_failures;
+}
+
+/// FailSetup: requeue the job if it may be, else cancel it, with the
+/// rule's reason; R_SETUP_FAILURES_HELD when this failure reaches
+/// switch_max_setup_failures: requeue it held instead (and say so).
+void fail_setup(const JobSwitchState &s, const Event &e, Verdict v, const CtldConfig &cfg,
+                std::string_view rule, std::vector<Action> &actions) {
+  if (!setup_failures_reached(s, cfg)) {
+    actions.push_back({.kind = s.requeue_allowed ? ActionKind::Requeue : ActionKind::Cancel,
+                       .reason = setup_reason(e, v),
+                       .rule = rule});
+    return;
+  }
+  const std::uint32_t n = s.setup_failures + 1;
+  std::string reason =
+      fmt::format("{} {} time{} (switch_max_setup_failures={}): {}", kReasonSetupFailed, n,
+                  n == 1 ? "" : "s", cfg.max_setup_failures, setup_what(e));
+  actions.push_back({.kind = ActionKind::Log,
+                     .reason = fmt::format("{} not requeued again: {}; held until `scontrol "
+                                           "release`",
+                                           job_tag(s), reason),
+                     .error = true,
+                     .rule = kRuleSetupFailuresHeld});
+  actions.push_back({.kind = ActionKind::RequeueHeld,
+                     .reason = std::move(reason),
+                     .rule = kRuleSetupFailuresHeld});
 }
 
 std::string drain_reason(const JobSwitchState &s, const Event &e, Verdict v,
@@ -522,8 +560,7 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
       add({.kind = ActionKind::EndConfiguring});
       break;
     case Do::FailSetup:
-      add({.kind = s.requeue_allowed ? ActionKind::Requeue : ActionKind::Cancel,
-           .reason = setup_reason(e, v)});
+      fail_setup(s, e, v, cfg, r->rule, out.actions);
       break;
     case Do::HoldJob:
     case Do::HoldAsBlockSays: // resolved above
@@ -572,6 +609,7 @@ std::vector<std::string_view> rule_ids() {
   std::vector<std::string_view> ids;
   for (const Row &r : kRules)
     ids.push_back(r.rule);
+  ids.push_back(kRuleSetupFailuresHeld); // an action rule of every FailSetup row
   ids.push_back("R_IGNORED");
   return ids;
 }

@@ -92,6 +92,10 @@ struct JobSwitchState {
   /// content_hash() of the script whose job_start returned `jobinfo` (the
   /// stepinfo carries it to each slurmstepd); empty when unknown.
   std::string script_hash;
+  /// Consecutive failed setups of this job before the current attempt, as
+  /// the core's failure count says (switch_max_setup_failures); filled by
+  /// the core before each step, never persisted with the state.
+  std::uint32_t setup_failures = 0;
   bool operator==(const JobSwitchState &) const = default;
 };
 
@@ -102,12 +106,15 @@ enum class ActionKind : std::uint8_t {
   RunLateJobComplete, ///< the extra job_complete of a late setup; its result only logged
   EndConfiguring,     ///< setup over: decrement prolog_running (launches if still runnable)
   Requeue,            ///< requeue the job with `reason` (fall back to Cancel if refused)
-  Cancel,             ///< cancel the job with `reason`
-  HoldNodes,          ///< keep the job's nodes COMPLETING
-  ReleaseNodes,       ///< undo HoldNodes
-  DrainNodes,         ///< drain the job's nodes with `reason`
-  ScheduleRetry,      ///< run RetryTick at the next periodic check
-  Log,                ///< log `reason` at `level`
+  /// R_SETUP_FAILURES_HELD: requeue the job held (admin hold, released by
+  /// `scontrol release`) with `reason`; fall back to Cancel if refused.
+  RequeueHeld,
+  Cancel,        ///< cancel the job with `reason`
+  HoldNodes,     ///< keep the job's nodes COMPLETING
+  ReleaseNodes,  ///< undo HoldNodes
+  DrainNodes,    ///< drain the job's nodes with `reason`
+  ScheduleRetry, ///< run RetryTick at the next periodic check
+  Log,           ///< log `reason` at `level`
 };
 std::string_view action_kind_name(ActionKind a);
 
@@ -149,5 +156,11 @@ inline constexpr std::string_view kReasonSetupTimedOut = "switch setup timed out
 /// The drain reason of a failed teardown: "switch teardown failed: JobId=N
 /// switch/lua job_complete returned rc=-1" (sinfo -R shows 20 characters).
 inline constexpr std::string_view kReasonTeardownFailed = "switch teardown failed";
+/// The rule of a failed setup that reached switch_max_setup_failures: the
+/// job is requeued held instead of requeued (an action rule of FailSetup,
+/// like R_START_LATE; listed by rule_ids()).  Its reason: "switch setup
+/// failed 3 times (switch_max_setup_failures=3): switch/lua job_start
+/// returned rc=-1: fabric manager unreachable".
+inline constexpr std::string_view kRuleSetupFailuresHeld = "R_SETUP_FAILURES_HELD";
 
 } // namespace switchlua

@@ -30,9 +30,11 @@ std::string_view event_kind_name(EventKind e) {
 }
 
 std::string_view action_kind_name(ActionKind a) {
-  static constexpr std::array<std::string_view, 11> names = {
-      "RunJobStart", "RunJobComplete", "RunLateJobComplete", "EndConfiguring", "Requeue", "Cancel",
-      "HoldNodes",   "ReleaseNodes",   "DrainNodes",         "ScheduleRetry",  "Log"};
+  static constexpr std::array<std::string_view, 12> names = {
+      "RunJobStart",    "RunJobComplete", "RunLateJobComplete",
+      "EndConfiguring", "Requeue",        "RequeueHeld",
+      "Cancel",         "HoldNodes",      "ReleaseNodes",
+      "DrainNodes",     "ScheduleRetry",  "Log"};
   return names.at(static_cast<std::size_t>(a));
 }
 
@@ -49,6 +51,8 @@ std::string rc_text(std::int64_t rc) {
 
 } // namespace
 
+/// What a call ended with, for reasons and logs ("returned rc=-1",
+/// "raised: switch.lua:12: boom", "timed out after 10 s").
 std::string outcome_text(const Outcome &o) {
   // Reasons and log lines carry the first line; the traceback is logged
   // once, with the outcome, by the engine.
@@ -58,6 +62,8 @@ std::string outcome_text(const Outcome &o) {
     if (!o.ret.jobinfo_error.empty())
       return fmt::format("returned a jobinfo that cannot be saved: {}",
                          o.ret.jobinfo_error.substr(0, o.ret.jobinfo_error.find('\n')));
+    if (o.ret.hook == Hook::JobStart && o.ret.rc != kSuccess && !o.ret.message.empty())
+      return fmt::format("returned {}: {}", rc_text(o.ret.rc), o.ret.message);
     return "returned " + rc_text(o.ret.rc);
   case OutcomeKind::LuaError:
     return "raised an error: " + first;

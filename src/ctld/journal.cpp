@@ -82,6 +82,43 @@ void fsync_dir(const std::string &path) {
   }
 }
 
+/// A msgpack integer that fits int64_t, into `out`; false if it is not one.
+bool int64_of(const msgpack::object &o, std::int64_t &out) {
+  if (o.type == msgpack::type::POSITIVE_INTEGER && o.via.u64 <= INT64_MAX)
+    out = static_cast<std::int64_t>(o.via.u64);
+  else if (o.type == msgpack::type::NEGATIVE_INTEGER)
+    out = o.via.i64;
+  else
+    return false;
+  return true;
+}
+
+/// The last slot of a kind-6 record (version 2): bin msgpack
+/// [failures, restart_count], into r.failures and r.restart_count.
+Expected<void> decode_failure_count(const std::optional<std::string_view> &bytes,
+                                    JournalRecord &r) {
+  const Error e = bad("a 'setup failure counted' record with a bad count");
+  if (!bytes)
+    return Unexpected<Error>{bad("a 'setup failure counted' record without its count")};
+  try {
+    std::size_t off = 0;
+    auto oh = msgpack::unpack(bytes->data(), bytes->size(), off, nullptr, nullptr,
+                              msgpack::unpack_limit(2, 0, 0, 0, 0, 2));
+    const msgpack::object &c = oh.get();
+    if (off != bytes->size() || c.type != msgpack::type::ARRAY || c.via.array.size != 2)
+      return Unexpected<Error>{e};
+    const msgpack::object *v = c.via.array.ptr;
+    for (int i = 0; i < 2; ++i)
+      if (v[i].type != msgpack::type::POSITIVE_INTEGER || v[i].via.u64 > UINT32_MAX)
+        return Unexpected<Error>{e};
+    r.failures = static_cast<std::uint32_t>(v[0].via.u64);
+    r.restart_count = static_cast<std::uint32_t>(v[1].via.u64);
+    return {};
+  } catch (const std::exception &) {
+    return Unexpected<Error>{e};
+  }
+}
+
 } // namespace
 
 std::string_view journal_kind_name(JournalKind k) {
@@ -96,6 +133,10 @@ std::string_view journal_kind_name(JournalKind k) {
     return "teardown started";
   case JournalKind::Forgotten:
     return "forgotten";
+  case JournalKind::SetupFailureCounted:
+    return "setup failure counted";
+  case JournalKind::SetupFailuresCleared:
+    return "setup failures cleared";
   }
   return "unknown";
 }
@@ -121,14 +162,25 @@ std::string encode_journal_body(const JournalRecord &r) {
   msgpack::sbuffer buf;
   msgpack::packer<msgpack::sbuffer> pk(buf);
   pk.pack_array(8);
+  const bool v2 =
+      r.kind == JournalKind::SetupFailureCounted || r.kind == JournalKind::SetupFailuresCleared;
   pk.pack(kMagic);
-  pk.pack(kJournalVersion);
+  pk.pack(static_cast<std::uint32_t>(v2 ? 2 : 1));
   pk.pack(static_cast<std::uint32_t>(r.kind));
   pk.pack_int64(r.attempt);
   pk.pack_uint32(r.job_id);
   pk.pack_int64(r.submit_time);
   pack_bin_or_nil(pk, r.job ? std::optional<std::string>(r.job->to_msgpack()) : std::nullopt);
-  pack_bin_or_nil(pk, r.jobinfo);
+  if (r.kind == JournalKind::SetupFailureCounted) {
+    msgpack::sbuffer cnt;
+    msgpack::packer<msgpack::sbuffer> cp(cnt);
+    cp.pack_array(2);
+    cp.pack_uint32(r.failures);
+    cp.pack_uint32(r.restart_count);
+    pack_bin_or_nil(pk, std::string(cnt.data(), cnt.size()));
+  } else {
+    pack_bin_or_nil(pk, r.jobinfo);
+  }
   return std::string(buf.data(), buf.size());
 }
 
@@ -146,20 +198,12 @@ Expected<JournalRecord> decode_journal_body(std::string_view bytes) {
     return Unexpected<Error>{rec.error()};
   const msgpack::object *a = rec->fields;
   JournalRecord r;
-  if (a[2].type != msgpack::type::POSITIVE_INTEGER || a[2].via.u64 < 1 || a[2].via.u64 > 5)
+  const std::uint64_t max_kind = rec->version >= 2 ? 7 : 5;
+  if (a[2].type != msgpack::type::POSITIVE_INTEGER || a[2].via.u64 < 1 || a[2].via.u64 > max_kind)
     return Unexpected<Error>{bad(a[2].type == msgpack::type::POSITIVE_INTEGER
                                      ? fmt::format("unknown record kind {}", a[2].via.u64)
                                      : std::string("record kind is not a number"))};
   r.kind = static_cast<JournalKind>(a[2].via.u64);
-  auto int64_of = [](const msgpack::object &o, std::int64_t &out) {
-    if (o.type == msgpack::type::POSITIVE_INTEGER && o.via.u64 <= INT64_MAX)
-      out = static_cast<std::int64_t>(o.via.u64);
-    else if (o.type == msgpack::type::NEGATIVE_INTEGER)
-      out = o.via.i64;
-    else
-      return false;
-    return true;
-  };
   if (!int64_of(a[3], r.attempt))
     return Unexpected<Error>{bad("field 'attempt' is not an integer")};
   if (a[4].type != msgpack::type::POSITIVE_INTEGER || a[4].via.u64 > UINT32_MAX)
@@ -180,8 +224,12 @@ Expected<JournalRecord> decode_journal_body(std::string_view bytes) {
   auto ji = bin_or_nil(a[7], ok);
   if (!ok)
     return Unexpected<Error>{bad("field 'jobinfo' is neither binary nor nil")};
-  if (ji)
+  if (r.kind == JournalKind::SetupFailureCounted) {
+    if (auto c = decode_failure_count(ji, r); !c)
+      return Unexpected<Error>{c.error()};
+  } else if (ji) {
     r.jobinfo = std::string(*ji);
+  }
   if (r.kind == JournalKind::SetupStarted && !r.job)
     return Unexpected<Error>{bad("a 'setup started' record without its job")};
   if (r.kind == JournalKind::SetupAccepted && !r.jobinfo)
@@ -261,6 +309,17 @@ JournalScan scan_journal(std::string_view bytes) {
 }
 
 void JournalTable::apply(const JournalRecord &r) {
+  if (r.kind == JournalKind::SetupFailureCounted) {
+    failures[r.job_id] = SetupFailures{
+        .failures = r.failures, .restart_count = r.restart_count, .submit_time = r.submit_time};
+    while (failures.size() > kJournalMaxFailureCounts)
+      failures.erase(failures.begin());
+    return;
+  }
+  if (r.kind == JournalKind::SetupFailuresCleared) {
+    failures.erase(r.job_id);
+    return;
+  }
   max_attempt = std::max(max_attempt, r.attempt);
   if (r.kind == JournalKind::Forgotten) {
     live.erase(r.attempt);
@@ -326,6 +385,12 @@ std::vector<JournalRecord> JournalTable::snapshot() const {
       out.push_back(td);
     }
   }
+  for (const auto &[job_id, f] : failures)
+    out.push_back({.kind = JournalKind::SetupFailureCounted,
+                   .job_id = job_id,
+                   .submit_time = f.submit_time,
+                   .failures = f.failures,
+                   .restart_count = f.restart_count});
   // The newest attempt id survives even if it was forgotten and trimmed.
   if (max_attempt != 0 && (forgotten.empty() || *forgotten.rbegin() < max_attempt) &&
       live.find(max_attempt) == live.end())
@@ -396,8 +461,8 @@ Journal::Journal(std::string path, LogFn log) : path_(std::move(path)), log_(std
   }
   compact();
   if (!table_.live.empty())
-    say(false, fmt::format("{} setup attempt(s) not over, {} remembered as over", table_.live.size(),
-                           table_.forgotten.size()));
+    say(false, fmt::format("{} setup attempt(s) not over, {} remembered as over",
+                           table_.live.size(), table_.forgotten.size()));
 }
 
 Journal::~Journal() {

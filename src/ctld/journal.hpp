@@ -17,8 +17,13 @@
 //   body    msgpack [ "swlj", <version>, <kind>, <attempt>, <job_id>,
 //                     <submit_time>, <job: bin JobArgs::to_msgpack | nil>,
 //                     <jobinfo: bin | nil> ]
-// Version 1 is the only body version so far (kJournalVersion); a decoder of
-// version N reads every version <= N and refuses newer ones.
+// Version 1 bodies carry the kinds 1..5.  Version 2 (issue 11) adds the
+// kinds 6 and 7 of switch_max_setup_failures, written only while that
+// setting is on, so a journal of a cluster that never used it stays
+// readable by a version-1 plugin; in a kind-6 body the last slot holds
+// bin msgpack [<failures: uint>, <restart_count: uint>] instead of a
+// jobinfo.  A decoder of version N reads every version <= N and refuses
+// newer ones (kJournalVersion is the newest this build reads).
 //
 // Damage (Journal::open):
 //   torn tail     the last record is incomplete or fails its checksum and
@@ -44,7 +49,7 @@
 
 namespace switchlua {
 
-inline constexpr std::uint32_t kJournalVersion = 1;
+inline constexpr std::uint32_t kJournalVersion = 2;
 inline constexpr std::string_view kJournalHeader = "SWLJRNL1";
 /// Largest record body accepted (a JobArgs and a 64 KiB jobinfo fit).
 inline constexpr std::size_t kJournalMaxRecord = 1 << 20;
@@ -52,6 +57,9 @@ inline constexpr std::size_t kJournalMaxRecord = 1 << 20;
 inline constexpr std::size_t kJournalCompactBytes = 1 << 20;
 /// Attempts remembered as finished (newest first) across compactions.
 inline constexpr std::size_t kJournalTombstones = 4096;
+/// Jobs whose failed setups are counted at once (switch_max_setup_failures);
+/// past it the lowest job ids are dropped (their count starts again).
+inline constexpr std::size_t kJournalMaxFailureCounts = 4096;
 
 /// What a record says about one setup attempt.
 enum class JournalKind : std::uint8_t {
@@ -60,6 +68,13 @@ enum class JournalKind : std::uint8_t {
   LaunchReleased = 3,  ///< the job's launch delay is about to end
   TeardownStarted = 4, ///< job_complete is about to run (jobinfo: what it gets, nil allowed)
   Forgotten = 5,       ///< the attempt needs nothing more (torn down, declined, failed)
+  /// switch_max_setup_failures (version 2): the job's setup failed and it
+  /// was requeued; `failures` consecutive failures so far, the last one in
+  /// the run with `restart_count`.
+  SetupFailureCounted = 6,
+  /// The job's failure count is over: its setup succeeded or declined, or
+  /// it was held (`scontrol release` then starts from 0).  Version 2.
+  SetupFailuresCleared = 7,
 };
 std::string_view journal_kind_name(JournalKind k);
 
@@ -72,7 +87,21 @@ struct JournalRecord {
   std::int64_t submit_time = 0;
   std::optional<JobArgs> job;          ///< SetupStarted
   std::optional<MsgpackBytes> jobinfo; ///< SetupAccepted, TeardownStarted
+  std::uint32_t failures = 0;          ///< SetupFailureCounted
+  std::uint32_t restart_count = 0;     ///< SetupFailureCounted
   bool operator==(const JournalRecord &) const = default;
+};
+
+/// A job's consecutive failed setups (switch_max_setup_failures).  Keyed by
+/// job id; `restart_count` is Slurm's restart_cnt of the run whose setup
+/// failed last: the next run's setup continues the count only if it is
+/// that run's requeue (restart_count + 1), so a job id reused after a
+/// slurmctld crash, or a run in between that set up fine, starts from 0.
+struct SetupFailures {
+  std::uint32_t failures = 0;
+  std::uint32_t restart_count = 0;
+  std::int64_t submit_time = 0; ///< for logs
+  bool operator==(const SetupFailures &) const = default;
 };
 
 /// Encodes a record body (msgpack, no framing).
@@ -108,8 +137,9 @@ struct JournalEntry {
 
 /// The live attempts and the recent tombstones after replaying records.
 struct JournalTable {
-  std::map<std::int64_t, JournalEntry> live; ///< by attempt
-  std::set<std::int64_t> forgotten;          ///< finished attempts (bounded)
+  std::map<std::int64_t, JournalEntry> live;       ///< by attempt
+  std::set<std::int64_t> forgotten;                ///< finished attempts (bounded)
+  std::map<std::uint32_t, SetupFailures> failures; ///< by job id (bounded)
   std::int64_t max_attempt = 0;
   /// Applies one record (records for unknown attempts other than
   /// SetupStarted and Forgotten are ignored).

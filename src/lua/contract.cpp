@@ -34,7 +34,8 @@ constexpr HookInfo kHooks[] = {
   {Hook::SetupSpecialSteps, "setup_special_steps", "slurm_switch_setup_special_steps",
    HookHost::Supervised, "()", true, 1, "a boolean", "false"},
   {Hook::JobStart, "job_start", "slurm_switch_job_start",
-   HookHost::Supervised, "(job)", false, 2, "rc, jobinfo|nil", "declines every job"},
+   HookHost::Supervised, "(job)", false, 2, "rc, jobinfo|nil (or rc ~= 0, message)",
+   "declines every job"},
   {Hook::JobComplete, "job_complete", "slurm_switch_job_complete",
    HookHost::Supervised, "(job, jobinfo)", false, 1, "rc", "returns slurm.SUCCESS"},
   {Hook::StepPreinit, "step_preinit", "slurm_switch_step_preinit",
@@ -50,7 +51,8 @@ constexpr HookInfo kHooks[] = {
 /// One field of an argument table: its Lua / msgpack key and its member.
 template <class T>
 using Member = std::variant<std::uint32_t T::*, std::optional<std::string> T::*, bool T::*,
-                            std::vector<std::string> T::*, std::int64_t T::*>;
+                            std::vector<std::string> T::*, std::int64_t T::*,
+                            std::optional<std::uint32_t> T::*>;
 template <class T> struct Field {
   const char *name;
   Member<T> member;
@@ -76,18 +78,36 @@ const Field<JobArgs> kJobFields[] = {
     // decoded as 0 (kJobFieldsRequired below).
     {"submit_time", &JobArgs::submit_time},
     {"attempt", &JobArgs::attempt},
+    // Added in 0.3 (issue 11); optional on decode as well.
+    {"qos", &JobArgs::qos},
+    {"time_limit", &JobArgs::time_limit},
+    {"num_tasks", &JobArgs::num_tasks},
+    {"num_cpus", &JobArgs::num_cpus},
+    {"tres_per_node", &JobArgs::tres_per_node},
+    {"tres_per_task", &JobArgs::tres_per_task},
+    {"array_job_id", &JobArgs::array_job_id},
+    {"array_task_id", &JobArgs::array_task_id},
+    {"het_job_id", &JobArgs::het_job_id},
+    {"het_job_offset", &JobArgs::het_job_offset},
 };
 /// Fields every JobArgs record has; the ones after are optional on decode.
 constexpr std::size_t kJobFieldsRequired = 14;
 
 /// The `step` table (contract: slurm_switch_step_*(step, stepinfo)).
 const Field<StepArgs> kStepFields[] = {
-    {"job_id", &StepArgs::job_id},       {"step_id", &StepArgs::step_id},
-    {"sluid", &StepArgs::sluid},         {"partition", &StepArgs::partition},
-    {"node_name", &StepArgs::node_name}, {"node_id", &StepArgs::node_id},
-    {"num_nodes", &StepArgs::num_nodes}, {"num_tasks", &StepArgs::num_tasks},
-    {"user_id", &StepArgs::user_id},     {"user_name", &StepArgs::user_name},
-    {"nodes", &StepArgs::nodes},         {"network", &StepArgs::network},
+    {"job_id", &StepArgs::job_id},
+    {"step_id", &StepArgs::step_id},
+    {"id", &StepArgs::id},
+    {"sluid", &StepArgs::sluid},
+    {"partition", &StepArgs::partition},
+    {"node_name", &StepArgs::node_name},
+    {"node_id", &StepArgs::node_id},
+    {"num_nodes", &StepArgs::num_nodes},
+    {"num_tasks", &StepArgs::num_tasks},
+    {"user_id", &StepArgs::user_id},
+    {"user_name", &StepArgs::user_name},
+    {"nodes", &StepArgs::nodes},
+    {"network", &StepArgs::network},
     {"batch", &StepArgs::batch},
 };
 
@@ -98,6 +118,12 @@ bool push_member(lua_State *L, std::uint32_t v) {
 }
 bool push_member(lua_State *L, std::int64_t v) {
   lua_pushinteger(L, static_cast<lua_Integer>(v));
+  return true;
+}
+bool push_member(lua_State *L, const std::optional<std::uint32_t> &v) {
+  if (!v)
+    return false;
+  lua_pushinteger(L, static_cast<lua_Integer>(*v));
   return true;
 }
 bool push_member(lua_State *L, bool v) {
@@ -139,6 +165,12 @@ void pack_member(Packer &pk, std::uint32_t v) {
 }
 void pack_member(Packer &pk, std::int64_t v) {
   pk.pack_int64(v);
+}
+void pack_member(Packer &pk, const std::optional<std::uint32_t> &v) {
+  if (v)
+    pk.pack_uint32(*v);
+  else
+    pk.pack_nil();
 }
 void pack_member(Packer &pk, bool v) {
   v ? pk.pack_true() : pk.pack_false();
@@ -190,6 +222,17 @@ const char *msgpack_type_name(const msgpack::object &o) {
 Expected<void> read_member(const msgpack::object &o, std::uint32_t &out) {
   if (o.type != object_type::POSITIVE_INTEGER || o.via.u64 > UINT32_MAX)
     return fail(fmt::format("expected an unsigned 32-bit integer, got {}", msgpack_type_name(o)));
+  out = static_cast<std::uint32_t>(o.via.u64);
+  return {};
+}
+Expected<void> read_member(const msgpack::object &o, std::optional<std::uint32_t> &out) {
+  if (o.type == object_type::NIL) {
+    out.reset();
+    return {};
+  }
+  if (o.type != object_type::POSITIVE_INTEGER || o.via.u64 > UINT32_MAX)
+    return fail(
+        fmt::format("expected an unsigned 32-bit integer or nil, got {}", msgpack_type_name(o)));
   out = static_cast<std::uint32_t>(o.via.u64);
   return {};
 }
@@ -409,79 +452,6 @@ Expected<void> parse_message(lua_State *L, int idx, HookReturn &out) {
   return {};
 }
 
-/// Whether `name` is a portable environment variable name (POSIX: letters,
-/// digits and '_', not starting with a digit): what a shell and every task
-/// can read back.
-bool portable_env_name(std::string_view name) {
-  if (name.empty() || (name[0] >= '0' && name[0] <= '9'))
-    return false;
-  for (char c : name)
-    if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
-      return false;
-  return true;
-}
-
-/// One environment entry (key at -2, value at -1); nullopt when skipped.
-std::optional<EnvOp> env_op(lua_State *L, std::vector<std::string> &warnings) {
-  if (lua_type(L, -2) != LUA_TSTRING) {
-    warnings.push_back(
-        fmt::format("env key {} skipped: a variable name must be a string", describe_value(L, -2)));
-    return std::nullopt;
-  }
-  std::size_t len = 0;
-  const char *k = lua_tolstring(L, -2, &len);
-  EnvOp op{EnvOp::Kind::Set, std::string(k, len), ""};
-  std::string path = "env";
-  detail::append_key(path, op.name);
-  auto skip = [&](std::string_view why) -> std::optional<EnvOp> {
-    warnings.push_back(fmt::format("{} skipped: {}", path, why));
-    return std::nullopt;
-  };
-  if (op.name.empty())
-    return skip("an empty variable name");
-  if (op.name.find('=') != std::string::npos)
-    return skip("a variable name cannot contain '='");
-  if (op.name.find('\0') != std::string::npos)
-    return skip("a variable name cannot contain a NUL byte");
-  if (!portable_env_name(op.name))
-    return skip("a variable name must be letters, digits and '_', not starting with a digit");
-  if (op.name.rfind("SLURM_", 0) == 0)
-    return skip("SLURM_* names belong to Slurm");
-  switch (lua_type(L, -1)) {
-  case LUA_TSTRING: {
-    const char *v = lua_tolstring(L, -1, &len);
-    op.value.assign(v, len);
-    if (op.value.find('\0') != std::string::npos)
-      return skip("a value cannot contain a NUL byte");
-    if (!utf8_valid(op.value)) {
-      op.value = utf8_sanitize(op.value);
-      warnings.push_back(
-          fmt::format("{}: the value is not valid UTF-8; invalid bytes replaced by U+FFFD", path));
-    }
-    return op;
-  }
-  case LUA_TNUMBER: {
-    if (lua_isinteger(L, -1)) {
-      op.value = fmt::format("{}", lua_tointeger(L, -1));
-      return op;
-    }
-    const double d = lua_tonumber(L, -1);
-    if (!std::isfinite(d))
-      return skip(fmt::format("{} is not a finite number", detail::format_float(d)));
-    op.value = detail::format_number(d); // "%.14g" in every locale
-    return op;
-  }
-  case LUA_TBOOLEAN:
-    if (!lua_toboolean(L, -1))
-      op.kind = EnvOp::Kind::Unset;
-    else
-      op.value = "1";
-    return op;
-  default:
-    return skip(fmt::format("{} is not a string, number or boolean", describe_value(L, -1)));
-  }
-}
-
 } // namespace
 
 HookReturn missing_hook_return(Hook h) {
@@ -514,7 +484,9 @@ Expected<HookReturn> parse_hook_return(lua_State *L, Hook h, int nret) {
     return Unexpected<Error>{rc.error()};
   out.rc = *rc;
   Expected<void> second;
-  if (h == Hook::JobStart && n == 2)
+  if (h == Hook::JobStart && n == 2 && out.rc != kSuccess && lua_type(L, first + 1) == LUA_TSTRING)
+    second = parse_message(L, first + 1, out); // a failed setup's message (issue 11)
+  else if (h == Hook::JobStart && n == 2)
     second = parse_jobinfo(L, first + 1, out);
   else if (h == Hook::StepInit && n == 2 && out.rc < 0 && lua_type(L, first + 1) == LUA_TSTRING)
     second = parse_message(L, first + 1, out);
@@ -525,26 +497,6 @@ Expected<HookReturn> parse_hook_return(lua_State *L, Hook h, int nret) {
   if (!second)
     return Unexpected<Error>{second.error()};
   return out;
-}
-
-std::vector<EnvOp> env_ops_from_table(lua_State *L, int idx, std::vector<std::string> &warnings) {
-  idx = lua_absindex(L, idx);
-  std::vector<EnvOp> ops;
-  if (!lua_checkstack(L, 3)) {
-    warnings.push_back("env skipped: the Lua stack is exhausted");
-    return ops;
-  }
-  const std::size_t first_warning = warnings.size();
-  lua_pushnil(L);
-  while (lua_next(L, idx) != 0) {
-    if (auto op = env_op(L, warnings))
-      ops.push_back(std::move(*op));
-    lua_pop(L, 1);
-  }
-  // lua_next's order is arbitrary: sort the warnings too, for stable logs.
-  std::sort(warnings.begin() + static_cast<std::ptrdiff_t>(first_warning), warnings.end());
-  std::sort(ops.begin(), ops.end(), [](const EnvOp &a, const EnvOp &b) { return a.name < b.name; });
-  return ops;
 }
 
 } // namespace switchlua

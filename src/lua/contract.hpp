@@ -10,6 +10,10 @@
 // Return conventions (switch.lua contract):
 //   block_job_complete, setup_special_steps -> boolean
 //   job_start   -> rc, jobinfo|nil      (rc must be an integer number)
+//                  or, with rc ~= SUCCESS: rc, message (a string: the
+//                  failure's message, as an error() message reaches the
+//                  job's reason; a jobinfo with a failed rc is discarded
+//                  anyway, so a string cannot be mistaken for one)
 //   job_complete -> rc
 //   step_preinit, step_postfini -> rc[, message]
 //   step_init   -> rc, env|nil      or, with rc < 0: rc, message
@@ -125,11 +129,24 @@ struct JobArgs {
   /// across slurmctld restarts: microseconds since the epoch, strictly
   /// increasing within a controller.
   std::int64_t attempt = 0;
+  // Added in 0.3 (issue 11, read-only facts a fabric policy keys on); a
+  // record written before has none of them: decoded as nil / 0.
+  std::optional<std::string> qos;              ///< the job's QOS name
+  std::optional<std::uint32_t> time_limit;     ///< minutes; nil when unlimited or unset
+  std::uint32_t num_tasks = 0;                 ///< details->num_tasks (0: not known)
+  std::uint32_t num_cpus = 0;                  ///< CPUs allocated (total_cpus), else requested
+  std::optional<std::string> tres_per_node;    ///< as Slurm keeps it, e.g. "gres/gpu:2"
+  std::optional<std::string> tres_per_task;    ///< as Slurm keeps it, e.g. "cpu=2"
+  std::optional<std::uint32_t> array_job_id;   ///< array jobs only
+  std::optional<std::uint32_t> array_task_id;  ///< array jobs only
+  std::optional<std::uint32_t> het_job_id;     ///< heterogeneous jobs only (the leader's id)
+  std::optional<std::uint32_t> het_job_offset; ///< heterogeneous jobs only (component, from 0)
 
   /// Encodes the table as a msgpack map (keys as above).
   MsgpackBytes to_msgpack() const;
-  /// Decodes what to_msgpack() wrote, including records of the previous
-  /// version without submit_time and attempt (read as 0).  Error on anything else, with a
+  /// Decodes what to_msgpack() wrote, including records of previous
+  /// versions without submit_time and attempt (read as 0) or without the
+  /// fields added in 0.3 (nil / 0).  Error on anything else, with a
   /// message starting "JobArgs msgpack: ": not a map, an unknown, missing or
   /// repeated field, a field of the wrong type ("field user_id: expected an
   /// unsigned 32-bit integer, got a string"), trailing or truncated bytes.
@@ -143,6 +160,9 @@ struct JobArgs {
 struct StepArgs {
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
+  /// The step in Slurm's own text, "JobId.StepId" ("1234.0", "1234.batch";
+  /// "1234+1.0" for a component of a heterogeneous job).
+  std::optional<std::string> id;
   std::optional<std::string> sluid;
   std::optional<std::string> partition; ///< nil on a batch step (contract)
   std::optional<std::string> node_name; ///< this node
@@ -185,10 +205,11 @@ struct HookReturn {
   /// step_init: whether an env table was returned, and its operations.
   bool has_env = false;
   std::vector<EnvOp> env;
-  /// Step hooks: the message a hook gave with its rc (`return -1, "fabric
-  /// port down"`), valid UTF-8 (invalid bytes replaced), at most
-  /// kMaxHookMessageBytes; empty when none.  It reaches the log line and,
-  /// for step_postfini, the node's drain reason.
+  /// Step hooks and a failed job_start: the message a hook gave with its rc
+  /// (`return -1, "fabric port down"`), valid UTF-8 (invalid bytes
+  /// replaced), at most kMaxHookMessageBytes; empty when none.  It reaches
+  /// the log line and, for step_postfini, the node's drain reason, for
+  /// job_start the job's reason.
   std::string message;
   /// Entries skipped while parsing (bad env names, nested tables, SLURM_*),
   /// one log line each.

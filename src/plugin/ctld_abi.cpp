@@ -56,6 +56,9 @@ public:
   void requeue(std::uint32_t id, const std::string &r) override {
     ops_.requeue(id, utf8_sanitize(r).c_str());
   }
+  void requeue_held(std::uint32_t id, const std::string &r) override {
+    ops_.requeue_held(id, utf8_sanitize(r).c_str());
+  }
   void cancel(std::uint32_t id, const std::string &r) override {
     ops_.cancel(id, utf8_sanitize(r).c_str());
   }
@@ -115,6 +118,10 @@ Handle *new_handle(std::uint32_t job_id) {
   return h;
 }
 
+/// Slurm's NO_VAL and INFINITE (slurm.h), which the core does not include.
+constexpr std::uint32_t kSlurmNoVal = 0xfffffffe;
+constexpr std::uint32_t kSlurmInfinite = 0xffffffff;
+
 JobArgs job_args(const slc_job_t &j) {
   JobArgs a;
   a.job_id = j.job_id;
@@ -133,6 +140,21 @@ JobArgs job_args(const slc_job_t &j) {
   a.sluid = opt(j.sluid);
   a.batch = j.batch;
   a.submit_time = j.submit_time;
+  a.qos = opt(j.qos);
+  if (j.time_limit != kSlurmNoVal && j.time_limit != kSlurmInfinite)
+    a.time_limit = j.time_limit;
+  a.num_tasks = j.num_tasks;
+  a.num_cpus = j.num_cpus;
+  a.tres_per_node = opt(j.tres_per_node);
+  a.tres_per_task = opt(j.tres_per_task);
+  if (j.has_array) {
+    a.array_job_id = j.array_job_id;
+    a.array_task_id = j.array_task_id;
+  }
+  if (j.has_het) {
+    a.het_job_id = j.het_job_id;
+    a.het_job_offset = j.het_job_offset;
+  }
   return a;
 }
 

@@ -8,7 +8,10 @@
  * caller in every one of them.
  *
  *   failed setup   job_requeue(0, id, NULL, false, 0), else SIGKILL, with
- *                  state_reason FAIL_LAUNCH and state_desc set first.
+ *                  state_reason FAIL_LAUNCH and state_desc set first, and
+ *                  the reason kept in system_comment.
+ *   held setup     switch_max_setup_failures reached: job_requeue with
+ *                  JOB_REQUEUE_HOLD, then WAIT_HELD (admin hold).
  */
 
 #include "config.h"
@@ -34,11 +37,22 @@
 #include "switch_lua_glue.h"
 #include "ctld_internal.h"
 
+/*
+ * The job's reason, and the same text in its system comment: Slurm replaces
+ * state_reason/state_desc of a requeued job within seconds (BeginTime, then
+ * Priority/Resources), while SystemComment stays in the job record (and its
+ * state file) until the next failure replaces it, so `scontrol show job`
+ * keeps saying why the job came back.
+ */
 static void _set_reason(job_record_t *job_ptr, const char *reason)
 {
+	const char *r = reason ? reason : "switch setup failed";
+
 	job_ptr->state_reason = FAIL_LAUNCH;
 	xfree(job_ptr->state_desc);
-	job_ptr->state_desc = xstrdup(reason ? reason : "switch setup failed");
+	job_ptr->state_desc = xstrdup(r);
+	xfree(job_ptr->system_comment);
+	job_ptr->system_comment = xstrdup(r);
 }
 
 /* As prep_prolog_slurmctld_callback() does after a refused requeue. */
@@ -97,6 +111,42 @@ extern void ctld_op_requeue(uint32_t job_id, const char *reason)
 	sl_info("JobId=%u: cannot requeue (%s), cancelling it", job_id,
 		slurm_strerror(rc));
 	/* job_requeue() may have ended a het job; look it up again. */
+	if ((job_ptr = find_job_record(job_id)))
+		_kill_job(job_ptr, reason);
+}
+
+/*
+ * As job_requeue() with JOB_REQUEUE_HOLD (scontrol requeuehold), then an
+ * admin hold: WAIT_HELD, which the job's user cannot release and Slurm's
+ * scheduler keeps with its state_desc (job_scheduler.c keeps the reason
+ * of a held job), released by an operator's `scontrol release`.
+ */
+extern void ctld_op_requeue_held(uint32_t job_id, const char *reason)
+{
+	job_record_t *job_ptr = find_job_record(job_id);
+	uint32_t target;
+	int rc;
+
+	if (!job_ptr) {
+		sl_info("JobId=%u: not requeued, the job is gone", job_id);
+		return;
+	}
+	_set_reason(job_ptr, reason);
+	target = job_ptr->het_job_id ? job_ptr->het_job_id : job_id;
+	rc = job_requeue(0, target, NULL, false, JOB_REQUEUE_HOLD);
+	if ((rc == SLURM_SUCCESS) && (job_ptr = find_job_record(job_id))) {
+		job_ptr->priority = 0;
+		job_ptr->state_reason = WAIT_HELD;
+		xfree(job_ptr->state_desc);
+		job_ptr->state_desc = xstrdup(reason);
+		sl_info("JobId=%u requeued held (scontrol release): %s",
+			job_id, reason);
+		return;
+	}
+	if (rc == SLURM_SUCCESS)
+		return;
+	sl_info("JobId=%u: cannot requeue held (%s), cancelling it", job_id,
+		slurm_strerror(rc));
 	if ((job_ptr = find_job_record(job_id)))
 		_kill_job(job_ptr, reason);
 }

@@ -49,6 +49,7 @@ extern void ctld_op_release(uint32_t job_id, const char *nodes,
 			    bool release_nodes);
 /* ctld_actions.c */
 extern void ctld_op_requeue(uint32_t job_id, const char *reason);
+extern void ctld_op_requeue_held(uint32_t job_id, const char *reason);
 extern void ctld_op_cancel(uint32_t job_id, const char *reason);
 extern void ctld_op_drain(const char *nodes, const char *reason);
 extern void ctld_op_forget(uint32_t job_id);

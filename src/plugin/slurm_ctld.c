@@ -88,6 +88,7 @@ static const slc_ctld_ops_t ctld_ops = {
 	.unlock = _op_unlock,
 	.end_configuring = ctld_op_end_configuring,
 	.requeue = ctld_op_requeue,
+	.requeue_held = ctld_op_requeue_held,
 	.cancel = ctld_op_cancel,
 	.hold = ctld_op_hold,
 	.release = ctld_op_release,
@@ -125,6 +126,21 @@ static void _job_fill(slc_job_t *job, job_record_t *job_ptr, char **names,
 			       job_ptr->details->requeue;
 	job->submit_time = job_ptr->details ?
 				   (int64_t) job_ptr->details->submit_time : 0;
+	job->qos = job_ptr->qos_ptr ? job_ptr->qos_ptr->name : NULL;
+	job->time_limit = job_ptr->time_limit;
+	job->num_tasks = job_ptr->details ? job_ptr->details->num_tasks : 0;
+	job->num_cpus = job_ptr->total_cpus;
+	if (!job->num_cpus && job_ptr->details)
+		job->num_cpus = job_ptr->details->min_cpus;
+	job->tres_per_node = job_ptr->tres_per_node;
+	job->tres_per_task = job_ptr->tres_per_task;
+	job->has_array = (job_ptr->array_task_id != NO_VAL);
+	job->array_job_id = job_ptr->array_job_id;
+	job->array_task_id = job_ptr->array_task_id;
+	job->has_het = (job_ptr->het_job_id != 0) &&
+		       (job_ptr->het_job_id != NO_VAL);
+	job->het_job_id = job_ptr->het_job_id;
+	job->het_job_offset = job_ptr->het_job_offset;
 }
 
 /* Under the scheduler's locks (conf R, job W, node W, part R, fed R), once

@@ -64,9 +64,14 @@ static switchlua_stepinfo_t *_managed_step(stepd_step_rec_t *step)
 	return si;
 }
 
-static void _fill_step(stepd_step_rec_t *step, slc_step_t *s)
+/* `id` (at least 64 bytes) receives the step's "JobId.StepId" text. */
+static void _fill_step(stepd_step_rec_t *step, slc_step_t *s, char *id,
+		       int id_size)
 {
 	memset(s, 0, sizeof(*s));
+	log_build_step_id_str(&step->step_id, id, id_size,
+			      STEP_ID_FLAG_NO_PREFIX);
+	s->id = id;
 	s->job_id = step->step_id.job_id;
 	s->step_id = step->step_id.step_id;
 	s->node_id = step->nodeid;
@@ -99,10 +104,11 @@ extern int switch_p_job_preinit(stepd_step_rec_t *step)
 {
 	switchlua_stepinfo_t *si = _managed_step(step);
 	slc_step_t s;
+	char id[64];
 
 	if (!si)
 		return SLURM_SUCCESS;
-	_fill_step(step, &s);
+	_fill_step(step, &s, id, sizeof(id));
 	if (slc_stepd_preinit(&s, si->data, si->len) < 0)
 		return _step_failed(step, "preinit");
 	return SLURM_SUCCESS;
@@ -129,10 +135,11 @@ extern int switch_p_job_init(stepd_step_rec_t *step)
 {
 	switchlua_stepinfo_t *si = _managed_step(step);
 	slc_step_t s;
+	char id[64];
 
 	if (!si || !step->argv)
 		return SLURM_SUCCESS;
-	_fill_step(step, &s);
+	_fill_step(step, &s, id, sizeof(id));
 	if (slc_stepd_init_step(&s, si->data, si->len, _set_env, _unset_env,
 				step) < 0)
 		return _step_failed(step, "init");
@@ -178,11 +185,12 @@ extern int switch_p_job_postfini(stepd_step_rec_t *step)
 {
 	switchlua_stepinfo_t *si = _managed_step(step);
 	slc_step_t s;
+	char id[64];
 	char *reason = NULL, *drain_reason, *old_reason = NULL;
 
 	if (!si)
 		return SLURM_SUCCESS;
-	_fill_step(step, &s);
+	_fill_step(step, &s, id, sizeof(id));
 	if (slc_stepd_postfini(&s, si->data, si->len, &reason) >= 0) {
 		slc_free(reason);
 		return SLURM_SUCCESS;

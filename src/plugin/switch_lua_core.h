@@ -68,6 +68,19 @@ typedef struct slc_job {
 	bool batch;               /* job_ptr->batch_flag */
 	bool requeue_allowed;     /* batch and details->requeue */
 	int64_t submit_time;      /* details->submit_time (0 if no details) */
+	/* Issue 11: read-only facts for the script (see switch.lua(5)). */
+	const char *qos;          /* qos_ptr->name, or NULL */
+	uint32_t time_limit;      /* minutes; NO_VAL / INFINITE: nil */
+	uint32_t num_tasks;       /* details->num_tasks */
+	uint32_t num_cpus;        /* total_cpus, else details->min_cpus */
+	const char *tres_per_node;
+	const char *tres_per_task;
+	bool has_array;           /* array_task_id != NO_VAL */
+	uint32_t array_job_id;
+	uint32_t array_task_id;
+	bool has_het;             /* het_job_id != 0 */
+	uint32_t het_job_id;
+	uint32_t het_job_offset;
 } slc_job_t;
 
 /* The step as slurmstepd knows it (stepd_step_rec_t). */
@@ -81,6 +94,7 @@ typedef struct slc_step {
 	const char *node_name;
 	const char *user_name;
 	const char *nodes;
+	const char *id;           /* "JobId.StepId" as Slurm prints it, e.g. "1234.0" */
 	const char *partition;    /* the launch request's partition; NULL on a batch step */
 	const char *network;      /* the step's --network, if known */
 	bool batch;
@@ -97,6 +111,10 @@ typedef struct slc_ctld_ops {
 	/* Requeue with reason (state_reason FAIL_LAUNCH + state_desc); falls back to
 	 * cancel when Slurm refuses the requeue. */
 	void (*requeue)(uint32_t job_id, const char *reason);
+	/* switch_max_setup_failures reached: requeue held (priority 0, admin
+	 * hold released by `scontrol release`, state_desc = reason); falls back
+	 * to cancel when Slurm refuses the requeue. */
+	void (*requeue_held)(uint32_t job_id, const char *reason);
 	/* Cancel with reason (state_desc), like a failed PrologSlurmctld. */
 	void (*cancel)(uint32_t job_id, const char *reason);
 	/* Keep the job COMPLETING (epilog hold); with hold_nodes, its nodes too. */

@@ -112,6 +112,8 @@ std::string describe_return(const HookReturn &r) {
       return fmt::format("rc={} with jobinfo", r.rc);
     if (!r.jobinfo_error.empty())
       return fmt::format("rc={}, jobinfo not saved: {}", r.rc, r.jobinfo_error);
+    if (!r.message.empty())
+      return fmt::format("rc={}: {}", r.rc, r.message);
     return fmt::format("rc={} without jobinfo", r.rc);
   default:
     return fmt::format("rc={}", r.rc);

@@ -47,7 +47,7 @@ void pack_header(Packer &pk, std::string_view type, std::uint32_t n) {
 }
 
 void pack_hook_return(Packer &pk, const HookReturn &r) {
-  pk.pack_map(8);
+  pk.pack_map(r.message.empty() ? 8 : 9); // "message" only when the hook gave one
   pack_str(pk, "hook");
   pack_str(pk, hook_name(r.hook));
   pack_str(pk, "rc");
@@ -72,6 +72,10 @@ void pack_hook_return(Packer &pk, const HookReturn &r) {
   pk.pack_array(static_cast<std::uint32_t>(r.warnings.size()));
   for (const std::string &w : r.warnings)
     pack_str(pk, w);
+  if (!r.message.empty()) {
+    pack_str(pk, "message");
+    pack_str(pk, r.message);
+  }
 }
 
 std::string_view result_kind_name(ResultFrame::Kind k) {
@@ -379,6 +383,10 @@ HookReturn read_hook_return(Reader &parent, const msgpack::object &o, const std:
   ret.jobinfo = r.opt_bin("jobinfo");
   ret.jobinfo_error = r.str("jobinfo_error");
   ret.has_env = r.flag("has_env");
+  if (const msgpack::object *m = r.get("message", false); m && m->type != msgpack::type::STR)
+    r.set_error("field 'message' is not a string");
+  else if (m)
+    ret.message = as_string(*m);
   for (const msgpack::object *e : r.array("env")) {
     const bool ok = e->type == msgpack::type::ARRAY && e->via.array.size == 3;
     const msgpack::object *f = ok ? e->via.array.ptr : nullptr;

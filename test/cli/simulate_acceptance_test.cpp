@@ -748,3 +748,76 @@ TEST(Modules, FoundNextToTheScriptEverywhereAndMissingTheSameWay) {
 }
 
 } // namespace
+
+namespace {
+
+/// The JSON object a script logged as "<tag>{...}" in the timeline.
+json logged_json(const json &j, const std::string &tag) {
+  for (const auto &e : j["timeline"]) {
+    const std::string t = e["text"].get<std::string>();
+    auto pos = t.find(tag);
+    if (pos != std::string::npos)
+      return json::parse(t.substr(pos + tag.size()));
+  }
+  ADD_FAILURE() << "no " << tag << " line";
+  return json::object();
+}
+
+fs::path dump_script() {
+  fs::path p = fs::temp_directory_path() / "switchlua-dump-args.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) "
+                      "slurm.log_info('JOB=%s', slurm.to_json(job)) return slurm.SUCCESS, {} end\n"
+                      "function slurm_switch_step_init(step) "
+                      "slurm.log_info('STEP=%s', slurm.to_json(step)) return slurm.SUCCESS end\n";
+  return p;
+}
+
+} // namespace
+
+// Issue 11: the job table's read-only facts, set by simulate's options and
+// given to the hooks as the plugin gives them (the same JobArgs::push).
+TEST(Simulate, JobAndStepTablesTakeTheOptions) {
+  CmdResult r = run("simulate " + dump_script().string() +
+                    " --json --network fabric --batch --nodes 2 --tasks 4 --cpus 8 --account acct"
+                    " --qos high --time-limit 90 --tres-per-node gres/gpu:2 --tres-per-task cpu=2"
+                    " --array-job-id 40 --array-task-id 3 --het-job-id 50 --het-job-offset 1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  json job = logged_json(j, "JOB=");
+  EXPECT_EQ(job["account"], "acct");
+  EXPECT_EQ(job["qos"], "high");
+  EXPECT_EQ(job["time_limit"], 90);
+  EXPECT_EQ(job["num_tasks"], 4);
+  EXPECT_EQ(job["num_cpus"], 8);
+  EXPECT_EQ(job["tres_per_node"], "gres/gpu:2");
+  EXPECT_EQ(job["tres_per_task"], "cpu=2");
+  EXPECT_EQ(job["array_job_id"], 40);
+  EXPECT_EQ(job["array_task_id"], 3);
+  EXPECT_EQ(job["het_job_id"], 50);
+  EXPECT_EQ(job["het_job_offset"], 1);
+  EXPECT_EQ(job["num_nodes"], 2);
+  EXPECT_EQ(job["nodes"], "node[1-2]");
+  json step = logged_json(j, "STEP=");
+  EXPECT_EQ(step["id"], "1001.0");
+  EXPECT_EQ(step["num_tasks"], 4);
+  EXPECT_EQ(step["node_id"], 0);
+}
+
+TEST(Simulate, JobTableDefaultsLookLikeARealJob) {
+  CmdResult r = run("simulate " + dump_script().string() + " --json --network fabric --nodes 3");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json job = logged_json(json::parse(r.out), "JOB=");
+  EXPECT_EQ(job["account"], "sim");
+  EXPECT_EQ(job["qos"], "normal");
+  EXPECT_EQ(job["time_limit"], 60);
+  EXPECT_EQ(job["num_tasks"], 3);
+  EXPECT_EQ(job["num_cpus"], 3);
+  for (const char *absent : {"tres_per_node", "tres_per_task", "array_job_id", "array_task_id",
+                             "het_job_id", "het_job_offset"})
+    EXPECT_FALSE(job.contains(absent)) << absent;
+  r = run("simulate " + dump_script().string() + " --json --network fabric --time-limit UNLIMITED");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_FALSE(logged_json(json::parse(r.out), "JOB=").contains("time_limit"));
+  r = run("simulate " + dump_script().string() + " --json --network fabric --time-limit 1h");
+  EXPECT_NE(r.status, 0) << r.out;
+}

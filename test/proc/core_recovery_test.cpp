@@ -299,3 +299,55 @@ TEST(CoreStats, TwoJobsGiveTheirCountsTheStatusFileAndTheScriptHash) {
   EXPECT_NE(text.find("\"job_start\": {\n      \"calls\": 2,"), std::string::npos) << text;
   EXPECT_NE(text.find(fmt::format("\"script\": \"{}\"", o.script)), std::string::npos) << text;
 }
+
+namespace {
+
+/// One run of job 7 whose setup fails (fixture setup_fails): job_start,
+/// its result, then the job_complete Slurm calls when it requeues the job.
+/// Returns the action taken on the job ("requeue 7", "requeue_held 7: ...").
+std::string failing_run(const TempDir &d, std::uint32_t restart_count) {
+  FakeSlurm slurm;
+  CoreOptions o = options(d);
+  o.script = test::fixture("setup_fails");
+  o.config.max_setup_failures = 3;
+  CtldCore core(o, slurm); // a new core each run: as a slurmctld restart between runs
+  JobArgs j = job(7, 1000 + restart_count);
+  j.restart_count = restart_count;
+  EXPECT_TRUE(core.job_start(j, true));
+  std::string action;
+  EXPECT_TRUE(settle(core, [&] {
+    action = slurm.first_starting("requeue");
+    return !action.empty();
+  })) << slurm.all_logs();
+  core.job_complete(7);
+  EXPECT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();
+  return action;
+}
+
+} // namespace
+
+// Issue 11: switch_max_setup_failures=3 holds the job at its third
+// consecutive failed setup; the count lives in the journal, so it survives
+// the restarts between the runs; after the hold it starts again.
+TEST(CoreRecovery, R_SETUP_FAILURES_HELD_CountSurvivesRestartsAndStartsAgainAfterTheHold) {
+  TempDir d;
+  EXPECT_EQ(failing_run(d, 0), "requeue 7");
+  EXPECT_EQ(failing_run(d, 1), "requeue 7");
+  EXPECT_EQ(failing_run(d, 2),
+            "requeue_held 7: switch setup failed 3 times (switch_max_setup_failures=3): "
+            "switch/lua job_start returned rc=-1: fabric manager unreachable");
+  // scontrol release: the next run (Slurm's requeue counted it) starts from 0.
+  EXPECT_EQ(failing_run(d, 4), "requeue 7");
+  EXPECT_EQ(failing_run(d, 5), "requeue 7");
+}
+
+// A run in between that did not fail its setup (the restart count jumps),
+// or a job id reused after a crash (restart count 0 again), starts from 0.
+TEST(CoreRecovery, R_SETUP_FAILURES_HELD_OnlyConsecutiveRunsCount) {
+  TempDir d;
+  EXPECT_EQ(failing_run(d, 0), "requeue 7");
+  EXPECT_EQ(failing_run(d, 1), "requeue 7");
+  EXPECT_EQ(failing_run(d, 3), "requeue 7");
+  EXPECT_EQ(failing_run(d, 0), "requeue 7");
+  EXPECT_EQ(failing_run(d, 1), "requeue 7");
+}

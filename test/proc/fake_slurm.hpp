@@ -21,6 +21,9 @@ public:
   void unlock() override {}
   void end_configuring(std::uint32_t id) override { add(fmt("end_configuring", id)); }
   void requeue(std::uint32_t id, const std::string &r) override { add(fmt("requeue", id), r); }
+  void requeue_held(std::uint32_t id, const std::string &r) override {
+    add(fmt("requeue_held", id) + ": " + r, r);
+  }
   void cancel(std::uint32_t id, const std::string &r) override { add(fmt("cancel", id), r); }
   void hold(std::uint32_t id, const std::string &n, bool held) override {
     add(fmt("hold", id), n + (held ? " nodes held" : " job only"));
@@ -64,6 +67,14 @@ public:
       if (a.rfind(prefix, 0) == 0)
         return true;
     return false;
+  }
+  /// The first action starting with `prefix`, or "".
+  std::string first_starting(const std::string &prefix) {
+    std::lock_guard g(mu);
+    for (const auto &a : actions)
+      if (a.rfind(prefix, 0) == 0)
+        return a;
+    return "";
   }
   /// The reason (or node list) that went with the last `action`, e.g.
   /// reason_of("requeue 7"); empty when the action was not done.

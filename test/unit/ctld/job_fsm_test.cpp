@@ -115,7 +115,68 @@ std::vector<Case> cases() {
   auto blocking = [](JobSwitchState &s) { s.block_job_complete = true; };
   auto held = [](JobSwitchState &s) { s.nodes_held = true; };
   auto recovered = [](JobSwitchState &s) { s.recovered = true; };
+  CtldConfig max3;
+  max3.max_setup_failures = 3;
+  auto failed_twice = [](JobSwitchState &s) {
+    s.requeue_allowed = true;
+    s.setup_failures = 2;
+  };
+  auto failed_once = [](JobSwitchState &s) {
+    s.requeue_allowed = true;
+    s.setup_failures = 1;
+  };
+  auto failed_twice_no_requeue = [](JobSwitchState &s) { s.setup_failures = 2; };
+  Outcome unreachable = returned(kError);
+  unreachable.ret.message = "fabric manager unreachable";
   return {
+      // Issue 11: switch_max_setup_failures=3, the third consecutive
+      // failure requeues the job held, with the count and the message.
+      {"R_SETUP_FAILURES_HELD_ThirdFailureHoldsTheJob",
+       with(state(S::SetupRunning), failed_twice),
+       E::SetupResult,
+       unreachable,
+       max3,
+       S::SetupFailed,
+       {A::RequeueHeld, A::EndConfiguring},
+       "switch setup failed 3 times (switch_max_setup_failures=3): switch/lua job_start "
+       "returned rc=-1: fabric manager unreachable"},
+      {"R_SETUP_FAILURES_HELD_TimeoutCountsToo",
+       with(state(S::SetupRunning), failed_twice),
+       E::SetupResult,
+       with_kind(OutcomeKind::TimedOut, ""),
+       max3,
+       S::SetupAbandoned,
+       {A::RequeueHeld, A::EndConfiguring},
+       "switch setup failed 3 times (switch_max_setup_failures=3): switch/lua job_start timed "
+       "out"},
+      {"R_START_FAIL_SecondFailureIsStillRequeued",
+       with(state(S::SetupRunning), failed_once),
+       E::SetupResult,
+       unreachable,
+       max3,
+       S::SetupFailed,
+       {A::Requeue, A::EndConfiguring},
+       "switch setup failed: switch/lua job_start returned rc=-1: fabric manager unreachable"},
+      {"R_START_FAIL_NoLimitByDefault",
+       with(state(S::SetupRunning),
+            [](JobSwitchState &s) {
+              s.requeue_allowed = true;
+              s.setup_failures = 500;
+            }),
+       E::SetupResult,
+       returned(kError),
+       def,
+       S::SetupFailed,
+       {A::Requeue, A::EndConfiguring},
+       "switch setup failed: switch/lua job_start returned rc=-1"},
+      {"R_START_FAIL_NotRequeueableIsCancelledWhateverTheCount",
+       with(state(S::SetupRunning), failed_twice_no_requeue),
+       E::SetupResult,
+       returned(kError),
+       max3,
+       S::SetupFailed,
+       {A::Cancel, A::EndConfiguring},
+       "switch setup failed: switch/lua job_start returned rc=-1"},
       {"R_SETUP_RunsJobStart",
        state(S::None),
        E::SetupRequested,
@@ -616,7 +677,8 @@ TEST_P(JobFsmRule, FollowsTheContract) {
     if (a.kind == ActionKind::Log)
       continue;
     got.push_back(a.kind);
-    if (a.kind == A::Requeue || a.kind == A::Cancel || a.kind == A::DrainNodes) {
+    if (a.kind == A::Requeue || a.kind == A::RequeueHeld || a.kind == A::Cancel ||
+        a.kind == A::DrainNodes) {
       reason = a.reason;
       EXPECT_NE(a.reason.find("switch/lua"), std::string::npos) << a.reason;
     }
@@ -967,3 +1029,22 @@ TEST(JobFsm, RandomSequencesKeepTheInvariants) {
 }
 
 } // namespace
+
+// The log line of a killed job_complete says it runs again (the rule ids
+// are spelled with '_': the line is chosen by the id's suffix).
+TEST(JobFsm, R_COMPLETE_KILLED_LogSaysItRunsAgain) {
+  Outcome o{.kind = OutcomeKind::Signaled};
+  o.signal = 9;
+  JobSwitchState s = state(S::TeardownRunning);
+  s.nodes_held = true;
+  StepResult r = step(s, Event{.kind = E::TeardownResult, .outcome = &o}, {});
+  EXPECT_EQ(r.rule, "R_COMPLETE_KILLED");
+  std::string logged;
+  for (const Action &a : r.actions)
+    if (a.kind == A::Log)
+      logged += a.reason;
+  EXPECT_NE(logged.find("job_complete died on signal 9: nodes held, running it again at the next "
+                        "periodic check (retry 1 of 3)"),
+            std::string::npos)
+      << logged;
+}

@@ -102,11 +102,17 @@ TEST(Journal, BodyRefusesUnknownKindsAndNewerVersions) {
   auto d = decode_journal_body(kind9);
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().message, "switch/lua journal: unknown record kind 9");
-  std::string v2 = b;
-  v2[6] = 2;
-  d = decode_journal_body(v2);
+  std::string v3 = b;
+  v3[6] = 3;
+  d = decode_journal_body(v3);
   ASSERT_FALSE(d);
-  EXPECT_NE(d.error().message.find("newer than this plugin's 1"), std::string::npos);
+  EXPECT_NE(d.error().message.find("newer than this plugin's 2"), std::string::npos);
+  // Kinds 6 and 7 exist from version 2 on: a version-1 body with kind 6 is refused.
+  std::string k6 = b;
+  k6[7] = 6;
+  d = decode_journal_body(k6);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().message, "switch/lua journal: unknown record kind 6");
 }
 
 TEST(Journal, Crc32MatchesTheStandardCheckValue) {
@@ -243,4 +249,57 @@ TEST(Journal, CompactionBoundsTheFile) {
   EXPECT_EQ(again.table().live.size(), 1u);
   EXPECT_EQ(again.table().live.count(5000), 1u);
   EXPECT_EQ(again.table().forgotten.count(600), 1u);
+}
+
+// Issue 11 (switch_max_setup_failures): the failure counts are version-2
+// records; the other kinds are still written as version 1, so a journal
+// that never counted a failure stays readable by the previous plugin.
+TEST(Journal, FailureCountsRoundTripAsVersion2) {
+  JournalRecord counted{.kind = JournalKind::SetupFailureCounted,
+                        .attempt = 100,
+                        .job_id = 7,
+                        .submit_time = 1700000007,
+                        .failures = 2,
+                        .restart_count = 5};
+  std::string b = encode_journal_body(counted);
+  EXPECT_EQ(b[6], 2) << "version 2";
+  auto d = decode_journal_body(b);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(*d, counted);
+  JournalRecord cleared{.kind = JournalKind::SetupFailuresCleared, .job_id = 7};
+  d = decode_journal_body(encode_journal_body(cleared));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(*d, cleared);
+  EXPECT_EQ(encode_journal_body(rec(JournalKind::Forgotten, 7, 100))[6], 1) << "version 1";
+}
+
+TEST(Journal, FailureCountsSurviveAReopenAndACompaction) {
+  TempDir d;
+  Logged log;
+  {
+    Journal j(d.file(), log.fn());
+    j.append({{.kind = JournalKind::SetupFailureCounted,
+               .job_id = 7,
+               .failures = 1,
+               .restart_count = 0}});
+    j.append({{.kind = JournalKind::SetupFailureCounted,
+               .job_id = 7,
+               .failures = 2,
+               .restart_count = 1}});
+    j.append({{.kind = JournalKind::SetupFailureCounted,
+               .job_id = 8,
+               .failures = 1,
+               .restart_count = 4}});
+    j.append({{.kind = JournalKind::SetupFailuresCleared, .job_id = 8}});
+  }
+  {
+    Journal j(d.file(), log.fn());
+    ASSERT_EQ(j.table().failures.size(), 1u);
+    EXPECT_EQ(j.table().failures.at(7), (SetupFailures{.failures = 2, .restart_count = 1}));
+    ASSERT_TRUE(j.compact());
+  }
+  Journal j(d.file(), log.fn());
+  ASSERT_EQ(j.table().failures.count(7), 1u);
+  EXPECT_EQ(j.table().failures.at(7).failures, 2u);
+  EXPECT_EQ(j.table().failures.count(8), 0u);
 }

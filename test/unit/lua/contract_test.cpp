@@ -11,6 +11,7 @@
 #include "lua_test_util.hpp"
 
 #include <gtest/gtest.h>
+#include <msgpack.hpp>
 
 #include <fmt/format.h>
 
@@ -151,7 +152,89 @@ TEST(Contract, JobArgsFromMsgpackIsStrict) {
   EXPECT_EQ(err("\x82\xa6job_id\x01\xa6job_id\x02"), "JobArgs msgpack: field job_id appears twice");
   const auto good = sample_job().to_msgpack();
   EXPECT_EQ(err(good + "x"), "JobArgs msgpack: 1 trailing bytes after the map");
-  EXPECT_EQ(err(good.substr(0, good.size() - 1)), "JobArgs msgpack: truncated map (210 bytes)");
+  EXPECT_EQ(err(good.substr(0, good.size() - 1)),
+            "JobArgs msgpack: truncated map (" + std::to_string(good.size() - 1) + " bytes)");
+}
+
+// Issue 11: the read-only facts a fabric policy keys on; nil when absent.
+TEST(Contract, JobTableHasIssue11Fields) {
+  JobArgs job = sample_job();
+  job.qos = "high";
+  job.time_limit = 90;
+  job.num_tasks = 8;
+  job.num_cpus = 16;
+  job.tres_per_node = "gres/gpu:2";
+  job.array_job_id = 40;
+  job.array_task_id = 2;
+  Loaded l(R"(
+    function slurm_switch_job_start(job)
+      assert(job.qos == "high" and job.time_limit == 90, "qos/time_limit")
+      assert(job.num_tasks == 8 and job.num_cpus == 16, "counts")
+      assert(job.tres_per_node == "gres/gpu:2" and job.tres_per_task == nil, "tres")
+      assert(job.array_job_id == 40 and job.array_task_id == 2, "array")
+      assert(job.het_job_id == nil and job.het_job_offset == nil, "het")
+      assert(math.type(job.time_limit) == "integer")
+      return slurm.SUCCESS
+    end)");
+  ASSERT_TRUE(l.script) << l.script.error().message;
+  auto r = l.script->call(Hook::JobStart, &job, nullptr, nullptr);
+  EXPECT_TRUE(r) << r.error().message;
+  auto back = JobArgs::from_msgpack(job.to_msgpack());
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, job);
+}
+
+TEST(Contract, StepTableHasItsSlurmStepId) {
+  StepArgs step = sample_step();
+  step.id = "42.0";
+  Loaded l(R"(
+    function slurm_switch_step_preinit(step)
+      assert(step.id == "42.0" and step.num_tasks == 8 and step.node_id == 0)
+      return 0
+    end)");
+  ASSERT_TRUE(l.script) << l.script.error().message;
+  auto r = l.script->call(Hook::StepPreinit, nullptr, &step, nullptr);
+  EXPECT_TRUE(r) << r.error().message;
+}
+
+// A record written before issue 11 (no qos .. het_job_offset) decodes with
+// those fields nil / 0.
+TEST(Contract, JobArgsWithoutIssue11FieldsDecodes) {
+  JobArgs job = sample_job();
+  job.qos = "high";
+  job.het_job_id = 7;
+  std::string full = job.to_msgpack();
+  msgpack::object_handle oh = msgpack::unpack(full.data(), full.size());
+  const msgpack::object_map &m = oh.get().via.map;
+  ASSERT_EQ(m.size, 26u);
+  msgpack::sbuffer b;
+  msgpack::packer<msgpack::sbuffer> pk(b);
+  pk.pack_map(16); // job_id .. attempt
+  for (std::uint32_t i = 0; i < 16; ++i) {
+    pk.pack(m.ptr[i].key);
+    pk.pack(m.ptr[i].val);
+  }
+  auto back = JobArgs::from_msgpack(std::string_view(b.data(), b.size()));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->qos, std::nullopt);
+  EXPECT_EQ(back->het_job_id, std::nullopt);
+  EXPECT_EQ(back->num_tasks, 0u);
+  EXPECT_EQ(back->job_id, job.job_id);
+}
+
+// Issue 11: a failed setup may give its message as the second value; with
+// slurm.SUCCESS a string is still not a jobinfo.
+TEST(Contract, JobStartFailureMayGiveAMessage) {
+  auto r = call(R"(function slurm_switch_job_start()
+                     return slurm.ERROR, "fabric manager unreachable"
+                   end)",
+                Hook::JobStart);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->rc, kError);
+  EXPECT_EQ(r->message, "fabric manager unreachable");
+  EXPECT_FALSE(r->jobinfo);
+  EXPECT_EQ(bad_return(Hook::JobStart, "slurm.SUCCESS, 'fabric up'"),
+            R"(job_start returned "fabric up" (a string) as jobinfo, expected a table or nil)");
 }
 
 TEST(Contract, JobStartReturnsRcAndJobinfo) {
@@ -193,7 +276,7 @@ TEST(Contract, IntegralFloatRcIsAccepted) {
 
 TEST(Contract, RejectsNoValue) {
   EXPECT_EQ(bad_return(Hook::JobStart, ""),
-            "job_start returned no value, expected rc, jobinfo|nil");
+            "job_start returned no value, expected rc, jobinfo|nil (or rc ~= 0, message)");
   EXPECT_EQ(bad_return(Hook::JobComplete, "nil"), "job_complete returned nil as rc, expected an "
                                                   "integer number");
   EXPECT_EQ(bad_return(Hook::StepInit, ""),
@@ -237,7 +320,7 @@ TEST(Contract, RejectsBadSecondValue) {
 
 TEST(Contract, RejectsExtraValuesButIgnoresTrailingNils) {
   EXPECT_EQ(bad_return(Hook::JobStart, "0, {}, 'x'"),
-            "job_start returned 3 values, expected rc, jobinfo|nil");
+            "job_start returned 3 values, expected rc, jobinfo|nil (or rc ~= 0, message)");
   EXPECT_EQ(bad_return(Hook::JobComplete, "0, 1"), "job_complete returned 2 values, expected rc");
   EXPECT_EQ(bad_return(Hook::JobComplete, "0, nil, nil"), "(accepted)");
 }
