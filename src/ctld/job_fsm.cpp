@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
-// The controller state machine as a table of contract rules.  `step()`
-// reduces the event's Outcome to a Verdict, finds the row for (state, event,
-// verdict) and builds its actions.  One row per rule; the id is what tests,
-// logs and switch.lua(5) call it.
+// The controller state machine's engine: `step()` reduces the event's
+// Outcome to a Verdict, finds the row for (state, event, verdict) in the
+// table of contract rules (job_fsm_table.cpp) and builds its actions, with
+// the reasons and log lines they carry.
 #include "ctld/job_fsm.hpp"
+#include "ctld/job_fsm_table.hpp"
 
 #include "common/utf8.hpp"
 
@@ -15,247 +16,15 @@
 namespace switchlua {
 namespace {
 
+using namespace fsm;
+
 /// The "what happened" part of a job or drain reason is cut to this many
 /// bytes, on a character boundary, "..." included.
 constexpr std::size_t kMaxReasonWhatBytes = 160;
 
-/// What an event means for the table: outcomes reduced per hook.
-enum class Verdict : std::uint8_t {
-  None,            // events without an outcome
-  Accepted,        // job_start: SUCCESS with a jobinfo table
-  Declined,        // job_start: SUCCESS with nil
-  Failed,          // job_start: rc != SUCCESS, Lua error, bad return, load/spawn failure
-  Unsaveable,      // job_start: SUCCESS with a table that cannot be saved
-  Exited,          // job_start: exited without returning
-  TimedOut,        // job_start: timed out, died on a signal, or abandoned
-  Success,         // job_complete: SUCCESS
-  EagainRetry,     // job_complete: EAGAIN, nodes held, retries left
-  EagainExhausted, // job_complete: EAGAIN, nodes held, switch_retries used up
-  EagainUnheld,    // job_complete: EAGAIN but nodes not held: a failure
-  OtherPositive,   // job_complete: positive rc other than EAGAIN: logged
-  Failure,         // job_complete: negative rc, error, the plugin's own timeout kill
-  KilledRetry,     // job_complete: killed from outside or lost with the supervisor, retries left
-  KilledExhausted, // job_complete: the same, switch_retries used up
-  Blocking,        // JobEnded with block_job_complete true
-  NonBlocking,     // JobEnded with block_job_complete false
-  Recovered,       // JobEnded / Recover of a state loaded after a restart
-};
-
-/// Actions of a row, before parameters are filled in.
-enum class Do : std::uint8_t {
-  RunJobStart,
-  RunJobCompleteWithJobinfo, // the stored jobinfo
-  RunJobCompleteNil,         // nil: the controller cannot say what the setup left
-  RunLateJobComplete,        // only if the timed-out setup reported late
-  EndConfiguring,
-  FailSetup,         // Requeue if allowed, else Cancel; reason per verdict
-  HoldJob,           // keep the job COMPLETING; nodes stay in service
-  HoldJobAndNodes,   // keep the job and its nodes COMPLETING
-  HoldAsBlockSays,   // HoldJobAndNodes if block_job_complete is true, else HoldJob
-  Release,           // undo HoldJob / HoldJobAndNodes
-  DrainIfConfigured, // drain unless switch_drain_on_failure=no
-  ScheduleRetry,
-  CountRetry,
-  StoreJobinfo,
-  ForgetJobinfo,
-  LogInfo,
-  LogError,
-};
-
-struct Row {
-  std::string_view rule;
-  JobState state;
-  EventKind event;
-  Verdict verdict;
-  JobState next;
-  std::initializer_list<Do> actions;
-};
-
 using S = JobState;
 using E = EventKind;
 using V = Verdict;
-
-// clang-format off
-const Row kRules[] = {
-  // A job with --network was allocated: run job_start; it waits in CONFIGURING.
-  {"R_SETUP",                 S::None,              E::SetupRequested, V::None,       S::SetupRunning,
-     {Do::RunJobStart}},
-  // switch.lua contract: job_start rc == SUCCESS with a table: store it, launch.
-  {"R_START_OK",              S::SetupRunning,      E::SetupResult, V::Accepted,      S::Running,
-     {Do::StoreJobinfo, Do::LogInfo, Do::EndConfiguring}},
-  // jobinfo == nil: not managed; no stepinfo, no job_complete, no step hooks.
-  {"R_START_DECLINE",         S::SetupRunning,      E::SetupResult, V::Declined,      S::Declined,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring}},
-  // rc ~= SUCCESS, an error, or a non-number rc: requeue, else cancel with
-  // "switch setup failed"; no drain; no job_complete (job_start undid its work).
-  {"R_START_FAIL",            S::SetupRunning,      E::SetupResult, V::Failed,        S::SetupFailed,
-     {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring}},
-  // SUCCESS with a table that cannot be saved: the fabric is set up but the
-  // controller cannot keep what describes it: fail, then job_complete(nil).
-  {"R_START_UNSAVEABLE",      S::SetupRunning,      E::SetupResult, V::Unsaveable,    S::SetupAbandoned,
-     {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring}},
-  // Exited without returning: failed as a returned failure, but job_complete(nil) runs.
-  {"R_START_EXIT",            S::SetupRunning,      E::SetupResult, V::Exited,        S::SetupAbandoned,
-     {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring}},
-  // Timed out (or died on a signal): "switch setup timed out", job_complete(nil)
-  // at the job's end; a late SUCCESS+table or exit gets one more job_complete.
-  {"R_START_TIMEOUT",         S::SetupRunning,      E::SetupResult, V::TimedOut,      S::SetupAbandoned,
-     {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::RunLateJobComplete}},
-
-  // The job ended (cancel, time limit) while job_start ran: not a failure, no
-  // requeue, no drain; hold the job and its nodes until the setup reports.
-  {"R_CANCEL_DURING_SETUP",   S::SetupRunning,      E::JobEnded,    V::Blocking,      S::SetupRunningEnded,
-     {Do::HoldJobAndNodes, Do::LogInfo}},
-  {"R_CANCEL_DURING_SETUP",   S::SetupRunning,      E::JobEnded,    V::NonBlocking,   S::SetupRunningEnded,
-     {Do::HoldJobAndNodes, Do::LogInfo}},
-  // ... then the teardown runs once, with what the setup returned ...
-  {"R_CANCELLED_SETUP_OK",    S::SetupRunningEnded, E::SetupResult, V::Accepted,      S::TeardownRunning,
-     {Do::StoreJobinfo, Do::EndConfiguring, Do::RunJobCompleteWithJobinfo}},
-  // ... or not at all when there is nothing to tear down ...
-  {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::Declined,      S::Done,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
-  {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::Failed,        S::Done,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
-  // ... or with nil when the setup's result is unknown.
-  {"R_CANCELLED_SETUP_UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::Unsaveable,  S::TeardownRunning,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::RunJobCompleteNil}},
-  {"R_CANCELLED_SETUP_UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::Exited,      S::TeardownRunning,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::RunJobCompleteNil}},
-  {"R_CANCELLED_SETUP_UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::TimedOut,    S::TeardownRunning,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::RunJobCompleteNil,
-      Do::RunLateJobComplete}},
-
-  // The job ended after a successful setup: job_complete(job, jobinfo).
-  // block_job_complete true keeps the nodes COMPLETING until it reports.
-  {"R_END_HOLD",              S::Running,           E::JobEnded,    V::Blocking,      S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::RunJobCompleteWithJobinfo}},
-  {"R_END",                   S::Running,           E::JobEnded,    V::NonBlocking,   S::TeardownRunning,
-     {Do::HoldJob, Do::RunJobCompleteWithJobinfo}},
-  // A failed setup is not torn down.
-  {"R_END_AFTER_FAIL",        S::SetupFailed,       E::JobEnded,    V::Blocking,      S::Done, {Do::LogInfo}},
-  {"R_END_AFTER_FAIL",        S::SetupFailed,       E::JobEnded,    V::NonBlocking,   S::Done, {Do::LogInfo}},
-  // An abandoned setup (timeout, exit, death) is torn down with nil jobinfo.
-  // Its job ended after the setup did, so the nodes are held only when
-  // block_job_complete is true (switch.lua contract: job_complete EAGAIN is
-  // a failure otherwise).
-  {"R_END_AFTER_ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::Blocking,      S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::RunJobCompleteNil}},
-  {"R_END_AFTER_ABANDON",     S::SetupAbandoned,    E::JobEnded,    V::NonBlocking,   S::TeardownRunning,
-     {Do::HoldJob, Do::RunJobCompleteNil}},
-
-  // switch.lua contract: job_complete rc == SUCCESS: the nodes go back to service.
-  {"R_COMPLETE_OK",           S::TeardownRunning,   E::TeardownResult, V::Success,    S::Done,
-     {Do::LogInfo, Do::Release, Do::ForgetJobinfo}},
-  // Any other positive value is only logged.
-  {"R_COMPLETE_POSITIVE",     S::TeardownRunning,   E::TeardownResult, V::OtherPositive, S::Done,
-     {Do::LogError, Do::Release, Do::ForgetJobinfo}},
-  // EAGAIN with the nodes held: called again at the next periodic check ...
-  {"R_COMPLETE_EAGAIN",       S::TeardownRunning,   E::TeardownResult, V::EagainRetry, S::TeardownRetryWait,
-     {Do::CountRetry, Do::LogInfo, Do::ScheduleRetry}},
-  // ... up to switch_retries times, then drained like any failure.
-  {"R_COMPLETE_EAGAIN_EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::EagainExhausted, S::Done,
-     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
-  // EAGAIN without held nodes is a failure.
-  {"R_COMPLETE_EAGAIN_UNHELD", S::TeardownRunning,  E::TeardownResult, V::EagainUnheld, S::Done,
-     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
-  // rc < 0 or an error: drain the job's nodes unless switch_drain_on_failure=no.
-  {"R_COMPLETE_FAIL",         S::TeardownRunning,   E::TeardownResult, V::Failure,    S::Done,
-     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
-  // Killed by a signal that was not the plugin's timeout kill (the OOM
-  // killer), or lost with the supervisor: job_complete is safe to repeat, so
-  // it runs again at the next periodic check, the job (and its nodes, if
-  // they were held) kept as they are ...
-  {"R_COMPLETE_KILLED",       S::TeardownRunning,   E::TeardownResult, V::KilledRetry, S::TeardownRetryWait,
-     {Do::CountRetry, Do::LogInfo, Do::ScheduleRetry}},
-  // ... up to switch_retries times, then drained like any failure.
-  {"R_COMPLETE_KILLED_EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::KilledExhausted, S::Done,
-     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
-  {"R_RETRY",                 S::TeardownRetryWait, E::RetryTick,   V::None,          S::TeardownRunning,
-     {Do::RunJobCompleteWithJobinfo}},
-
-  // A job_start killed before it reported (slurmctld restart or reconfigure)
-  // is abandoned: job_complete(job, nil) for that attempt runs first, the
-  // job still waiting in CONFIGURING ...
-  {"R_RESTART_SETUP",         S::SetupRunning,      E::Recover,     V::Recovered,     S::SetupUndoing,
-     {Do::LogInfo, Do::RunJobCompleteNil}},
-  // ... then job_start runs again, as a new attempt, if it succeeded (any
-  // rc >= 0 but EAGAIN) ...
-  {"R_UNDO_OK",               S::SetupUndoing,      E::TeardownResult, V::Success,    S::SetupRunning,
-     {Do::LogInfo, Do::RunJobStart}},
-  {"R_UNDO_OK",               S::SetupUndoing,      E::TeardownResult, V::OtherPositive, S::SetupRunning,
-     {Do::LogInfo, Do::RunJobStart}},
-  // That job_complete killed from outside or lost with the supervisor (as
-  // R_COMPLETE_KILLED): safe to repeat, so it runs again at once, up to
-  // switch_retries times; the job keeps waiting (and its holds stay).
-  {"R_UNDO_KILLED",           S::SetupUndoing,      E::TeardownResult, V::KilledRetry, S::SetupUndoing,
-     {Do::CountRetry, Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R_UNDO_KILLED",           S::SetupUndoingEnded, E::TeardownResult, V::KilledRetry, S::SetupUndoingEnded,
-     {Do::CountRetry, Do::LogInfo, Do::RunJobCompleteNil}},
-  // ... else the job fails as a failed setup and its nodes are drained as
-  // after a failed teardown.
-  {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::Failure,    S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
-  {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainRetry, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
-  {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainExhausted, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
-  {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainUnheld, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
-  {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::KilledExhausted, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
-  // The job ended while that job_complete ran: hold the job and its nodes
-  // until it reports; no job_start then.
-  {"R_UNDO_ENDED",            S::SetupUndoing,      E::JobEnded,    V::Blocking,      S::SetupUndoingEnded,
-     {Do::HoldJobAndNodes, Do::LogInfo}},
-  {"R_UNDO_ENDED",            S::SetupUndoing,      E::JobEnded,    V::NonBlocking,   S::SetupUndoingEnded,
-     {Do::HoldJobAndNodes, Do::LogInfo}},
-  {"R_UNDO_ENDED_OK",         S::SetupUndoingEnded, E::TeardownResult, V::Success,    S::Done,
-     {Do::LogInfo, Do::EndConfiguring, Do::Release}},
-  {"R_UNDO_ENDED_OK",         S::SetupUndoingEnded, E::TeardownResult, V::OtherPositive, S::Done,
-     {Do::LogInfo, Do::EndConfiguring, Do::Release}},
-  {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::Failure,    S::Done,
-     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
-  {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainRetry, S::Done,
-     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
-  {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainExhausted, S::Done,
-     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
-  {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::KilledExhausted, S::Done,
-     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
-  // Restart during that job_complete: it runs again (still with nil).
-  {"R_RESTART_UNDO",          S::SetupUndoing,      E::Recover,     V::Recovered,     S::SetupUndoing,
-     {Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R_RESTART_UNDO",          S::SetupUndoing,      E::JobEnded,    V::Recovered,     S::SetupUndoingEnded,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R_RESTART_UNDO",          S::SetupUndoingEnded, E::Recover,     V::Recovered,     S::SetupUndoingEnded,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R_RESTART_UNDO",          S::SetupUndoingEnded, E::JobEnded,    V::Recovered,     S::SetupUndoingEnded,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
-
-  // Restart: a teardown that was running or waiting runs job_complete again
-  // with the same jobinfo, the nodes held whatever block_job_complete says.
-  {"R_RESTART_TEARDOWN",      S::TeardownRunning,   E::JobEnded,    V::Recovered,     S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
-  {"R_RESTART_TEARDOWN",      S::TeardownRunning,   E::Recover,     V::Recovered,     S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
-  {"R_RESTART_TEARDOWN",      S::TeardownRetryWait, E::JobEnded,    V::Recovered,     S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
-  {"R_RESTART_TEARDOWN",      S::TeardownRetryWait, E::Recover,     V::Recovered,     S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
-  // Restart: a setup whose job had ended, or that was abandoned, is torn down with nil.
-  {"R_RESTART_UNKNOWN",       S::SetupRunning,      E::JobEnded,    V::Recovered,     S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R_RESTART_UNKNOWN",       S::SetupRunningEnded, E::JobEnded,    V::Recovered,     S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
-  {"R_RESTART_UNKNOWN",       S::SetupRunningEnded, E::Recover,     V::Recovered,     S::TeardownRunning,
-     {Do::HoldJobAndNodes, Do::LogInfo, Do::RunJobCompleteNil}},
-  // An abandoned setup's teardown that had not started: as at the job's end.
-  {"R_RESTART_UNKNOWN",       S::SetupAbandoned,    E::Recover,     V::Recovered,     S::TeardownRunning,
-     {Do::HoldAsBlockSays, Do::LogInfo, Do::RunJobCompleteNil}},
-  // Restart: a running job or a failed setup needs nothing now.
-  {"R_RESTART_NOTHING",       S::Running,           E::Recover,     V::Recovered,     S::Running, {}},
-  {"R_RESTART_NOTHING",       S::SetupFailed,       E::Recover,     V::Recovered,     S::SetupFailed, {}},
-};
-// clang-format on
 
 Verdict setup_verdict(const Outcome &o) {
   switch (o.kind) {
@@ -319,7 +88,7 @@ Verdict verdict_of(const JobSwitchState &s, const Event &e, const CtldConfig &cf
 }
 
 const Row *find_row(JobState s, EventKind e, Verdict v) {
-  for (const Row &r : kRules)
+  for (const Row &r : rule_table())
     if (r.state == s && r.event == e && r.verdict == v)
       return &r;
   return nullptr;
@@ -607,7 +376,7 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
 
 std::vector<std::string_view> rule_ids() {
   std::vector<std::string_view> ids;
-  for (const Row &r : kRules)
+  for (const Row &r : rule_table())
     ids.push_back(r.rule);
   ids.push_back(kRuleSetupFailuresHeld); // an action rule of every FailSetup row
   ids.push_back("R_IGNORED");

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// CtldCore's hook calls (core_impl.hpp): a job_start or job_complete handed
+// to the supervisor client with the job's table and jobinfo, its "started"
+// line when its process gets it, and the outcome line with the script's
+// provenance when it ends; the outcome itself goes to the worker's queue.
+#include "ctld/core_impl.hpp"
+
+#include "lua/runtime.hpp"
+
+#include <fmt/format.h>
+
+namespace switchlua {
+
+using namespace core_detail;
+
+namespace {
+
+/// Whether a call's outcome is a failure for its hook (switch.lua contract):
+/// anything but a return; job_start: rc ~= SUCCESS or a jobinfo that cannot
+/// be saved; job_complete: rc < 0.
+bool outcome_is_failure(Hook h, const Outcome &o) {
+  if (o.kind != OutcomeKind::Returned)
+    return true;
+  if (h == Hook::JobStart)
+    return o.ret.rc != kSuccess || !o.ret.jobinfo_error.empty();
+  return o.ret.rc < 0;
+}
+
+} // namespace
+
+std::string CtldCore::Impl::script_ref(const std::string &hash) const {
+  if (hash.empty())
+    return fmt::format("script {}", opts.script);
+  return fmt::format("script {} content {}", opts.script, hash);
+}
+
+void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<MsgpackBytes> jobinfo,
+                            EventKind result_kind) {
+  CallRequest req{.script = opts.script,
+                  .hook = h,
+                  .job = s.job,
+                  .jobinfo = std::move(jobinfo),
+                  .timeout = cfg.switch_timeout,
+                  .kill_grace = cfg.switch_kill_grace};
+  std::uint32_t job_id = s.job.job_id;
+  std::uint64_t gen = s.generation;
+  const std::string late =
+      result_kind == EventKind::LateTeardownResult ? " for a late setup result" : "";
+  const auto timeout = cfg.switch_timeout.count();
+  // "started" when the call's process gets the request, not when queued.
+  auto on_started = [this, job_id, h, late, timeout](CallId cid, std::chrono::milliseconds queued) {
+    {
+      std::lock_guard g(mu); // after call_submitted()
+      stats.call_started(cid, queued);
+    }
+    port.log(LogLevel::Info,
+             fmt::format("switch/lua: JobId={} {} started{} (queued {} ms, switch_timeout={} s)",
+                         job_id, hook_name(h), late, queued.count(), timeout));
+  };
+  auto id = client.submit(
+      req,
+      [this, job_id, gen, result_kind, h](CallId cid, const Outcome &o) {
+        bool stopping_now;
+        {
+          std::lock_guard g(mu);
+          calls.erase(cid);
+          stats.call_done(cid, o);
+          stopping_now = frozen;
+        }
+        if (stopping_now && o.kind == OutcomeKind::Abandoned)
+          port.log(LogLevel::Verbose,
+                   fmt::format("switch/lua: JobId={} {} stopped with the supervisor: slurmctld "
+                               "is stopping or reconfiguring; the next slurmctld recovers the "
+                               "call",
+                               job_id, hook_name(h)));
+        else if (h != Hook::JobComplete || o.kind != OutcomeKind::Returned) // the rule says it
+          log_outcome(job_id, h, o);
+        enqueue({job_id, gen, result_kind, o});
+      },
+      on_started);
+  if (!id) {
+    Outcome o{.kind = OutcomeKind::SpawnFailed, .message = id.error().message};
+    stats.call_refused(h, o);
+    enqueue({job_id, gen, result_kind, o});
+    return;
+  }
+  calls[*id] = {job_id, h};
+  stats.call_submitted(*id, h, lane_of(h, s.job.batch));
+}
+
+void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o) {
+  const LogLevel level = outcome_is_failure(h, o) ? LogLevel::Error : LogLevel::Info;
+  port.log(level, fmt::format("switch/lua: JobId={} {} {} (queued {} ms, ran {} ms; {})", job_id,
+                              hook_name(h), describe(o), o.queued.count(), o.elapsed.count(),
+                              script_ref(o.script_hash)));
+  if (o.kind != OutcomeKind::LuaError && o.kind != OutcomeKind::LoadFailed)
+    return;
+  std::string_view rest(o.message);
+  const auto nl = rest.find('\n');
+  if (nl == std::string_view::npos)
+    return;
+  rest.remove_prefix(nl + 1);
+  while (!rest.empty()) {
+    const auto end = rest.find('\n');
+    std::string_view line = rest.substr(0, end);
+    if (!line.empty())
+      port.log(level,
+               fmt::format("switch/lua: JobId={} {} traceback: {}", job_id, hook_name(h), line));
+    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+  }
+}
+
+} // namespace switchlua

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: ctld/core_impl.hpp
+//
+// The engine's insides (CtldCore::Impl), shared by the three files it is
+// written in, one per mechanism:
+//   core.cpp           the worker thread, events in, the state machine's
+//                      actions out, and CtldCore's public calls
+//   core_calls.cpp     hook calls: submitting them, their outcome lines
+//   core_recovery.cpp  the journal: what each transition writes, the
+//                      reconcile after a restart, orphan teardowns
+// Internal to src/ctld (see core.hpp for the engine's contract).
+//
+// Threads: apply() runs with slurmctld's locks held and the core's
+// recursive mutex `mu`; re-entry from an action (requeue -> job_complete)
+// is allowed.  The supervisor client's thread only enqueues.
+#pragma once
+
+#include "ctld/core.hpp"
+#include "ctld/setup_failures.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace switchlua {
+namespace core_detail {
+
+/// A queued input for the worker.
+struct Queued {
+  std::uint32_t job_id;
+  std::uint64_t generation; // of the call that produced it (0: RetryTick)
+  EventKind kind;
+  Outcome outcome;
+  std::int64_t orphan = 0; // the attempt of an orphan teardown, else 0
+};
+
+/// A setup attempt the journal says is not over and whose job record no
+/// longer carries it: torn down on its own (R_ORPHAN-*).
+struct Orphan {
+  JobArgs job;
+  std::optional<MsgpackBytes> jobinfo;
+  std::uint32_t retries = 0;
+  bool in_flight = false;
+};
+
+/// The journal record of `kind` for the setup attempt of `job`.
+inline JournalRecord journal_record(JournalKind k, const JobArgs &job) {
+  return JournalRecord{
+      .kind = k, .attempt = job.attempt, .job_id = job.job_id, .submit_time = job.submit_time};
+}
+
+} // namespace core_detail
+
+struct CtldCore::Impl {
+  using Queued = core_detail::Queued;
+  using Orphan = core_detail::Orphan;
+
+  CoreOptions opts;
+  SlurmPort &port;
+  SupervisorClient client;
+  mutable std::recursive_mutex mu; // guards jobs, cfg, retry_wait, calls
+  std::map<std::uint32_t, JobSwitchState> jobs;
+  std::set<std::uint32_t> retry_wait;
+  std::map<CallId, std::pair<std::uint32_t, Hook>> calls;
+  CtldConfig cfg;
+  /// Set by stop_children() (switch_p_save before a restart or reconfigure):
+  /// outcomes of the calls it killed are dropped, not applied, so the saved
+  /// state still says what was outstanding and the next slurmctld re-runs it.
+  bool frozen = false;
+  std::unique_ptr<Journal> journal;
+  std::int64_t last_attempt = 0;           // without a journal
+  std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
+  std::map<std::int64_t, Orphan> orphans;
+  std::set<std::int64_t> orphan_wait;
+  SetupFailureCounts failures; // switch_max_setup_failures, also in the journal
+
+  std::mutex qmu;
+  std::condition_variable qcv;
+  std::deque<Queued> queue;
+  bool stopping = false;
+  std::thread worker;
+
+  CtldStats stats{std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count()};
+  std::unique_ptr<StatusPublisher> publisher;
+
+  /// The supervisor's size comes from SlurmctldParameters (switch_max_calls,
+  /// switch_max_queue), fixed for the supervisor's life.
+  static ClientOptions sized(ClientOptions c, const CtldConfig &cfg);
+
+  Impl(CoreOptions o, SlurmPort &p);
+
+  ~Impl();
+
+  void on_script_log(CallId id, LogLevel l, std::string_view text);
+
+  void enqueue(Queued q);
+
+  void run_worker();
+
+  /// Applies every queued event; slurmctld's locks held.
+  std::size_t apply_queued();
+
+  void fire_retries();
+
+  std::int64_t next_attempt();
+
+  void journal_append(const std::vector<JournalRecord> &recs);
+
+  /// The journal records of one transition, written (fsync'ed) before its
+  /// actions run: the durable record comes before the effect.
+  void journal_step(const JobSwitchState &old, const Event &e, const StepResult &r);
+
+  /// Starts (again) the teardown of an orphaned attempt.
+  void run_orphan(std::int64_t attempt);
+
+  /// The result of an orphan teardown (R_ORPHAN_OK / -RETRY / -FAIL).
+  void apply_orphan(std::int64_t attempt, const Outcome &out);
+
+  /// One event for one job; locks held.
+  void apply(std::uint32_t job_id, const Event &e);
+
+  /// "script /etc/slurm/switch.lua content fnv1a64:..." (switch.lua(5),
+  /// PROVENANCE); without a hash when no version of the script had passed.
+  std::string script_ref(const std::string &hash) const;
+
+  void submit(const JobSwitchState &s, Hook h, std::optional<MsgpackBytes> jobinfo,
+              EventKind result_kind);
+
+  /// The outcome line of a call (switch_lua.conf(5), FOLLOWING A JOB IN THE
+  /// LOGS) at info level for a return the contract accepts, else at error
+  /// level, followed by the Lua stack traceback of an error, one line each at
+  /// the same level.  The state machine's own line then says what it means.
+  void log_outcome(std::uint32_t job_id, Hook h, const Outcome &o);
+
+  void execute(const JobSwitchState &s, const std::vector<Action> &actions);
+};
+
+} // namespace switchlua

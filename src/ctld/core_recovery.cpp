@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// CtldCore and its journal (core_impl.hpp; switch.lua(5), Restart and
+// Journal): the records each transition writes before its actions run, what
+// a restarted slurmctld makes of the journal and of Slurm's saved job
+// states (adopt, recover_job, reconcile_journal), and the teardown of
+// attempts no job record carries any more (R_ORPHAN_*).
+#include "ctld/core_impl.hpp"
+
+#include "lua/runtime.hpp"
+
+#include <fmt/format.h>
+
+namespace switchlua {
+
+using namespace core_detail;
+
+void CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, const StepResult &r) {
+  if (!journal)
+    return;
+  const JobSwitchState &n = r.next;
+  std::vector<JournalRecord> recs;
+  bool starts = false;
+  for (const Action &a : r.actions)
+    starts = starts || a.kind == ActionKind::RunJobStart;
+  if (starts && old.job.attempt != 0 && old.job.attempt != n.job.attempt &&
+      !is_terminal(old.state) && old.state != JobState::SetupFailed)
+    recs.push_back(journal_record(JournalKind::Forgotten, old.job)); // R_UNDO_OK
+  if (n.job.attempt == 0) { // a state saved by an older plugin: no key to journal
+    journal_append(recs);
+    return;
+  }
+  if (starts) {
+    JournalRecord st = journal_record(JournalKind::SetupStarted, n.job);
+    st.job = n.job;
+    recs.push_back(std::move(st));
+  }
+  if (e.kind == EventKind::SetupResult && n.jobinfo && !old.jobinfo) {
+    JournalRecord acc = journal_record(JournalKind::SetupAccepted, n.job);
+    acc.jobinfo = n.jobinfo;
+    recs.push_back(std::move(acc));
+  }
+  for (const Action &a : r.actions) {
+    if (a.kind == ActionKind::EndConfiguring &&
+        (n.state == JobState::Running || n.state == JobState::Declined))
+      recs.push_back(journal_record(JournalKind::LaunchReleased, n.job));
+    if (a.kind == ActionKind::RunJobComplete) {
+      JournalRecord td = journal_record(JournalKind::TeardownStarted, n.job);
+      td.jobinfo = a.jobinfo;
+      recs.push_back(std::move(td));
+    }
+  }
+  bool over = is_terminal(n.state) || n.state == JobState::SetupFailed;
+  bool was_over = is_terminal(old.state) || old.state == JobState::SetupFailed;
+  if (over && (!was_over || e.kind == EventKind::SetupRequested))
+    recs.push_back(journal_record(JournalKind::Forgotten, n.job));
+  journal_append(recs);
+}
+
+void CtldCore::Impl::run_orphan(std::int64_t attempt) {
+  auto it = orphans.find(attempt);
+  if (it == orphans.end() || it->second.in_flight)
+    return;
+  Orphan &o = it->second;
+  JournalRecord td = journal_record(JournalKind::TeardownStarted, o.job);
+  td.jobinfo = o.jobinfo;
+  journal_append({td});
+  o.in_flight = true;
+  std::uint32_t job_id = o.job.job_id;
+  port.log(LogLevel::Info,
+           fmt::format("switch/lua: JobId={} job_complete started for attempt {} whose job "
+                       "record is gone, with {} (switch_timeout={} s)",
+                       job_id, attempt, o.jobinfo ? "its jobinfo" : "nil jobinfo",
+                       cfg.switch_timeout.count()));
+  CallRequest req{.script = opts.script,
+                  .hook = Hook::JobComplete,
+                  .job = o.job,
+                  .jobinfo = o.jobinfo,
+                  .timeout = cfg.switch_timeout};
+  auto id = client.submit(req, [this, job_id, attempt](CallId cid, const Outcome &out) {
+    {
+      std::lock_guard g(mu);
+      calls.erase(cid);
+      stats.call_done(cid, out);
+    }
+    port.log(LogLevel::Verbose, fmt::format("switch/lua: JobId={} job_complete (attempt {}) {}",
+                                            job_id, attempt, describe(out)));
+    enqueue({job_id, 0, EventKind::TeardownResult, out, attempt});
+  });
+  if (!id) {
+    Outcome out{.kind = OutcomeKind::SpawnFailed, .message = id.error().message};
+    stats.call_refused(Hook::JobComplete, out);
+    enqueue({job_id, 0, EventKind::TeardownResult, out, attempt});
+    return;
+  }
+  calls[*id] = {job_id, Hook::JobComplete};
+  stats.call_submitted(*id, Hook::JobComplete, lane_of(Hook::JobComplete, o.job.batch));
+}
+
+void CtldCore::Impl::apply_orphan(std::int64_t attempt, const Outcome &out) {
+  auto it = orphans.find(attempt);
+  if (it == orphans.end())
+    return;
+  Orphan &o = it->second;
+  o.in_flight = false;
+  const std::uint32_t id = o.job.job_id;
+  const std::string what = outcome_text(out);
+  const bool ok = out.kind == OutcomeKind::Returned && out.ret.rc >= 0 && out.ret.rc != kEagain;
+  const bool again = (out.kind == OutcomeKind::Returned && out.ret.rc == kEagain) ||
+                     out.kind == OutcomeKind::Signaled || out.kind == OutcomeKind::Abandoned;
+  if (ok) {
+    port.log(LogLevel::Info,
+             fmt::format("switch/lua: JobId={} job_complete for attempt {} (job record gone) "
+                         "{}: torn down (R_ORPHAN_OK)",
+                         id, attempt, what));
+  } else if (again && o.retries < cfg.switch_retries) {
+    o.retries++;
+    orphan_wait.insert(attempt);
+    stats.action(ActionKind::ScheduleRetry);
+    port.log(LogLevel::Info,
+             fmt::format("switch/lua: JobId={} job_complete for attempt {} (job record gone) "
+                         "{}: running it again at the next periodic check (retry {} of {}) "
+                         "(R_ORPHAN_RETRY)",
+                         id, attempt, what, o.retries, cfg.switch_retries));
+    return;
+  } else {
+    std::string reason = fmt::format("{}: JobId={} switch/lua job_complete (job record gone) {}",
+                                     kReasonTeardownFailed, id, what);
+    const std::string nodes = o.job.nodes.value_or("");
+    if (cfg.drain_on_failure && !nodes.empty()) {
+      port.log(LogLevel::Error, fmt::format("switch/lua: JobId={} draining {}: {} (R_ORPHAN_FAIL)",
+                                            id, nodes, reason));
+      port.drain(nodes, reason);
+      stats.action(ActionKind::DrainNodes);
+    } else {
+      port.log(
+          LogLevel::Error,
+          fmt::format("switch/lua: JobId={} not draining {}: {} (R_ORPHAN_FAIL)", id,
+                      nodes.empty() ? "(no nodes)" : nodes,
+                      cfg.drain_on_failure ? reason : reason + "; switch_drain_on_failure=no"));
+    }
+  }
+  journal_append({journal_record(JournalKind::Forgotten, o.job)});
+  orphans.erase(it);
+}
+
+Recovery CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
+  std::lock_guard g(impl_->mu);
+  impl_->frozen = false; // the restore sweep after a failed reconfigure
+  Recovery hint = Recovery::Nothing;
+  if (auto h = impl_->hints.find(job_id); h != impl_->hints.end()) {
+    hint = configuring ? h->second : Recovery::Nothing;
+    impl_->hints.erase(h);
+  }
+  auto it = impl_->jobs.find(job_id);
+  if (it == impl_->jobs.end() || !it->second.recovered)
+    return Recovery::Nothing;
+  JobSwitchState &s = it->second;
+  if (is_terminal(s.state)) { // the journal says the attempt is over
+    impl_->jobs.erase(it);
+    impl_->port.forget(job_id);
+    return hint;
+  }
+  if (s.state == JobState::SetupRunning && !configuring) {
+    // The setup was outstanding but Slurm no longer waits for it (the job
+    // ended meanwhile): treat as a job that ended during its setup.
+    s.state = JobState::SetupRunningEnded;
+  }
+  if (s.state == JobState::SetupUndoing && !configuring)
+    s.state = JobState::SetupUndoingEnded;
+  bool delay = s.state == JobState::SetupRunning || s.state == JobState::SetupUndoing;
+  if (hint == Recovery::LaunchNow) // written before the glue launches it
+    impl_->journal_append({journal_record(JournalKind::LaunchReleased, s.job)});
+  impl_->apply(job_id, Event{.kind = EventKind::Recover});
+  return delay ? Recovery::DelayLaunch : hint;
+}
+
+void CtldCore::adopt(JobSwitchState s) {
+  std::lock_guard g(impl_->mu);
+  s.recovered = true;
+  std::uint32_t id = s.job.job_id;
+  Journal *j = impl_->journal.get();
+  const std::int64_t attempt = s.job.attempt;
+  if (j && attempt != 0) {
+    const JournalTable &t = j->table();
+    auto e = t.live.find(attempt);
+    if (t.forgotten.count(attempt) && !is_terminal(s.state)) {
+      impl_->port.log(LogLevel::Info,
+                      fmt::format("switch/lua: JobId={} recovery: the journal says attempt {} "
+                                  "needs nothing more (Slurm's saved state {} is older): "
+                                  "forgotten; not launched again",
+                                  id, attempt, job_state_name(s.state)));
+      s.state = JobState::Done;
+      s.jobinfo.reset();
+      impl_->hints[id] = Recovery::ClearConfiguring;
+    } else if (e != t.live.end() && e->second.job.job_id == id &&
+               e->second.job.submit_time == s.job.submit_time) {
+      const JournalEntry &je = e->second;
+      bool setup_state = s.state == JobState::SetupRunning ||
+                         s.state == JobState::SetupRunningEnded ||
+                         s.state == JobState::SetupAbandoned;
+      if (je.teardown_started && setup_state && je.jobinfo) {
+        impl_->port.log(LogLevel::Info,
+                        fmt::format("switch/lua: JobId={} recovery: the journal says the "
+                                    "teardown of attempt {} had started with its jobinfo (Slurm's "
+                                    "saved state {} is older): job_start is not run again",
+                                    id, attempt, job_state_name(s.state)));
+        s.state = JobState::TeardownRunning;
+        s.jobinfo = je.jobinfo;
+        impl_->hints[id] = Recovery::ClearConfiguring;
+      } else if (je.accepted && s.state == JobState::SetupRunning) {
+        impl_->port.log(
+            LogLevel::Info,
+            fmt::format("switch/lua: JobId={} recovery: the journal says job_start of attempt {} "
+                        "returned SUCCESS with a jobinfo before the crash (Slurm's saved state "
+                        "SetupRunning is older): restored with it, job_start is not run again; {}",
+                        id, attempt,
+                        je.launch_released ? "the launch was released before the crash: not "
+                                             "launched again"
+                                           : "the launch was not released: launching it now"));
+        s.state = JobState::Running;
+        s.jobinfo = je.jobinfo;
+        impl_->hints[id] = je.launch_released ? Recovery::ClearConfiguring : Recovery::LaunchNow;
+      }
+    }
+  }
+  impl_->jobs[id] = std::move(s);
+}
+
+void CtldCore::reconcile_journal() {
+  std::lock_guard g(impl_->mu);
+  impl_->frozen = false;
+  if (!impl_->journal)
+    return;
+  std::set<std::int64_t> carried;
+  for (const auto &[id, s] : impl_->jobs)
+    if (!is_terminal(s.state))
+      carried.insert(s.job.attempt);
+  std::vector<std::int64_t> start;
+  for (const auto &[attempt, e] : impl_->journal->table().live) {
+    if (carried.count(attempt))
+      continue;
+    auto [it, fresh] = impl_->orphans.try_emplace(attempt);
+    if (fresh) {
+      it->second.job = e.job;
+      // The jobinfo its job_start returned, or that its teardown was given;
+      // nil when job_start never reported (an abandoned attempt).
+      it->second.jobinfo = (e.accepted || e.teardown_started) ? e.jobinfo : std::nullopt;
+      impl_->port.log(
+          LogLevel::Info,
+          fmt::format("switch/lua: JobId={} recovery: the journal has attempt {} (submitted at "
+                      "{}) {}, and no job record carries it (the record was lost, or its job id "
+                      "now belongs to a newer job): tearing it down with {} (R_ORPHAN_TEARDOWN)",
+                      e.job.job_id, attempt, e.job.submit_time,
+                      e.teardown_started ? "with its teardown started"
+                      : e.accepted       ? "set up (job_start returned a jobinfo)"
+                                         : "with job_start started but not reported",
+                      it->second.jobinfo ? "its jobinfo" : "nil jobinfo"));
+    }
+    if (!it->second.in_flight)
+      start.push_back(attempt);
+  }
+  for (std::int64_t a : start)
+    impl_->run_orphan(a);
+}
+
+} // namespace switchlua

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: ctld/job_fsm_table.hpp
+//
+// The state machine's table of contract rules, as job_fsm.cpp reads it:
+// one Row per rule (its id is what the log line, the test named after it
+// and switch.lua(5) call it), matched on (state, event, verdict).  Internal
+// to src/ctld; the machine's interface is job_fsm.hpp.
+#pragma once
+
+#include "ctld/job_fsm.hpp"
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string_view>
+
+namespace switchlua::fsm {
+
+/// What an event means for the table: outcomes reduced per hook.
+enum class Verdict : std::uint8_t {
+  None,            // events without an outcome
+  Accepted,        // job_start: SUCCESS with a jobinfo table
+  Declined,        // job_start: SUCCESS with nil
+  Failed,          // job_start: rc != SUCCESS, Lua error, bad return, load/spawn failure
+  Unsaveable,      // job_start: SUCCESS with a table that cannot be saved
+  Exited,          // job_start: exited without returning
+  TimedOut,        // job_start: timed out, died on a signal, or abandoned
+  Success,         // job_complete: SUCCESS
+  EagainRetry,     // job_complete: EAGAIN, nodes held, retries left
+  EagainExhausted, // job_complete: EAGAIN, nodes held, switch_retries used up
+  EagainUnheld,    // job_complete: EAGAIN but nodes not held: a failure
+  OtherPositive,   // job_complete: positive rc other than EAGAIN: logged
+  Failure,         // job_complete: negative rc, error, the plugin's own timeout kill
+  KilledRetry,     // job_complete: killed from outside or lost with the supervisor, retries left
+  KilledExhausted, // job_complete: the same, switch_retries used up
+  Blocking,        // JobEnded with block_job_complete true
+  NonBlocking,     // JobEnded with block_job_complete false
+  Recovered,       // JobEnded / Recover of a state loaded after a restart
+};
+
+/// Actions of a row, before parameters are filled in.
+enum class Do : std::uint8_t {
+  RunJobStart,
+  RunJobCompleteWithJobinfo, // the stored jobinfo
+  RunJobCompleteNil,         // nil: the controller cannot say what the setup left
+  RunLateJobComplete,        // only if the timed-out setup reported late
+  EndConfiguring,
+  FailSetup,         // Requeue if allowed, else Cancel; reason per verdict
+  HoldJob,           // keep the job COMPLETING; nodes stay in service
+  HoldJobAndNodes,   // keep the job and its nodes COMPLETING
+  HoldAsBlockSays,   // HoldJobAndNodes if block_job_complete is true, else HoldJob
+  Release,           // undo HoldJob / HoldJobAndNodes
+  DrainIfConfigured, // drain unless switch_drain_on_failure=no
+  ScheduleRetry,
+  CountRetry,
+  StoreJobinfo,
+  ForgetJobinfo,
+  LogInfo,
+  LogError,
+};
+
+struct Row {
+  std::string_view rule;
+  JobState state;
+  EventKind event;
+  Verdict verdict;
+  JobState next;
+  std::initializer_list<Do> actions;
+};
+
+/// The rows, in table order (job_fsm_table.cpp).
+std::span<const Row> rule_table();
+
+} // namespace switchlua::fsm
