@@ -355,6 +355,66 @@ static void end_the_job(const SimulateOptions &o, const std::vector<StepReport> 
                   : "srun exits with status 1 (a step failed): the job ends FAILED");
 }
 
+/// The journal's folder, as slurmctld keeps it under StateSaveLocation: a
+/// fresh one per run, removed at the end ("" when it could not be made).
+struct StateDir {
+  std::string dir = (std::filesystem::temp_directory_path() / "switch-lua-sim.XXXXXX").string();
+  StateDir() {
+    if (!::mkdtemp(dir.data()))
+      dir.clear();
+  }
+  ~StateDir() {
+    std::error_code ec;
+    if (!dir.empty())
+      std::filesystem::remove_all(dir, ec);
+  }
+};
+
+/// The engine's options for a simulation, as the plugin sets them.
+static CoreOptions core_options(const SimulateOptions &o, const StateDir &state) {
+  CoreOptions co;
+  co.script = o.script;
+  co.config = o.config;
+  co.client.supervisor = o.supervisor;
+  co.client.runner = o.runner;
+  // The supervisor and runners apply the ownership rule with our SlurmUser.
+  co.client.child_env.push_back(fmt::format("{}={}", kSlurmUserEnv, slurm_user()));
+  co.retry_interval = std::chrono::milliseconds(200); // the "periodic check", compressed
+  if (!state.dir.empty())
+    co.journal_path = state.dir + "/switch_lua.journal";
+  return co;
+}
+
+/// slurmctld allocates the job and calls switch_p_job_start.  Whether the
+/// job is ours (--network set); if not, its launch goes on at once.
+static bool allocate(const SimulateOptions &o, const JobArgs &job, CtldCore &core,
+                     SimCluster &sim) {
+  std::lock_guard g(sim.mutex());
+  sim.note("slurmctld", "action",
+           fmt::format("JobId={} allocated {}: switch job_start", job.job_id, *job.nodes));
+  const bool ours = core.job_start(job, o.batch && !o.no_requeue);
+  if (!ours) {
+    sim.note("slurmctld", "log", "switch/lua: no --network: the job is not ours");
+    sim.end_configuring(job.job_id);
+  }
+  return ours;
+}
+
+/// The job's steps, when its setup left it running with a jobinfo (the
+/// stepinfo); none otherwise (the contract: no stepinfo, no step hooks).
+static std::vector<StepReport> steps_of_a_set_up_job(const SimulateOptions &o, const JobArgs &job,
+                                                     CtldCore &core, SimCluster &sim) {
+  auto st = core.state_of(job.job_id);
+  if (st && st->state == JobState::Running && st->jobinfo) {
+    sim.note("slurmctld", "log",
+             fmt::format("jobinfo (stepinfo of every step) = {}", jobinfo_json(st->jobinfo)));
+    return run_steps(o, job, *st->jobinfo, sim);
+  }
+  if (!sim.job_ended())
+    sim.note("slurmctld", "log", "no stepinfo: the step hooks do not run for this job");
+  return {};
+}
+
 int run_simulate(const SimulateOptions &o) {
   if (!controller_accepts(o.script))
     return 1;
@@ -364,42 +424,12 @@ int run_simulate(const SimulateOptions &o) {
     print_header(o, job);
     sim.stream_to(print_entry);
   }
-  CoreOptions co;
-  co.script = o.script;
-  co.config = o.config;
-  co.client.supervisor = o.supervisor;
-  co.client.runner = o.runner;
-  // The supervisor and runners apply the ownership rule with our SlurmUser.
-  co.client.child_env.push_back(fmt::format("{}={}", kSlurmUserEnv, slurm_user()));
-  co.retry_interval = std::chrono::milliseconds(200); // the "periodic check", compressed
-  // The journal, as slurmctld keeps it under StateSaveLocation: a fresh
-  // folder per run, removed at the end.
-  std::string state_dir =
-      (std::filesystem::temp_directory_path() / "switch-lua-sim.XXXXXX").string();
-  if (::mkdtemp(state_dir.data()))
-    co.journal_path = state_dir + "/switch_lua.journal";
-  struct RemoveDir {
-    std::string dir;
-    ~RemoveDir() {
-      std::error_code ec;
-      if (!dir.empty())
-        std::filesystem::remove_all(dir, ec);
-    }
-  } remove_dir{co.journal_path.empty() ? std::string() : state_dir};
+  StateDir state_dir;
+  CoreOptions co = core_options(o, state_dir);
   co.block_job_complete = block_job_complete(o, co, sim);
   auto core = std::make_unique<CtldCore>(co, sim);
   sim.attach(core.get());
-  bool ours;
-  {
-    std::lock_guard g(sim.mutex());
-    sim.note("slurmctld", "action",
-             fmt::format("JobId={} allocated {}: switch job_start", job.job_id, *job.nodes));
-    ours = core->job_start(job, o.batch && !o.no_requeue);
-    if (!ours) {
-      sim.note("slurmctld", "log", "switch/lua: no --network: the job is not ours");
-      sim.end_configuring(job.job_id);
-    }
-  }
+  const bool ours = allocate(o, job, *core, sim);
   if (ours && o.restart_during == "setup")
     restart(core, co, sim, job.job_id);
   if (ours && o.cancel_during_setup) {
@@ -411,15 +441,7 @@ int run_simulate(const SimulateOptions &o) {
   auto limit = o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(10);
   wait_for(
       *core, [&] { return !setup_pending(*core, job.job_id); }, limit);
-  std::vector<StepReport> steps;
-  auto st = core->state_of(job.job_id);
-  if (st && st->state == JobState::Running && st->jobinfo) {
-    sim.note("slurmctld", "log",
-             fmt::format("jobinfo (stepinfo of every step) = {}", jobinfo_json(st->jobinfo)));
-    steps = run_steps(o, job, *st->jobinfo, sim);
-  } else if (!sim.job_ended()) {
-    sim.note("slurmctld", "log", "no stepinfo: the step hooks do not run for this job");
-  }
+  const std::vector<StepReport> steps = steps_of_a_set_up_job(o, job, *core, sim);
   if (!sim.job_ended())
     end_the_job(o, steps, sim);
   bool restarted = false;
@@ -447,6 +469,15 @@ int run_simulate(const SimulateOptions &o) {
   return 0;
 }
 
+/// The Lua type of hook `h`'s global in the loaded script (LUA_TNIL: absent).
+static int hook_type(Script &s, Hook h) {
+  lua_State *L = s.state();
+  lua_getglobal(L, std::string(hook_function(h)).c_str());
+  const int type = lua_type(L, -1);
+  lua_pop(L, 1);
+  return type;
+}
+
 int run_check(const std::string &script, bool as_json) {
   std::vector<std::string> lines;
   auto s = Script::load(
@@ -467,16 +498,11 @@ int run_check(const std::string &script, bool as_json) {
       j["error"] = join(errors);
     if (s) {
       std::vector<std::string> present, missing;
-      for (Hook h : kAllHooks) {
-        lua_State *L = s->state();
-        lua_getglobal(L, std::string(hook_function(h)).c_str());
-        const int type = lua_type(L, -1);
-        if (type == LUA_TFUNCTION)
+      for (Hook h : kAllHooks)
+        if (const int type = hook_type(*s, h); type == LUA_TFUNCTION)
           present.emplace_back(hook_function(h));
         else if (type == LUA_TNIL)
           missing.emplace_back(hook_function(h)); // a non-function is in "errors"
-        lua_pop(L, 1);
-      }
       j["hooks"] = present;
       j["missing"] = missing;
       j["log"] = lines;
@@ -491,17 +517,11 @@ int run_check(const std::string &script, bool as_json) {
   fmt::print("{}: loaded (content {})\n", script, content);
   for (const std::string &l : lines)
     fmt::print("  log {}\n", l);
-  for (Hook h : kAllHooks) {
-    lua_State *L = s->state();
-    lua_getglobal(L, std::string(hook_function(h)).c_str());
-    const bool present = lua_type(L, -1) == LUA_TFUNCTION;
-    lua_pop(L, 1);
-    const std::string name(hook_function(h));
-    if (present)
-      fmt::print("  hook    {}\n", name);
+  for (Hook h : kAllHooks) // loaded: every hook global is a function or nil
+    if (hook_type(*s, h) == LUA_TFUNCTION)
+      fmt::print("  hook    {}\n", hook_function(h));
     else
-      fmt::print("  missing {} (default: {})\n", name, hook_info(h).when_absent);
-  }
+      fmt::print("  missing {} (default: {})\n", hook_function(h), hook_info(h).when_absent);
   return 0;
 }
 

@@ -236,10 +236,10 @@ void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> 
       port.cancel(id, a.reason);
       break;
     case ActionKind::HoldNodes:
-      port.hold(id, nodes, a.reason == "job+nodes");
+      port.hold(id, nodes, a.hold == HoldScope::JobAndNodes);
       break;
     case ActionKind::ReleaseNodes:
-      port.release(id, nodes, a.reason == "job+nodes");
+      port.release(id, nodes, a.hold == HoldScope::JobAndNodes);
       break;
     case ActionKind::DrainNodes:
       // The JobId first, so grepping a job finds which nodes it drained.

@@ -99,78 +99,16 @@ std::string job_tag(const JobSwitchState &s) {
   return fmt::format("JobId={}", s.job.job_id);
 }
 
-/// The log line of R_COMPLETE_KILLED and R_UNDO_KILLED: a job_complete
-/// killed from outside (or lost with the supervisor) runs again.
-std::string killed_text(std::string_view rule, const JobSwitchState &s, const std::string &what,
-                        const CtldConfig &cfg) {
-  if (rule == "R_UNDO_KILLED")
-    return fmt::format("{} job_complete for the killed job_start of attempt {} {}: running it "
-                       "again (retry {} of {})",
-                       job_tag(s), s.job.attempt, what, s.retries + 1, cfg.switch_retries);
-  return fmt::format("{} job_complete {}: nodes held, running it again at the next periodic "
-                     "check (retry {} of {})",
-                     job_tag(s), what, s.retries + 1, cfg.switch_retries);
-}
-
-/// The log line of a row's LogInfo / LogError.
+/// The log line of a row's LogInfo / LogError: its rule's template
+/// (rule_log_template(), job_fsm_table.cpp) with the job's facts.
 std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
-  std::string hook = e.kind == E::SetupResult ? "job_start" : "job_complete";
-  std::string what = e.outcome ? outcome_text(*e.outcome) : "";
-  std::string_view rule = r.rule;
-  if (rule == "R_START_OK")
-    return fmt::format("{} job_start accepted the job: jobinfo stored, job may launch", job_tag(s));
-  if (rule == "R_START_DECLINE")
-    return fmt::format("{} job_start declined the job (nil jobinfo): not managed by switch/lua",
-                       job_tag(s));
-  if (rule == "R_CANCEL_DURING_SETUP")
-    return fmt::format("{} ended while job_start runs: holding its nodes until the setup reports; "
-                       "not a setup failure",
-                       job_tag(s));
-  if (rule == "R_COMPLETE_EAGAIN")
-    return fmt::format("{} job_complete returned slurm.EAGAIN: nodes stay held, retry {} of {} at "
-                       "the next periodic check",
-                       job_tag(s), s.retries + 1, cfg.switch_retries);
-  if (rule == "R_END_AFTER_FAIL")
-    return fmt::format("{} ended after a failed setup: job_complete is not called (job_start "
-                       "undoes its own work before it returns a failure)",
-                       job_tag(s));
-  if (rule == "R_RESTART_SETUP")
-    return fmt::format("{} recovered after a slurmctld restart in state SetupRunning: the "
-                       "job_start of attempt {} was killed before it reported; running "
-                       "job_complete with nil jobinfo for it, then job_start again (the job has "
-                       "not launched)",
-                       job_tag(s), s.job.attempt);
-  if (rule == "R_RESTART_UNDO")
-    return fmt::format("{} recovered after a slurmctld restart in state {}: running "
-                       "job_complete with nil jobinfo for the killed job_start of attempt {} "
-                       "again",
-                       job_tag(s), job_state_name(s.state), s.job.attempt);
-  if (rule.starts_with("R_RESTART"))
-    return fmt::format("{} recovered after a slurmctld restart in state {}: running "
-                       "job_complete again",
-                       job_tag(s), job_state_name(s.state));
-  if (rule.ends_with("_KILLED"))
-    return killed_text(rule, s, what, cfg);
-  if (rule == "R_UNDO_OK")
-    return fmt::format("{} job_complete for the killed job_start of attempt {} {}: running "
-                       "job_start again",
-                       job_tag(s), s.job.attempt, what);
-  if (rule == "R_UNDO_FAIL" || rule == "R_UNDO_ENDED_FAIL")
-    return fmt::format("{} job_complete for the killed job_start of attempt {} {}", job_tag(s),
-                       s.job.attempt, what);
-  if (rule == "R_UNDO_ENDED")
-    return fmt::format("{} ended while job_complete for its killed job_start runs: holding its "
-                       "nodes until it reports; job_start is not run again",
-                       job_tag(s));
-  if (rule == "R_UNDO_ENDED_OK")
-    return fmt::format("{} job_complete for the killed job_start of attempt {} {} after the job "
-                       "had ended: nothing more to do",
-                       job_tag(s), s.job.attempt, what);
-  if (rule.starts_with("R_CANCELLED_SETUP"))
-    return fmt::format("{} job_start {} after the job had ended: {}", job_tag(s), what,
-                       r.next == S::Done ? "nothing to tear down"
-                                         : "tearing down with nil jobinfo");
-  return fmt::format("{} {} {}", job_tag(s), hook, what);
+  return fmt::format(fmt::runtime(rule_log_template(r.rule)), fmt::arg("job", job_tag(s)),
+                     fmt::arg("hook", e.kind == E::SetupResult ? "job_start" : "job_complete"),
+                     fmt::arg("what", e.outcome ? outcome_text(*e.outcome) : ""),
+                     fmt::arg("attempt", s.job.attempt), fmt::arg("state", job_state_name(s.state)),
+                     fmt::arg("retry", s.retries + 1), fmt::arg("retries", cfg.switch_retries),
+                     fmt::arg("teardown", r.next == S::Done ? "nothing to tear down"
+                                                            : "tearing down with nil jobinfo"));
 }
 
 /// What failed, for a setup reason: "switch/lua job_start returned rc=-1".
@@ -274,6 +212,116 @@ StepResult late_result(const JobSwitchState &s, const Event &e) {
 
 } // namespace
 
+namespace {
+
+/// What step() knows while it carries out one row.
+struct RowContext {
+  const Row &row;
+  const JobSwitchState &s; ///< the state before the event
+  const Event &e;
+  Verdict v;
+  const CtldConfig &cfg;
+  StepResult &out; ///< out.next: the state being built
+  void add(Action a) {
+    a.rule = row.rule;
+    out.actions.push_back(std::move(a));
+  }
+};
+
+/// The Do's that only change the next state; false for the others.
+bool change_state(Do d, RowContext &c) {
+  JobSwitchState &n = c.out.next;
+  switch (d) {
+  case Do::CountRetry:
+    n.retries++;
+    return true;
+  case Do::StoreJobinfo:
+    n.jobinfo = c.e.outcome ? c.e.outcome->ret.jobinfo : std::nullopt;
+    return true;
+  case Do::ForgetJobinfo:
+    if (c.row.next != S::TeardownRunning)
+      n.jobinfo.reset();
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// The Do's that start a hook call (a new generation: older results are stale).
+bool run_call(Do d, RowContext &c) {
+  JobSwitchState &n = c.out.next;
+  switch (d) {
+  case Do::RunJobStart: // a new attempt: the whole switch_retries budget again
+    n.generation++, n.retries = 0;
+    c.add({.kind = ActionKind::RunJobStart});
+    return true;
+  case Do::RunJobCompleteWithJobinfo:
+    n.generation++;
+    c.add({.kind = ActionKind::RunJobComplete, .jobinfo = n.jobinfo});
+    return true;
+  case Do::RunJobCompleteNil:
+    n.generation++;
+    c.add({.kind = ActionKind::RunJobComplete});
+    return true;
+  case Do::RunLateJobComplete:
+    if (auto a = late_job_complete(c.e)) {
+      Action late = *a;
+      late.rule = "R_START_LATE";
+      c.out.actions.push_back(std::move(late));
+    }
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// The Do's that act on the job and its nodes in Slurm, or log.
+void act(Do d, RowContext &c) {
+  JobSwitchState &n = c.out.next;
+  switch (d) {
+  case Do::EndConfiguring:
+    c.add({.kind = ActionKind::EndConfiguring});
+    break;
+  case Do::FailSetup:
+    fail_setup(c.s, c.e, c.v, c.cfg, c.row.rule, c.out.actions);
+    break;
+  case Do::HoldJob:
+    c.add({.kind = ActionKind::HoldNodes, .hold = HoldScope::Job});
+    break;
+  case Do::HoldJobAndNodes:
+    n.nodes_held = true;
+    c.add({.kind = ActionKind::HoldNodes, .hold = HoldScope::JobAndNodes});
+    break;
+  case Do::Release:
+    c.add({.kind = ActionKind::ReleaseNodes,
+           .hold = n.nodes_held ? HoldScope::JobAndNodes : HoldScope::Job});
+    n.nodes_held = false;
+    break;
+  case Do::DrainIfConfigured:
+    if (c.cfg.drain_on_failure)
+      c.add({.kind = ActionKind::DrainNodes, .reason = drain_reason(c.s, c.e, c.v, c.cfg)});
+    else
+      c.add({.kind = ActionKind::Log,
+             .reason = fmt::format("{} not draining the nodes ({}): switch_drain_on_failure=no",
+                                   job_tag(c.s), drain_reason(c.s, c.e, c.v, c.cfg)),
+             .error = true});
+    break;
+  case Do::ScheduleRetry:
+    c.add({.kind = ActionKind::ScheduleRetry});
+    break;
+  case Do::LogInfo:
+  case Do::LogError:
+    c.add({.kind = ActionKind::Log,
+           .reason = log_text(c.row, c.s, c.e, c.cfg),
+           .error = d == Do::LogError});
+    break;
+  default: // HoldAsBlockSays is resolved by step(); the others by the functions above
+    break;
+  }
+}
+
+} // namespace
+
 StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
   StepResult out{.next = s, .actions = {}, .rule = "R_IGNORED"};
   if (e.kind == E::LateTeardownResult)
@@ -298,78 +346,12 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
     n.jobinfo.reset();
   }
   n.recovered = false;
-  auto add = [&](Action a) {
-    a.rule = r->rule;
-    out.actions.push_back(std::move(a));
-  };
+  RowContext c{.row = *r, .s = s, .e = e, .v = v, .cfg = cfg, .out = out};
   for (Do d : r->actions) {
     if (d == Do::HoldAsBlockSays)
       d = s.block_job_complete ? Do::HoldJobAndNodes : Do::HoldJob;
-    switch (d) {
-    case Do::RunJobStart: // a new attempt: the whole switch_retries budget again
-      n.generation++, n.retries = 0;
-      add({.kind = ActionKind::RunJobStart});
-      break;
-    case Do::RunJobCompleteWithJobinfo:
-      n.generation++;
-      add({.kind = ActionKind::RunJobComplete, .jobinfo = n.jobinfo});
-      break;
-    case Do::RunJobCompleteNil:
-      n.generation++;
-      add({.kind = ActionKind::RunJobComplete});
-      break;
-    case Do::RunLateJobComplete:
-      if (auto a = late_job_complete(e)) {
-        Action late = *a;
-        late.rule = "R_START_LATE";
-        out.actions.push_back(std::move(late));
-      }
-      break;
-    case Do::EndConfiguring:
-      add({.kind = ActionKind::EndConfiguring});
-      break;
-    case Do::FailSetup:
-      fail_setup(s, e, v, cfg, r->rule, out.actions);
-      break;
-    case Do::HoldJob:
-    case Do::HoldAsBlockSays: // resolved above
-      add({.kind = ActionKind::HoldNodes, .reason = "job"});
-      break;
-    case Do::HoldJobAndNodes:
-      n.nodes_held = true;
-      add({.kind = ActionKind::HoldNodes, .reason = "job+nodes"});
-      break;
-    case Do::Release:
-      add({.kind = ActionKind::ReleaseNodes, .reason = n.nodes_held ? "job+nodes" : "job"});
-      n.nodes_held = false;
-      break;
-    case Do::DrainIfConfigured:
-      if (cfg.drain_on_failure)
-        add({.kind = ActionKind::DrainNodes, .reason = drain_reason(s, e, v, cfg)});
-      else
-        add({.kind = ActionKind::Log,
-             .reason = fmt::format("{} not draining the nodes ({}): switch_drain_on_failure=no",
-                                   job_tag(s), drain_reason(s, e, v, cfg)),
-             .error = true});
-      break;
-    case Do::ScheduleRetry:
-      add({.kind = ActionKind::ScheduleRetry});
-      break;
-    case Do::CountRetry:
-      n.retries++;
-      break;
-    case Do::StoreJobinfo:
-      n.jobinfo = e.outcome ? e.outcome->ret.jobinfo : std::nullopt;
-      break;
-    case Do::ForgetJobinfo:
-      if (r->next != S::TeardownRunning)
-        n.jobinfo.reset();
-      break;
-    case Do::LogInfo:
-    case Do::LogError:
-      add({.kind = ActionKind::Log, .reason = log_text(*r, s, e, cfg), .error = d == Do::LogError});
-      break;
-    }
+    if (!change_state(d, c) && !run_call(d, c))
+      act(d, c);
   }
   return out;
 }

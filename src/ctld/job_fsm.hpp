@@ -118,9 +118,14 @@ enum class ActionKind : std::uint8_t {
 };
 std::string_view action_kind_name(ActionKind a);
 
+/// What a HoldNodes / ReleaseNodes action keeps COMPLETING (switch.lua
+/// contract, block_job_complete): the job only, or the job and its nodes.
+enum class HoldScope : std::uint8_t { Job, JobAndNodes };
+
 struct Action {
   ActionKind kind = ActionKind::Log;
   std::string reason;                  ///< Requeue/Cancel/Drain reason, or the Log text
+  HoldScope hold = HoldScope::Job;     ///< HoldNodes / ReleaseNodes
   bool error = false;                  ///< Log: at error level (else info)
   std::optional<MsgpackBytes> jobinfo; ///< RunJobComplete / RunLateJobComplete
   std::string_view rule;               ///< id of the rule that produced it

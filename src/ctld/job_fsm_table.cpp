@@ -6,6 +6,8 @@
 // engine that reads it is job_fsm.cpp.
 #include "ctld/job_fsm_table.hpp"
 
+#include <utility>
+
 namespace switchlua::fsm {
 namespace {
 
@@ -195,10 +197,57 @@ const Row kRules[] = {
 };
 // clang-format on
 
+// The log lines of the rules that have their own (rule_log_template()).
+// clang-format off
+constexpr std::pair<std::string_view, std::string_view> kRuleLogs[] = {
+  {"R_START_OK", "{job} job_start accepted the job: jobinfo stored, job may launch"},
+  {"R_START_DECLINE", "{job} job_start declined the job (nil jobinfo): not managed by switch/lua"},
+  {"R_CANCEL_DURING_SETUP", "{job} ended while job_start runs: holding its nodes until the "
+                            "setup reports; not a setup failure"},
+  {"R_COMPLETE_EAGAIN", "{job} job_complete returned slurm.EAGAIN: nodes stay held, retry "
+                        "{retry} of {retries} at the next periodic check"},
+  {"R_END_AFTER_FAIL", "{job} ended after a failed setup: job_complete is not called (job_start "
+                       "undoes its own work before it returns a failure)"},
+  {"R_RESTART_SETUP", "{job} recovered after a slurmctld restart in state SetupRunning: the "
+                      "job_start of attempt {attempt} was killed before it reported; running "
+                      "job_complete with nil jobinfo for it, then job_start again (the job has "
+                      "not launched)"},
+  {"R_RESTART_UNDO", "{job} recovered after a slurmctld restart in state {state}: running "
+                     "job_complete with nil jobinfo for the killed job_start of attempt "
+                     "{attempt} again"},
+  {"R_RESTART_TEARDOWN", "{job} recovered after a slurmctld restart in state {state}: running "
+                         "job_complete again"},
+  {"R_RESTART_UNKNOWN", "{job} recovered after a slurmctld restart in state {state}: running "
+                        "job_complete again"},
+  {"R_COMPLETE_KILLED", "{job} job_complete {what}: nodes held, running it again at the next "
+                        "periodic check (retry {retry} of {retries})"},
+  {"R_UNDO_KILLED", "{job} job_complete for the killed job_start of attempt {attempt} {what}: "
+                    "running it again (retry {retry} of {retries})"},
+  {"R_UNDO_OK", "{job} job_complete for the killed job_start of attempt {attempt} {what}: "
+                "running job_start again"},
+  {"R_UNDO_FAIL", "{job} job_complete for the killed job_start of attempt {attempt} {what}"},
+  {"R_UNDO_ENDED_FAIL", "{job} job_complete for the killed job_start of attempt {attempt} {what}"},
+  {"R_UNDO_ENDED", "{job} ended while job_complete for its killed job_start runs: holding its "
+                   "nodes until it reports; job_start is not run again"},
+  {"R_UNDO_ENDED_OK", "{job} job_complete for the killed job_start of attempt {attempt} {what} "
+                      "after the job had ended: nothing more to do"},
+  {"R_CANCELLED_SETUP_OK", "{job} job_start {what} after the job had ended: {teardown}"},
+  {"R_CANCELLED_SETUP_NONE", "{job} job_start {what} after the job had ended: {teardown}"},
+  {"R_CANCELLED_SETUP_UNKNOWN", "{job} job_start {what} after the job had ended: {teardown}"},
+};
+// clang-format on
+
 } // namespace
 
 std::span<const Row> rule_table() {
   return kRules;
+}
+
+std::string_view rule_log_template(std::string_view rule) {
+  for (const auto &[id, text] : kRuleLogs)
+    if (id == rule)
+      return text;
+  return "{job} {hook} {what}";
 }
 
 } // namespace switchlua::fsm

@@ -72,4 +72,13 @@ struct Row {
 /// The rows, in table order (job_fsm_table.cpp).
 std::span<const Row> rule_table();
 
+/// The log line of a rule's LogInfo / LogError, a fmt template with named
+/// fields: {job} "JobId=42", {hook} "job_start" or "job_complete" (the call
+/// that reported), {what} the outcome in words (outcome_text()), {attempt}
+/// the setup attempt, {state} the state's name, {retry} the number of the
+/// retry about to run, {retries} switch_retries, {teardown} what follows a
+/// setup that reported after its job ended.  A rule without a line of its
+/// own logs "{job} {hook} {what}".
+std::string_view rule_log_template(std::string_view rule);
+
 } // namespace switchlua::fsm

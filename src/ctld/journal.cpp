@@ -398,30 +398,39 @@ std::vector<JournalRecord> JournalTable::snapshot() const {
   return out;
 }
 
+namespace {
+
+/// Reads all of `path` into `out`; a missing file reads as empty.  false
+/// (errno set) when the file exists but cannot be read.
+bool read_whole_file(const std::string &path, std::string &out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return true;
+}
+
+} // namespace
+
 Journal::Journal(std::string path, LogFn log) : path_(std::move(path)), log_(std::move(log)) {
   auto say = [&](bool error, const std::string &what) {
     log_(error, fmt::format("switch/lua: journal {}: {}", path_, what));
   };
   std::string image;
-  {
-    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      char buf[65536];
-      for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-          continue;
-        if (n <= 0)
-          break;
-        image.append(buf, static_cast<std::size_t>(n));
-      }
-      ::close(fd);
-    } else if (errno != ENOENT) {
-      say(true, fmt::format("cannot read: {}; running without a journal (recovery after a "
-                            "crash relies on Slurm's saved job state alone)",
-                            std::strerror(errno)));
-      return;
-    }
+  if (!read_whole_file(path_, image)) {
+    say(true, fmt::format("cannot read: {}; running without a journal (recovery after a "
+                          "crash relies on Slurm's saved job state alone)",
+                          std::strerror(errno)));
+    return;
   }
   JournalScan scan = scan_journal(image);
   switch (scan.status) {

@@ -799,7 +799,7 @@ std::vector<std::string> holds(const StepResult &r) {
   std::vector<std::string> out;
   for (const Action &a : r.actions)
     if (a.kind == A::HoldNodes)
-      out.push_back(a.reason);
+      out.push_back(a.hold == HoldScope::JobAndNodes ? "job+nodes" : "job");
   return out;
 }
 
@@ -919,7 +919,7 @@ struct Model {
         completes_this_run++;
         break;
       case A::HoldNodes:
-        if (a.reason == "job+nodes") {
+        if (a.hold == HoldScope::JobAndNodes) {
           // switch.lua contract, job_complete EAGAIN: nodes are held only
           // with block_job_complete true, for a job that ended while its
           // setup ran, or for a teardown run again after a restart.
