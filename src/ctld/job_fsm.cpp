@@ -422,7 +422,7 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
     return fmt::format("{} recovered after a slurmctld restart in state {}: running "
                        "job_complete again",
                        job_tag(s), job_state_name(s.state));
-  if (rule.ends_with("-KILLED"))
+  if (rule == "R_COMPLETE_KILLED" || rule == "R_UNDO_KILLED")
     return killed_text(rule, s, what, cfg);
   if (rule == "R_UNDO_OK")
     return fmt::format("{} job_complete for the killed job_start of attempt {} {}: running "

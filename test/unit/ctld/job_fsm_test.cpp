@@ -801,6 +801,32 @@ TEST(JobFsm, R_COMPLETE_KILLED_KeepsTheNodesAsTheyWere) {
   EXPECT_TRUE(r.next.nodes_held);
 }
 
+// The log line says that the killed teardown runs again (a rule id renamed
+// from R-COMPLETE-KILLED once left it saying only "died on signal 9").
+TEST(JobFsm, R_COMPLETE_KILLED_TheLogLineSaysItRunsAgain) {
+  Outcome killed = with_kind(OutcomeKind::Signaled, "");
+  killed.signal = 9;
+  CtldConfig cfg;
+  cfg.switch_retries = 3;
+  auto log_of = [](const StepResult &r) {
+    std::string text;
+    for (const Action &a : r.actions)
+      if (a.kind == A::Log)
+        text = a.reason;
+    return text;
+  };
+  StepResult r =
+      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &killed}, cfg);
+  EXPECT_EQ(log_of(r), "JobId=42 job_complete died on signal 9: nodes held, running it again at "
+                       "the next periodic check (retry 1 of 3)");
+  JobSwitchState u = state(S::SetupUndoing);
+  u.job.attempt = 7;
+  r = step(u, Event{.kind = E::TeardownResult, .outcome = &killed}, cfg);
+  EXPECT_EQ(r.rule, "R_UNDO_KILLED");
+  EXPECT_EQ(log_of(r), "JobId=42 job_complete for the killed job_start of attempt 7 died on "
+                       "signal 9: running it again (retry 1 of 3)");
+}
+
 TEST(JobFsm, TeardownAfterRunningGetsTheSameJobinfo) {
   StepResult r = step(state(S::Running), Event{.kind = E::JobEnded}, {});
   ASSERT_EQ(r.actions.back().kind, A::RunJobComplete);
