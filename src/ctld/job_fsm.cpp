@@ -443,6 +443,12 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
     return fmt::format("{} job_start {} after the job had ended: {}", job_tag(s), what,
                        r.next == S::Done ? "nothing to tear down"
                                          : "tearing down with nil jobinfo");
+  // A job_complete that did not return (Lua error, timeout, signal, lost
+  // supervisor) has its outcome line from the controller already, with its
+  // timings and a Lua error's traceback: one line per teardown outcome.
+  if (e.kind == E::TeardownResult && e.outcome && e.outcome->kind != OutcomeKind::Returned &&
+      e.outcome->kind != OutcomeKind::SpawnFailed)
+    return "";
   return fmt::format("{} {} {}", job_tag(s), hook, what);
 }
 
@@ -607,7 +613,8 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
       break;
     case Do::LogInfo:
     case Do::LogError:
-      add({.kind = ActionKind::Log, .reason = log_text(*r, s, e, cfg), .error = d == Do::LogError});
+      if (std::string text = log_text(*r, s, e, cfg); !text.empty())
+        add({.kind = ActionKind::Log, .reason = std::move(text), .error = d == Do::LogError});
       break;
     }
   }

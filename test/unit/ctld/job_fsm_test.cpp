@@ -827,6 +827,28 @@ TEST(JobFsm, R_COMPLETE_KILLED_TheLogLineSaysItRunsAgain) {
                        "signal 9: running it again (retry 1 of 3)");
 }
 
+// One log line per teardown outcome: the controller logs a job_complete
+// that did not return (with its timings and traceback); the rule adds none
+// unless it decides something more (a retry), a return is the rule's line.
+TEST(JobFsm, R_COMPLETE_FAIL_OneLogLinePerTeardownOutcome) {
+  auto logs = [](const StepResult &r) {
+    return std::count_if(r.actions.begin(), r.actions.end(),
+                         [](const Action &a) { return a.kind == A::Log; });
+  };
+  Outcome err = with_kind(OutcomeKind::LuaError);
+  StepResult r =
+      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &err}, {});
+  EXPECT_EQ(r.rule, "R_COMPLETE_FAIL");
+  EXPECT_EQ(logs(r), 0) << "the controller's outcome line says it";
+  Outcome bad = returned(kError);
+  r = step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &bad}, {});
+  ASSERT_EQ(logs(r), 1);
+  EXPECT_EQ(r.actions[0].reason, "JobId=42 job_complete returned rc=-1");
+  Outcome spawn = with_kind(OutcomeKind::SpawnFailed, "fork: out of memory");
+  r = step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &spawn}, {});
+  EXPECT_EQ(logs(r), 1) << "no outcome line is logged for a call that never ran";
+}
+
 TEST(JobFsm, TeardownAfterRunningGetsTheSameJobinfo) {
   StepResult r = step(state(S::Running), Event{.kind = E::JobEnded}, {});
   ASSERT_EQ(r.actions.back().kind, A::RunJobComplete);
