@@ -35,6 +35,8 @@
 --
 -- Variants (CONFIG.variant):
 --   idempotent  job_start adopts an existing allocation with the same key
+--               (with the attempt in the key, only a job_start run twice
+--               for one attempt, which the plugin must never do, adopts)
 --   naive       job_start allocates on every call
 -- Each call first sleeps a random 0..CONFIG.max_sleep seconds, so that the
 -- faults of scripts/chaos land in the middle of calls.  The script never
