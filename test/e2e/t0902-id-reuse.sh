@@ -41,6 +41,11 @@ t_id_reuse() {
 	saved=$E2E_TMP/job_state.$tag
 	# shellcheck disable=SC2064 # $tag is fixed now
 	trap "rm_markers $tag; rm -f $saved" EXIT
+	# A job state on disk to put back (after t0901 there may be none yet):
+	# a held job makes slurmctld write one.
+	cancel "$(submit -H --wrap=true)"
+	wait_state_saved
+	wait_for 10 test -e "$E2E_CLH/state/job_state" || fail "slurmctld wrote no job_state"
 	wait_state_saved
 	cp -p "$E2E_CLH/state/job_state" "$saved"
 	# The lost job: its job_complete takes 6 s, so that the new job's setup
