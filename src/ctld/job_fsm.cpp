@@ -102,6 +102,13 @@ std::string job_tag(const JobSwitchState &s) {
 /// The log line of a row's LogInfo / LogError: its rule's template
 /// (rule_log_template(), job_fsm_table.cpp) with the job's facts.
 std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
+  // A job_complete that did not return (Lua error, timeout, signal, lost
+  // supervisor) has its outcome line from the controller already, with its
+  // timings and a Lua error's traceback: one line per teardown outcome,
+  // unless the rule has more to say (a retry).
+  if (!rule_has_own_log(r.rule) && e.kind == E::TeardownResult && e.outcome &&
+      e.outcome->kind != OutcomeKind::Returned && e.outcome->kind != OutcomeKind::SpawnFailed)
+    return "";
   return fmt::format(fmt::runtime(rule_log_template(r.rule)), fmt::arg("job", job_tag(s)),
                      fmt::arg("hook", e.kind == E::SetupResult ? "job_start" : "job_complete"),
                      fmt::arg("what", e.outcome ? outcome_text(*e.outcome) : ""),
@@ -311,9 +318,8 @@ void act(Do d, RowContext &c) {
     break;
   case Do::LogInfo:
   case Do::LogError:
-    c.add({.kind = ActionKind::Log,
-           .reason = log_text(c.row, c.s, c.e, c.cfg),
-           .error = d == Do::LogError});
+    if (std::string text = log_text(c.row, c.s, c.e, c.cfg); !text.empty())
+      c.add({.kind = ActionKind::Log, .reason = std::move(text), .error = d == Do::LogError});
     break;
   default: // HoldAsBlockSays is resolved by step(); the others by the functions above
     break;

@@ -243,6 +243,13 @@ std::span<const Row> rule_table() {
   return kRules;
 }
 
+bool rule_has_own_log(std::string_view rule) {
+  for (const auto &[id, text] : kRuleLogs)
+    if (id == rule)
+      return true;
+  return false;
+}
+
 std::string_view rule_log_template(std::string_view rule) {
   for (const auto &[id, text] : kRuleLogs)
     if (id == rule)

@@ -81,4 +81,7 @@ std::span<const Row> rule_table();
 /// own logs "{job} {hook} {what}".
 std::string_view rule_log_template(std::string_view rule);
 
+/// Whether `rule` has a log line of its own (not the generic one).
+bool rule_has_own_log(std::string_view rule);
+
 } // namespace switchlua::fsm

@@ -24,12 +24,19 @@
 --
 -- The key is what a site script can use to find "its" allocation: a unique
 -- key if the plugin gives one (job.unique_key, job.key, or job_id with
--- job.submit_time, or job.sluid), else job_id alone.  The name (sbatch -J,
+-- job.submit_time and job.attempt as switch.lua(5) says, or job.sluid),
+-- else job_id alone.  The attempt belongs in it: after a slurmctld crash the
+-- same job record (same job_id and submit_time) can be set up again while
+-- the teardown of its lost attempt, with nil jobinfo, still runs; a key
+-- without the attempt makes that teardown release the new attempt's
+-- allocation.  The name (sbatch -J,
 -- unique per submission in the chaos workload) is the ground truth of who
 -- owns an allocation; the script never uses it to decide anything.
 --
 -- Variants (CONFIG.variant):
 --   idempotent  job_start adopts an existing allocation with the same key
+--               (with the attempt in the key, only a job_start run twice
+--               for one attempt, which the plugin must never do, adopts)
 --   naive       job_start allocates on every call
 -- Each call first sleeps a random 0..CONFIG.max_sleep seconds, so that the
 -- faults of scripts/chaos land in the middle of calls.  The script never
@@ -106,6 +113,8 @@ local function key_of(job)
 		return tostring(job.unique_key)
 	elseif job.key ~= nil then
 		return tostring(job.key)
+	elseif job.submit_time ~= nil and job.attempt ~= nil then
+		return tostring(job.job_id) .. "@" .. tostring(job.submit_time) .. "#" .. tostring(job.attempt)
 	elseif job.submit_time ~= nil then
 		return tostring(job.job_id) .. "@" .. tostring(job.submit_time)
 	elseif job.sluid ~= nil then

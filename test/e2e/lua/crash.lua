@@ -1,7 +1,8 @@
 -- SPDX-License-Identifier: GPL-2.0-or-later
 --
 -- test/e2e/lua/crash.lua: hooks for the crash, reconfigure and journal
--- tests (t0402-crash.sh, t0901-lost-jobs.sh; run with
+-- tests (t0402-crash.sh, t0403-operator.sh, t0901-lost-jobs.sh,
+-- t0902-id-reuse.sh; run with
 -- SlurmctldParameters=switch_timeout=60).  Holds the nodes while
 -- job_complete runs (block_job_complete true).
 --
@@ -13,6 +14,8 @@
 --   killend    the first job_complete for TAG writes its process id to
 --              /tmp/switch-lua-e2e.TAG.pid and sleeps 30 s; a later one
 --              returns at once
+--   slowend    every job_complete sleeps 6 s (`sleep 6.TAG`)
+--   failend    job_complete raises an error (a teardown that fails)
 --
 -- Every call appends one line to the ledger /tmp/switch-lua-e2e.TAG.ledger
 -- (in the chroot), the allocation record a site's fabric would keep:
@@ -72,6 +75,10 @@ function slurm_switch_job_complete(job, jobinfo)
 		f:close()
 		slurm.log_info("e2e crash: JobId=%d job_complete pid=%d: first call, sleeping 30 s", job.job_id, pid)
 		os.execute("sleep 30." .. tag)
+	elseif mode == "slowend" then
+		os.execute("sleep 6." .. tag)
+	elseif mode == "failend" then
+		error("e2e crash: the fabric refused the teardown")
 	end
 	return slurm.SUCCESS
 end

@@ -863,18 +863,52 @@ TEST(JobFsm, R_COMPLETE_KILLED_KeepsTheNodesAsTheyWere) {
   EXPECT_TRUE(r.next.nodes_held);
 }
 
-TEST(JobFsm, R_COMPLETE_KILLED_LogLineSaysItRunsAgain) {
+// The log line says that the killed teardown runs again (a rule id renamed
+// from R-COMPLETE-KILLED once left it saying only "died on signal 9").
+TEST(JobFsm, R_COMPLETE_KILLED_TheLogLineSaysItRunsAgain) {
   Outcome killed = with_kind(OutcomeKind::Signaled, "");
   killed.signal = 9;
+  CtldConfig cfg;
+  cfg.switch_retries = 3;
+  auto log_of = [](const StepResult &r) {
+    std::string text;
+    for (const Action &a : r.actions)
+      if (a.kind == A::Log)
+        text = a.reason;
+    return text;
+  };
   StepResult r =
-      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &killed}, {});
-  ASSERT_EQ(r.rule, "R_COMPLETE_KILLED");
-  std::string line;
-  for (const Action &a : r.actions)
-    if (a.kind == ActionKind::Log)
-      line = a.reason;
-  EXPECT_EQ(line, "JobId=42 job_complete died on signal 9: nodes held, running it again at the "
-                  "next periodic check (retry 1 of 3)");
+      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &killed}, cfg);
+  EXPECT_EQ(log_of(r), "JobId=42 job_complete died on signal 9: nodes held, running it again at "
+                       "the next periodic check (retry 1 of 3)");
+  JobSwitchState u = state(S::SetupUndoing);
+  u.job.attempt = 7;
+  r = step(u, Event{.kind = E::TeardownResult, .outcome = &killed}, cfg);
+  EXPECT_EQ(r.rule, "R_UNDO_KILLED");
+  EXPECT_EQ(log_of(r), "JobId=42 job_complete for the killed job_start of attempt 7 died on "
+                       "signal 9: running it again (retry 1 of 3)");
+}
+
+// One log line per teardown outcome: the controller logs a job_complete
+// that did not return (with its timings and traceback); the rule adds none
+// unless it decides something more (a retry), a return is the rule's line.
+TEST(JobFsm, R_COMPLETE_FAIL_OneLogLinePerTeardownOutcome) {
+  auto logs = [](const StepResult &r) {
+    return std::count_if(r.actions.begin(), r.actions.end(),
+                         [](const Action &a) { return a.kind == A::Log; });
+  };
+  Outcome err = with_kind(OutcomeKind::LuaError);
+  StepResult r =
+      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &err}, {});
+  EXPECT_EQ(r.rule, "R_COMPLETE_FAIL");
+  EXPECT_EQ(logs(r), 0) << "the controller's outcome line says it";
+  Outcome bad = returned(kError);
+  r = step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &bad}, {});
+  ASSERT_EQ(logs(r), 1);
+  EXPECT_EQ(r.actions[0].reason, "JobId=42 job_complete returned rc=-1");
+  Outcome spawn = with_kind(OutcomeKind::SpawnFailed, "fork: out of memory");
+  r = step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &spawn}, {});
+  EXPECT_EQ(logs(r), 1) << "no outcome line is logged for a call that never ran";
 }
 
 TEST(JobFsm, TeardownAfterRunningGetsTheSameJobinfo) {
