@@ -100,5 +100,5 @@ t_killed_teardown() {
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete killed by signal 9 \(SIGKILL\), not sent by the supervisor \(queued [0-9]+ ms, ran [0-9]+ ms; script [^)]+\)\$")" "outcome lines of the killed call"
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete died on signal 9: nodes held, running it again")" "retry decision lines"
 	assert_eq 3 "$(ctld_count "switch/lua: JobId=$id job_complete (killed|died|returned|raised|timed|abandoned|exited|was)")" "job_complete lines: outcome, decision, the retry's outcome"
-	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete returned rc=0 \(slurm\.SUCCESS\)\$")" "outcome lines of the retry"
+	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete returned rc=0 \(slurm\.SUCCESS\) \(script [^)]+\)\$")" "outcome lines of the retry"
 }

@@ -29,7 +29,7 @@ t_drain_reason_head() {
 	wait_job "$id" COMPLETED 15
 	# One outcome line (with its traceback lines after it), then the drain.
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete raised")" "outcome lines of the failed job_complete"
-	ctld_job "$id" " job_complete raised a Lua error: /etc/slurm/switch\\.lua:[0-9]+: e2e crash: the fabric refused the teardown \\(queued [0-9]+ ms, ran [0-9]+ ms\\)\$" >/dev/null ||
+	ctld_job "$id" " job_complete raised a Lua error: /etc/slurm/switch\\.lua:[0-9]+: e2e crash: the fabric refused the teardown \\(queued [0-9]+ ms, ran [0-9]+ ms; script [^)]+\\)\$" >/dev/null ||
 		fail "no outcome line for the failed job_complete"
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id draining node3: switch teardown failed: JobId=$id switch/lua job_complete raised an error: ")" "lines for the drain"
 	resume node3
@@ -76,7 +76,7 @@ t_launched_not_again() {
 	assert_eq RUNNING "$(job_state "$id")" "state of the job after the restarts"
 	touch "$E2E_ROOT$go"
 	wait_job "$id" COMPLETED 30
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete returned rc=0 \\(slurm\\.SUCCESS\\)\$" 15
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete returned rc=0 \\(slurm\\.SUCCESS\\) \\(script [^)]+\\)\$" 15
 	if ctld_job "$id" " .*job_start again"; then fail "a 'job_start again' line for a job that had launched"; fi
 	assert_eq 3 "$(ctld_count "switch/lua: JobId=$id switch state Running recovered from the job state\$")" "recovery lines (reconfigure, shutdown, kill -9)"
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_start started")" "job_start calls"

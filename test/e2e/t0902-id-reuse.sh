@@ -64,7 +64,7 @@ t_id_reuse() {
 	assert_eq "$id" "$id2" "precondition: the new job's id (Slurm hands out the lost job's id again)"
 	wait_job "$id2" COMPLETED 30
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete for attempt $a1 \\(job record gone\\) returned rc=0 \\(slurm\\.SUCCESS\\): torn down \\(R_ORPHAN_OK\\)\$" 30
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete returned rc=0 \\(slurm\\.SUCCESS\\)\$" 15
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete returned rc=0 \\(slurm\\.SUCCESS\\) \\(script [^)]+\\)\$" 15
 	wait_for 15 _procs_gone "sleep 300\\.$tag" || fail "the lost job's batch script still runs on node1"
 	led=$(ledger "$tag")
 	note "ledger: $led"
