@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/simulate.hpp"
+
 #include "lua/trust.hpp"
 
 #include "cli/sim_cluster.hpp"
+#include "common/log_stamp.hpp"
 #include "ctld/core.hpp"
 #include "ctld/persist.hpp"
 #include "lua/codec.hpp"
@@ -112,12 +114,11 @@ std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
       const std::string node = job.node_names[i];
       auto hooks = StepHooks::load(o.script, [&](LogLevel l, std::string_view t) {
         if (l <= LogLevel::Verbose) // debug lines (tracebacks) stay out of the timeline
-          sim.note(node, "log", fmt::format("switch/lua: {}", t), l == LogLevel::Error);
+          sim.note(node, "log", log_line({}, t), l == LogLevel::Error);
       });
       if (!hooks) {
         sim.note(node, "log",
-                 fmt::format("switch/lua: {}; the step hooks will not run", hooks.error().message),
-                 true);
+                 log_line({}, "{}; the step hooks will not run", hooks.error().message), true);
         continue;
       }
       StepArgs a{.job_id = job.job_id,
@@ -307,7 +308,7 @@ std::string join(const std::vector<std::string> &errors) {
 /// hooks of batch or interactive steps).
 static bool block_job_complete(const SimulateOptions &o, const CoreOptions &co, SimCluster &sim) {
   SupervisorClient probe(co.client, [&](CallId, LogLevel l, std::string_view t) {
-    sim.note("script", "log", fmt::format("switch/lua: {}", t), l == LogLevel::Error);
+    sim.note("script", "log", log_line({}, t), l == LogLevel::Error);
   });
   auto log_error = [&](const std::string &line) { sim.note("slurmctld", "log", line, true); };
   bool answer = false;
@@ -394,7 +395,8 @@ static bool allocate(const SimulateOptions &o, const JobArgs &job, CtldCore &cor
            fmt::format("JobId={} allocated {}: switch job_start", job.job_id, *job.nodes));
   const bool ours = core.job_start(job, o.batch && !o.no_requeue);
   if (!ours) {
-    sim.note("slurmctld", "log", "switch/lua: no --network: the job is not ours");
+    sim.note("slurmctld", "log",
+             log_line({.job_id = job.job_id}, ": no --network, the job is not ours"));
     sim.end_configuring(job.job_id);
   }
   return ours;

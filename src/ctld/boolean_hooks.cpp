@@ -5,6 +5,8 @@
 // (ctld/core.hpp: ask_boolean_hook, ask_boolean_hook_or_false).
 #include "ctld/core.hpp"
 
+#include "common/log_stamp.hpp"
+
 #include <condition_variable>
 #include <fmt/format.h>
 #include <memory>
@@ -45,7 +47,7 @@ bool ask_boolean_hook_or_false(SupervisorClient &client, const std::string &scri
   auto answer = ask_boolean_hook(client, script, h, timeout);
   if (answer)
     return *answer;
-  log_error(fmt::format("switch/lua: {}; {} taken as false", answer.error().message, hook_name(h)));
+  log_error(log_line({}, "{}; {} taken as false", answer.error().message, hook_name(h)));
   return false;
 }
 

@@ -13,6 +13,7 @@
 // recovery: core_recovery.cpp; the shared insides: core_impl.hpp.
 #include "ctld/core_impl.hpp"
 
+#include "common/log_stamp.hpp"
 #include "lua/runtime.hpp"
 
 #include <csignal>
@@ -69,7 +70,7 @@ void CtldCore::Impl::on_script_log(CallId id, LogLevel l, std::string_view text)
     if (it != calls.end())
       std::tie(job_id, h) = it->second;
   }
-  port.log(l, fmt::format("switch/lua: JobId={} {}: {}", job_id, hook_name(h), text));
+  port.log(l, log_line({.job_id = job_id, .hook = hook_name(h)}, ": {}", text));
 }
 
 void CtldCore::Impl::enqueue(Queued q) {
@@ -120,10 +121,10 @@ std::size_t CtldCore::Impl::apply_queued() {
       continue;
     }
     if (frozen) {
-      port.log(LogLevel::Verbose,
-               fmt::format("switch/lua: JobId={} {} not applied: slurmctld is stopping; the "
-                           "call runs again after the restart",
-                           q.job_id, event_kind_name(q.kind)));
+      port.log(LogLevel::Verbose, log_line({.job_id = q.job_id},
+                                           "{} not applied: slurmctld is stopping; the "
+                                           "call runs again after the restart",
+                                           event_kind_name(q.kind)));
       continue;
     }
     auto it = jobs.find(q.job_id);
@@ -137,9 +138,8 @@ std::size_t CtldCore::Impl::apply_queued() {
       continue;
     }
     if (it == jobs.end() || it->second.generation != q.generation) {
-      port.log(LogLevel::Verbose,
-               fmt::format("switch/lua: JobId={} stale {} ignored ({})", q.job_id,
-                           event_kind_name(q.kind), describe(q.outcome)));
+      port.log(LogLevel::Verbose, log_line({.job_id = q.job_id}, "stale {} ignored ({})",
+                                           event_kind_name(q.kind), describe(q.outcome)));
       continue;
     }
     apply(q.job_id, Event{.kind = q.kind, .outcome = &q.outcome});
@@ -193,9 +193,8 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   if (auto rec = count_setup_failures(failures, cfg, e, r))
     journal_append({*rec});
   it->second = r.next;
-  port.log(LogLevel::Debug,
-           fmt::format("switch/lua: JobId={} {} -> {} ({})", job_id, event_kind_name(e.kind),
-                       job_state_name(r.next.state), r.rule));
+  port.log(LogLevel::Debug, log_line({.job_id = job_id}, "{} -> {} ({})", event_kind_name(e.kind),
+                                     job_state_name(r.next.state), r.rule));
   execute(r.next, r.actions);
   auto again = jobs.find(job_id); // execute() may have re-entered
   if (again != jobs.end() && is_terminal(again->second.state) &&
@@ -243,15 +242,14 @@ void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> 
       break;
     case ActionKind::DrainNodes:
       // The JobId first, so grepping a job finds which nodes it drained.
-      port.log(LogLevel::Error,
-               fmt::format("switch/lua: JobId={} draining {}: {}", id, nodes, a.reason));
+      port.log(LogLevel::Error, log_line({.job_id = id}, "draining {}: {}", nodes, a.reason));
       port.drain(nodes, a.reason);
       break;
     case ActionKind::ScheduleRetry:
       retry_wait.insert(id);
       break;
     case ActionKind::Log:
-      port.log(a.error ? LogLevel::Error : LogLevel::Info, "switch/lua: " + a.reason);
+      port.log(a.error ? LogLevel::Error : LogLevel::Info, log_line({}, a.reason));
       break;
     }
   }
@@ -270,8 +268,8 @@ bool CtldCore::job_start(const JobArgs &job, bool requeue_allowed) {
   JobSwitchState &s = impl_->jobs[job.job_id];
   if (!is_terminal(s.state))
     impl_->port.log(LogLevel::Error,
-                    fmt::format("switch/lua: JobId={} job_start while in state {}: starting afresh",
-                                job.job_id, job_state_name(s.state)));
+                    log_line({.job_id = job.job_id, .hook = "job_start"},
+                             "while in state {}: starting afresh", job_state_name(s.state)));
   std::uint64_t gen = s.generation;
   s = JobSwitchState{};
   s.job = job;

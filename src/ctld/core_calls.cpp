@@ -6,6 +6,7 @@
 // provenance when it ends; the outcome itself goes to the worker's queue.
 #include "ctld/core_impl.hpp"
 
+#include "common/log_stamp.hpp"
 #include "lua/runtime.hpp"
 
 #include <fmt/format.h>
@@ -54,9 +55,9 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
       std::lock_guard g(mu); // after call_submitted()
       stats.call_started(cid, queued);
     }
-    port.log(LogLevel::Info,
-             fmt::format("switch/lua: JobId={} {} started{} (queued {} ms, switch_timeout={} s)",
-                         job_id, hook_name(h), late, queued.count(), timeout));
+    port.log(LogLevel::Info, log_line({.job_id = job_id, .hook = hook_name(h)},
+                                      "started{} (queued {} ms, switch_timeout={} s)", late,
+                                      queued.count(), timeout));
   };
   auto id = client.submit(
       req,
@@ -70,10 +71,10 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
         }
         if (stopping_now && o.kind == OutcomeKind::Abandoned)
           port.log(LogLevel::Verbose,
-                   fmt::format("switch/lua: JobId={} {} stopped with the supervisor: slurmctld "
-                               "is stopping or reconfiguring; the next slurmctld recovers the "
-                               "call",
-                               job_id, hook_name(h)));
+                   log_line({.job_id = job_id, .hook = hook_name(h)},
+                            "stopped with the supervisor: slurmctld "
+                            "is stopping or reconfiguring; the next slurmctld recovers the "
+                            "call"));
         else if (h != Hook::JobComplete || o.kind != OutcomeKind::Returned) // the rule says it
           log_outcome(job_id, h, o);
         enqueue({job_id, gen, result_kind, o});
@@ -91,9 +92,9 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
 
 void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o) {
   const LogLevel level = outcome_is_failure(h, o) ? LogLevel::Error : LogLevel::Info;
-  port.log(level, fmt::format("switch/lua: JobId={} {} {} (queued {} ms, ran {} ms; {})", job_id,
-                              hook_name(h), describe(o), o.queued.count(), o.elapsed.count(),
-                              script_ref(o.script_hash)));
+  port.log(level,
+           log_line({.job_id = job_id, .hook = hook_name(h)}, "{} (queued {} ms, ran {} ms; {})",
+                    describe(o), o.queued.count(), o.elapsed.count(), script_ref(o.script_hash)));
   if (o.kind != OutcomeKind::LuaError && o.kind != OutcomeKind::LoadFailed)
     return;
   std::string_view rest(o.message);
@@ -105,8 +106,7 @@ void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o)
     const auto end = rest.find('\n');
     std::string_view line = rest.substr(0, end);
     if (!line.empty())
-      port.log(level,
-               fmt::format("switch/lua: JobId={} {} traceback: {}", job_id, hook_name(h), line));
+      port.log(level, log_line({.job_id = job_id, .hook = hook_name(h)}, "traceback: {}", line));
     rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
   }
 }

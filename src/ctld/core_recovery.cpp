@@ -7,6 +7,7 @@
 // attempts no job record carries any more (R_ORPHAN_*).
 #include "ctld/core_impl.hpp"
 
+#include "common/log_stamp.hpp"
 #include "lua/runtime.hpp"
 
 #include <fmt/format.h>
@@ -67,11 +68,11 @@ void CtldCore::Impl::run_orphan(std::int64_t attempt) {
   journal_append({td});
   o.in_flight = true;
   std::uint32_t job_id = o.job.job_id;
-  port.log(LogLevel::Info,
-           fmt::format("switch/lua: JobId={} job_complete started for attempt {} whose job "
-                       "record is gone, with {} (switch_timeout={} s)",
-                       job_id, attempt, o.jobinfo ? "its jobinfo" : "nil jobinfo",
-                       cfg.switch_timeout.count()));
+  port.log(LogLevel::Info, log_line({.job_id = job_id, .hook = "job_complete"},
+                                    "started for attempt {} whose job "
+                                    "record is gone, with {} (switch_timeout={} s)",
+                                    attempt, o.jobinfo ? "its jobinfo" : "nil jobinfo",
+                                    cfg.switch_timeout.count()));
   CallRequest req{.script = opts.script,
                   .hook = Hook::JobComplete,
                   .job = o.job,
@@ -83,8 +84,8 @@ void CtldCore::Impl::run_orphan(std::int64_t attempt) {
       calls.erase(cid);
       stats.call_done(cid, out);
     }
-    port.log(LogLevel::Verbose, fmt::format("switch/lua: JobId={} job_complete (attempt {}) {}",
-                                            job_id, attempt, describe(out)));
+    port.log(LogLevel::Verbose, log_line({.job_id = job_id, .hook = "job_complete"},
+                                         "(attempt {}) {}", attempt, describe(out)));
     enqueue({job_id, 0, EventKind::TeardownResult, out, attempt});
   });
   if (!id) {
@@ -109,35 +110,35 @@ void CtldCore::Impl::apply_orphan(std::int64_t attempt, const Outcome &out) {
   const bool again = (out.kind == OutcomeKind::Returned && out.ret.rc == kEagain) ||
                      out.kind == OutcomeKind::Signaled || out.kind == OutcomeKind::Abandoned;
   if (ok) {
-    port.log(LogLevel::Info,
-             fmt::format("switch/lua: JobId={} job_complete for attempt {} (job record gone) "
-                         "{}: torn down (R_ORPHAN_OK)",
-                         id, attempt, what));
+    port.log(LogLevel::Info, log_line({.job_id = id, .hook = "job_complete"},
+                                      "for attempt {} (job record gone) "
+                                      "{}: torn down (R_ORPHAN_OK)",
+                                      attempt, what));
   } else if (again && o.retries < cfg.switch_retries) {
     o.retries++;
     orphan_wait.insert(attempt);
     stats.action(ActionKind::ScheduleRetry);
     port.log(LogLevel::Info,
-             fmt::format("switch/lua: JobId={} job_complete for attempt {} (job record gone) "
-                         "{}: running it again at the next periodic check (retry {} of {}) "
-                         "(R_ORPHAN_RETRY)",
-                         id, attempt, what, o.retries, cfg.switch_retries));
+             log_line({.job_id = id, .hook = "job_complete"},
+                      "for attempt {} (job record gone) "
+                      "{}: running it again at the next periodic check (retry {} of {}) "
+                      "(R_ORPHAN_RETRY)",
+                      attempt, what, o.retries, cfg.switch_retries));
     return;
   } else {
     std::string reason = fmt::format("{}: JobId={} switch/lua job_complete (job record gone) {}",
                                      kReasonTeardownFailed, id, what);
     const std::string nodes = o.job.nodes.value_or("");
     if (cfg.drain_on_failure && !nodes.empty()) {
-      port.log(LogLevel::Error, fmt::format("switch/lua: JobId={} draining {}: {} (R_ORPHAN_FAIL)",
-                                            id, nodes, reason));
+      port.log(LogLevel::Error,
+               log_line({.job_id = id}, "draining {}: {} (R_ORPHAN_FAIL)", nodes, reason));
       port.drain(nodes, reason);
       stats.action(ActionKind::DrainNodes);
     } else {
-      port.log(
-          LogLevel::Error,
-          fmt::format("switch/lua: JobId={} not draining {}: {} (R_ORPHAN_FAIL)", id,
-                      nodes.empty() ? "(no nodes)" : nodes,
-                      cfg.drain_on_failure ? reason : reason + "; switch_drain_on_failure=no"));
+      port.log(LogLevel::Error,
+               log_line({.job_id = id}, "not draining {}: {} (R_ORPHAN_FAIL)",
+                        nodes.empty() ? "(no nodes)" : nodes,
+                        cfg.drain_on_failure ? reason : reason + "; switch_drain_on_failure=no"));
     }
   }
   journal_append({journal_record(JournalKind::Forgotten, o.job)});
@@ -186,10 +187,11 @@ void CtldCore::adopt(JobSwitchState s) {
     auto e = t.live.find(attempt);
     if (t.forgotten.count(attempt) && !is_terminal(s.state)) {
       impl_->port.log(LogLevel::Info,
-                      fmt::format("switch/lua: JobId={} recovery: the journal says attempt {} "
-                                  "needs nothing more (Slurm's saved state {} is older): "
-                                  "forgotten; not launched again",
-                                  id, attempt, job_state_name(s.state)));
+                      log_line({.job_id = id},
+                               "recovery: the journal says attempt {} "
+                               "needs nothing more (Slurm's saved state {} is older): "
+                               "forgotten; not launched again",
+                               attempt, job_state_name(s.state)));
       s.state = JobState::Done;
       s.jobinfo.reset();
       impl_->hints[id] = Recovery::ClearConfiguring;
@@ -201,23 +203,25 @@ void CtldCore::adopt(JobSwitchState s) {
                          s.state == JobState::SetupAbandoned;
       if (je.teardown_started && setup_state && je.jobinfo) {
         impl_->port.log(LogLevel::Info,
-                        fmt::format("switch/lua: JobId={} recovery: the journal says the "
-                                    "teardown of attempt {} had started with its jobinfo (Slurm's "
-                                    "saved state {} is older): job_start is not run again",
-                                    id, attempt, job_state_name(s.state)));
+                        log_line({.job_id = id},
+                                 "recovery: the journal says the "
+                                 "teardown of attempt {} had started with its jobinfo (Slurm's "
+                                 "saved state {} is older): job_start is not run again",
+                                 attempt, job_state_name(s.state)));
         s.state = JobState::TeardownRunning;
         s.jobinfo = je.jobinfo;
         impl_->hints[id] = Recovery::ClearConfiguring;
       } else if (je.accepted && s.state == JobState::SetupRunning) {
         impl_->port.log(
             LogLevel::Info,
-            fmt::format("switch/lua: JobId={} recovery: the journal says job_start of attempt {} "
-                        "returned SUCCESS with a jobinfo before the crash (Slurm's saved state "
-                        "SetupRunning is older): restored with it, job_start is not run again; {}",
-                        id, attempt,
-                        je.launch_released ? "the launch was released before the crash: not "
-                                             "launched again"
-                                           : "the launch was not released: launching it now"));
+            log_line({.job_id = id},
+                     "recovery: the journal says job_start of attempt {} "
+                     "returned SUCCESS with a jobinfo before the crash (Slurm's saved state "
+                     "SetupRunning is older): restored with it, job_start is not run again; {}",
+                     attempt,
+                     je.launch_released ? "the launch was released before the crash: not "
+                                          "launched again"
+                                        : "the launch was not released: launching it now"));
         s.state = JobState::Running;
         s.jobinfo = je.jobinfo;
         impl_->hints[id] = je.launch_released ? Recovery::ClearConfiguring : Recovery::LaunchNow;
@@ -248,14 +252,15 @@ void CtldCore::reconcile_journal() {
       it->second.jobinfo = (e.accepted || e.teardown_started) ? e.jobinfo : std::nullopt;
       impl_->port.log(
           LogLevel::Info,
-          fmt::format("switch/lua: JobId={} recovery: the journal has attempt {} (submitted at "
-                      "{}) {}, and no job record carries it (the record was lost, or its job id "
-                      "now belongs to a newer job): tearing it down with {} (R_ORPHAN_TEARDOWN)",
-                      e.job.job_id, attempt, e.job.submit_time,
-                      e.teardown_started ? "with its teardown started"
-                      : e.accepted       ? "set up (job_start returned a jobinfo)"
-                                         : "with job_start started but not reported",
-                      it->second.jobinfo ? "its jobinfo" : "nil jobinfo"));
+          log_line({.job_id = e.job.job_id},
+                   "recovery: the journal has attempt {} (submitted at "
+                   "{}) {}, and no job record carries it (the record was lost, or its job id "
+                   "now belongs to a newer job): tearing it down with {} (R_ORPHAN_TEARDOWN)",
+                   attempt, e.job.submit_time,
+                   e.teardown_started ? "with its teardown started"
+                   : e.accepted       ? "set up (job_start returned a jobinfo)"
+                                      : "with job_start started but not reported",
+                   it->second.jobinfo ? "its jobinfo" : "nil jobinfo"));
     }
     if (!it->second.in_flight)
       start.push_back(attempt);

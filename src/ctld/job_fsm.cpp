@@ -7,6 +7,7 @@
 #include "ctld/job_fsm.hpp"
 #include "ctld/job_fsm_table.hpp"
 
+#include "common/log_stamp.hpp"
 #include "common/utf8.hpp"
 
 #include <array>
@@ -94,9 +95,10 @@ const Row *find_row(JobState s, EventKind e, Verdict v) {
   return nullptr;
 }
 
-/// The job as logs name it.
+/// The job as logs name it ("JobId=42"; common/log_stamp.hpp): the Log
+/// actions' text follows kLogPrefix, which core.cpp adds.
 std::string job_tag(const JobSwitchState &s) {
-  return fmt::format("JobId={}", s.job.job_id);
+  return log_subject({.job_id = s.job.job_id});
 }
 
 /// The log line of a row's LogInfo / LogError: its rule's template

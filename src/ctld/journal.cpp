@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ctld/journal.hpp"
 
+#include "common/log_stamp.hpp"
 #include "common/record.hpp"
 
 #include <array>
@@ -423,7 +424,7 @@ bool read_whole_file(const std::string &path, std::string &out) {
 
 Journal::Journal(std::string path, LogFn log) : path_(std::move(path)), log_(std::move(log)) {
   auto say = [&](bool error, const std::string &what) {
-    log_(error, fmt::format("switch/lua: journal {}: {}", path_, what));
+    log_(error, log_line({}, "journal {}: {}", path_, what));
   };
   std::string image;
   if (!read_whole_file(path_, image)) {
@@ -497,9 +498,10 @@ bool Journal::compact() {
   }
   if (!ok) {
     ::unlink(tmp.c_str());
-    log_(true, fmt::format("switch/lua: journal {}: compaction failed: {}; appending to the old "
-                           "file",
-                           path_, std::strerror(err)));
+    log_(true, log_line({},
+                        "journal {}: compaction failed: {}; appending to the old "
+                        "file",
+                        path_, std::strerror(err)));
     return false;
   }
   fsync_dir(path_);
@@ -537,9 +539,10 @@ void Journal::append(const std::vector<JournalRecord> &records) {
     return;
   }
   if (!write_failed_)
-    log_(true, fmt::format("switch/lua: journal {}: cannot append ({}): what happens now may "
-                           "be repeated after a crash",
-                           path_, std::strerror(errno)));
+    log_(true, log_line({},
+                        "journal {}: cannot append ({}): what happens now may "
+                        "be repeated after a crash",
+                        path_, std::strerror(errno)));
   write_failed_ = true;
 }
 

@@ -3,6 +3,8 @@
 // CtldStats and StatusPublisher (ctld/stats.hpp).
 #include "ctld/stats.hpp"
 
+#include "common/log_stamp.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -260,8 +262,9 @@ std::string status_summary(const StatsSnapshot &s) {
     return fmt::format("{} p50{} ms p99{} ms", hook_name(h), bound_text(r.quantile_bound(0.5)),
                        bound_text(r.quantile_bound(0.99)));
   };
-  return fmt::format(
-      "switch/lua: status: job_start {} ok, {} declined, {} failed, {} other; job_complete {} "
+  return log_line(
+      {},
+      "status: job_start {} ok, {} declined, {} failed, {} other; job_complete {} "
       "ok, {} eagain, {} failed, {} other; in flight {} (waiting {}); jobs {}; timeouts {}, "
       "leftovers killed {}, retries {}, drains {}, requeues {}, cancels {}; round trip {}, {}",
       count_of(s, Hook::JobStart, "ok"), count_of(s, Hook::JobStart, "declined"),
@@ -337,12 +340,12 @@ void StatusPublisher::publish() {
   const json j = status_json(stats_.snapshot(), written, script_, journal_bytes, interval_.load());
   auto ok = write_file_atomically(path_, j.dump(2) + "\n");
   if (!ok && !failing_)
-    log_(LogLevel::Error,
-         fmt::format("switch/lua: status file: {}; switch-lua status cannot show the counters "
-                     "until it can be written",
-                     ok.error().message));
+    log_(LogLevel::Error, log_line({},
+                                   "status file: {}; switch-lua status cannot show the counters "
+                                   "until it can be written",
+                                   ok.error().message));
   else if (ok && failing_)
-    log_(LogLevel::Info, fmt::format("switch/lua: status file {} written again", path_));
+    log_(LogLevel::Info, log_line({}, "status file {} written again", path_));
   failing_ = !ok;
   written_version_ = v;
   last_write_ = std::chrono::steady_clock::now();

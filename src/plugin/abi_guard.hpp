@@ -10,6 +10,7 @@
 
 #include "plugin/switch_lua_core.h"
 
+#include "common/log_stamp.hpp"
 #include "lua/runtime.hpp"
 
 #include <cstdlib>
@@ -36,9 +37,9 @@ R guarded(Entry &&entry, std::string_view consequence, R on_error, Log &&log,
   auto report = [&](std::string_view what) noexcept {
     try {
       if constexpr (std::is_invocable_v<Entry>)
-        log(fmt::format("switch/lua: {}: {}; {}", entry(), what, consequence));
+        log(log_line({}, "{}: {}; {}", entry(), what, consequence));
       else
-        log(fmt::format("switch/lua: {}: {}; {}", std::string_view(entry), what, consequence));
+        log(log_line({}, "{}: {}; {}", std::string_view(entry), what, consequence));
     } catch (...) {
     }
   };

@@ -7,6 +7,7 @@
 // records are kept as bytes and never interpreted.
 #include "plugin/switch_lua_core.h"
 
+#include "common/log_stamp.hpp"
 #include "common/utf8.hpp"
 #include "ctld/core.hpp"
 #include "ctld/persist.hpp"
@@ -183,12 +184,13 @@ std::optional<CtldConfig> settings_at_init(const slc_ctld_ops_t *ops, const char
     const char *prev = std::getenv(kGoodParamsVar);
     auto kept = (reconf && prev) ? parse_slurmctld_parameters(prev) : cfg;
     if (!kept) {
-      ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}", cfg.error().message).c_str());
+      ops->log(SLC_LOG_ERROR, log_line({}, cfg.error().message).c_str());
       return std::nullopt;
     }
-    ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {} at reconfigure; keeping the previous "
-                                        "settings ({})",
-                                        cfg.error().message, describe(*kept))
+    ops->log(SLC_LOG_ERROR, log_line({},
+                                     "{} at reconfigure; keeping the previous "
+                                     "settings ({})",
+                                     cfg.error().message, describe(*kept))
                                 .c_str());
     out = *kept;
   }
@@ -211,7 +213,7 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     if (!cfg)
       return -1;
     for (const std::string &w : slurmctld_parameters_warnings(params ? params : ""))
-      ops->log(SLC_LOG_ERROR, fmt::format("switch/lua: {}", w).c_str());
+      ops->log(SLC_LOG_ERROR, log_line({}, w).c_str());
     auto *c = new Ctld;
     c->ops = *ops;
     c->port = std::make_unique<CPort>(*ops);
@@ -230,7 +232,7 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
                                                       std::getenv(kGoodScriptEnv));
       if (!kept.empty())
         ops->log(kept.find(" is lost ") != std::string::npos ? SLC_LOG_ERROR : SLC_LOG_INFO,
-                 fmt::format("switch/lua: {}", kept).c_str());
+                 log_line({}, kept).c_str());
       o.status_path = fmt::format("{}/switch_lua.status", state_dir);
     }
     if (const char *conf = std::getenv("SLURM_CONF"))
@@ -240,7 +242,7 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     {
       // Ask the script once, in a supervised child (no Lua in slurmctld).
       SupervisorClient probe(o.client, [&](CallId, LogLevel l, std::string_view t) {
-        c->port->log(l, fmt::format("switch/lua: {}", t));
+        c->port->log(l, log_line({}, t));
       });
       auto log_error = [&](const std::string &line) { ops->log(SLC_LOG_ERROR, line.c_str()); };
       o.block_job_complete = ask_boolean_hook_or_false(probe, script_path, Hook::BlockJobComplete,
@@ -253,10 +255,9 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
                                "never calls the step init for batch or interactive steps: ignored");
       probe.shutdown();
     }
-    ops->log(SLC_LOG_INFO,
-             fmt::format("switch/lua: script {} ({}, block_job_complete={})", script_path,
-                         describe(o.config), o.block_job_complete ? "true" : "false")
-                 .c_str());
+    ops->log(SLC_LOG_INFO, log_line({}, "script {} ({}, block_job_complete={})", script_path,
+                                    describe(o.config), o.block_job_complete ? "true" : "false")
+                               .c_str());
     c->core = std::make_unique<CtldCore>(std::move(o), *c->port);
     return 0;
   });
@@ -268,13 +269,12 @@ int slc_ctld_reconfigure(const char *params) {
   return cabi::guarded("reconfigure", "the settings stay as they were", -1, ctld_log, [&] {
     auto cfg = parse_slurmctld_parameters(params ? params : "");
     if (!cfg) {
-      g_ctld->port->log(LogLevel::Error,
-                        fmt::format("switch/lua: {}; keeping {}", cfg.error().message,
-                                    describe(g_ctld->core->config())));
+      g_ctld->port->log(LogLevel::Error, log_line({}, "{}; keeping {}", cfg.error().message,
+                                                  describe(g_ctld->core->config())));
       return -1;
     }
     for (const std::string &w : slurmctld_parameters_warnings(params ? params : ""))
-      g_ctld->port->log(LogLevel::Error, fmt::format("switch/lua: {}", w));
+      g_ctld->port->log(LogLevel::Error, log_line({}, w));
     g_ctld->core->set_config(*cfg);
     ::setenv(kGoodParamsVar, to_slurmctld_parameters(*cfg).c_str(), 1);
     return 0;
@@ -304,7 +304,7 @@ bool slc_ctld_block_job_complete(void) {
 void *slc_ctld_job_start(const slc_job_t *job) {
   if (!g_ctld || !g_ctld->core || !job)
     return nullptr;
-  return cabi::guarded([&] { return fmt::format("JobId={} job_start", job->job_id); },
+  return cabi::guarded([&] { return log_subject({.job_id = job->job_id, .hook = "job_start"}); },
                        "the job is not managed by switch/lua", static_cast<void *>(nullptr),
                        ctld_log,
                        [&]() -> void * {
@@ -317,7 +317,7 @@ void *slc_ctld_job_start(const slc_job_t *job) {
 void slc_ctld_job_complete(uint32_t job_id, void *handle) {
   if (!g_ctld || !g_ctld->core || !handle_of(handle))
     return;
-  cabi::guarded_void([&] { return fmt::format("JobId={} job_complete", job_id); },
+  cabi::guarded_void([&] { return log_subject({.job_id = job_id, .hook = "job_complete"}); },
                      "no teardown runs", ctld_log, [&] { g_ctld->core->job_complete(job_id); });
 }
 
@@ -325,8 +325,9 @@ int slc_ctld_recover_job(uint32_t job_id, void *handle, bool configuring) {
   if (!g_ctld || !g_ctld->core || !handle_of(handle))
     return 0;
   return cabi::guarded(
-      [&] { return fmt::format("JobId={} recovery", job_id); }, "the job's launch is left as is", 0,
-      ctld_log, [&] { return static_cast<int>(g_ctld->core->recover_job(job_id, configuring)); });
+      [&] { return log_subject({.job_id = job_id}) + " recovery"; },
+      "the job's launch is left as is", 0, ctld_log,
+      [&] { return static_cast<int>(g_ctld->core->recover_job(job_id, configuring)); });
 }
 
 void slc_ctld_reconcile(void) {
@@ -363,18 +364,16 @@ int slc_ctld_unpack(const char *buf, size_t len, void **handle) {
     }
     auto s = decode_job_state(bytes);
     if (!s) {
-      g_ctld->port->log(
-          LogLevel::Error,
-          fmt::format("switch/lua: {}; the job keeps no switch state", s.error().message));
+      g_ctld->port->log(LogLevel::Error,
+                        log_line({}, "{}; the job keeps no switch state", s.error().message));
       return -1;
     }
     if (!*s)
       return 0;
     std::uint32_t id = (*s)->job.job_id;
-    g_ctld->port->log(
-        LogLevel::Info,
-        fmt::format("switch/lua: JobId={} switch state {} recovered from the job state", id,
-                    job_state_name((*s)->state)));
+    g_ctld->port->log(LogLevel::Info,
+                      log_line({.job_id = id}, "switch state {} recovered from the job state",
+                               job_state_name((*s)->state)));
     g_ctld->core->adopt(std::move(**s));
     *handle = new_handle(id);
     return 0;

@@ -69,8 +69,9 @@ static void _kill_job(job_record_t *job_ptr, const char *reason)
 				 job_ptr :
 				 find_job_record(job_ptr->het_job_id);
 		if (!leader) {
-			sl_error("JobId=%u: no hetjob leader JobId=%u to cancel",
-				 job_ptr->job_id, job_ptr->het_job_id);
+			sl_job_error(job_ptr->job_id,
+				     ": no hetjob leader JobId=%u to cancel",
+				     job_ptr->het_job_id);
 			xfree(msg);
 			return;
 		}
@@ -79,10 +80,10 @@ static void _kill_job(job_record_t *job_ptr, const char *reason)
 		rc = job_signal(job_ptr, SIGKILL, 0, 0, false);
 	}
 	if (rc)
-		sl_error("JobId=%u: cannot cancel the job: %s",
-			 job_ptr->job_id, slurm_strerror(rc));
+		sl_job_error(job_ptr->job_id, ": cannot cancel the job: %s",
+			     slurm_strerror(rc));
 	else
-		sl_info("JobId=%u cancelled: %s", job_ptr->job_id, msg);
+		sl_job_info(job_ptr->job_id, " cancelled: %s", msg);
 	xfree(msg);
 }
 
@@ -93,23 +94,22 @@ extern void ctld_op_requeue(uint32_t job_id, const char *reason)
 	int rc;
 
 	if (!job_ptr) {
-		sl_info("JobId=%u: not requeued, the job is gone", job_id);
+		sl_job_info(job_id, ": not requeued, the job is gone");
 		return;
 	}
 	_set_reason(job_ptr, reason);
 	target = job_ptr->het_job_id ? job_ptr->het_job_id : job_id;
 	rc = job_requeue(0, target, NULL, false, 0);
 	if (rc == SLURM_SUCCESS) {
-		sl_info("JobId=%u requeued: %s", job_id, job_ptr->state_desc);
+		sl_job_info(job_id, " requeued: %s", job_ptr->state_desc);
 		return;
 	}
 	if (rc == ESLURM_JOB_PENDING) {
-		sl_info("JobId=%u: not requeued, it is pending already",
-			job_id);
+		sl_job_info(job_id, ": not requeued, it is pending already");
 		return;
 	}
-	sl_info("JobId=%u: cannot requeue (%s), cancelling it", job_id,
-		slurm_strerror(rc));
+	sl_job_info(job_id, ": cannot requeue (%s), cancelling it",
+		    slurm_strerror(rc));
 	/* job_requeue() may have ended a het job; look it up again. */
 	if ((job_ptr = find_job_record(job_id)))
 		_kill_job(job_ptr, reason);
@@ -128,7 +128,7 @@ extern void ctld_op_requeue_held(uint32_t job_id, const char *reason)
 	int rc;
 
 	if (!job_ptr) {
-		sl_info("JobId=%u: not requeued, the job is gone", job_id);
+		sl_job_info(job_id, ": not requeued, the job is gone");
 		return;
 	}
 	_set_reason(job_ptr, reason);
@@ -139,14 +139,14 @@ extern void ctld_op_requeue_held(uint32_t job_id, const char *reason)
 		job_ptr->state_reason = WAIT_HELD;
 		xfree(job_ptr->state_desc);
 		job_ptr->state_desc = xstrdup(reason);
-		sl_info("JobId=%u requeued held (scontrol release): %s",
-			job_id, reason);
+		sl_job_info(job_id, " requeued held (scontrol release): %s",
+			    reason);
 		return;
 	}
 	if (rc == SLURM_SUCCESS)
 		return;
-	sl_info("JobId=%u: cannot requeue held (%s), cancelling it", job_id,
-		slurm_strerror(rc));
+	sl_job_info(job_id, ": cannot requeue held (%s), cancelling it",
+		    slurm_strerror(rc));
 	if ((job_ptr = find_job_record(job_id)))
 		_kill_job(job_ptr, reason);
 }
@@ -156,7 +156,7 @@ extern void ctld_op_cancel(uint32_t job_id, const char *reason)
 	job_record_t *job_ptr = find_job_record(job_id);
 
 	if (!job_ptr) {
-		sl_info("JobId=%u: not cancelled, the job is gone", job_id);
+		sl_job_info(job_id, ": not cancelled, the job is gone");
 		return;
 	}
 	_kill_job(job_ptr, reason);

@@ -164,8 +164,9 @@ static void _release_node(uint32_t job_id, node_record_t *node_ptr)
 	if (node_ptr->comp_job_cnt)
 		node_ptr->comp_job_cnt--;
 	else
-		sl_error("JobId=%u: node %s comp_job_cnt already 0 on release",
-			 job_id, node_ptr->name);
+		sl_job_error(job_id,
+			     ": node %s comp_job_cnt already 0 on release",
+			     node_ptr->name);
 	make_node_idle(node_ptr, NULL);
 }
 
@@ -217,8 +218,9 @@ static void _reassert_holds(void)
 				continue;
 			if (_assert_node_hold(node_ptr)) {
 				changed++;
-				sl_verbose("JobId=%u: node %s was schedulable again while held, hold re-asserted",
-					   rec->job_id, node_ptr->name);
+				sl_job_verbose(rec->job_id,
+					       ": node %s was schedulable again while held, hold re-asserted",
+					       node_ptr->name);
 			}
 		}
 	}
@@ -246,8 +248,8 @@ static void *_svc_main(void *arg)
 			epilog_queue_cnt = epilog_queue_cap = 0;
 			slurm_mutex_unlock(&svc_mutex);
 			for (size_t i = 0; i < cnt; i++) {
-				sl_debug("JobId=%u: releasing the job hold",
-					 jobs[i]);
+				sl_job_debug(jobs[i],
+					     ": releasing the job hold");
 				prep_epilog_slurmctld_callback(SLURM_SUCCESS,
 							       jobs[i], false);
 			}
@@ -325,20 +327,20 @@ extern void ctld_op_hold(uint32_t job_id, const char *nodes,
 			job_ptr->epilog_running = true;
 			rec->job_held = job_now = true;
 		} else {
-			sl_error("JobId=%u: cannot hold the job, it is gone",
-				 job_id);
+			sl_job_error(job_id,
+				     ": cannot hold the job, it is gone");
 		}
 	}
 	if (hold_nodes && nodes && nodes[0] && !(hl = hostlist_create(nodes)))
-		sl_error("JobId=%u: cannot parse node list %s", job_id, nodes);
+		sl_job_error(job_id, ": cannot parse node list %s", nodes);
 	while (hl && (name = hostlist_shift(hl))) {
 		if (_held_has_node(rec, name)) {
 			free(name);
 			continue;
 		}
 		if (!(node_ptr = find_node_record(name))) {
-			sl_error("JobId=%u: cannot hold unknown node %s",
-				 job_id, name);
+			sl_job_error(job_id, ": cannot hold unknown node %s",
+				     name);
 			free(name);
 			continue;
 		}
@@ -356,10 +358,10 @@ extern void ctld_op_hold(uint32_t job_id, const char *nodes,
 	if (added)
 		last_node_update = time(NULL);
 	if (job_now || added)
-		sl_verbose("JobId=%u: holding%s%s%s%s", job_id,
-			   job_now ? " the job" : "",
-			   (job_now && added) ? " and" : "",
-			   added ? " nodes " : "", added ? nodes : "");
+		sl_job_verbose(job_id, ": holding%s%s%s%s",
+			       job_now ? " the job" : "",
+			       (job_now && added) ? " and" : "",
+			       added ? " nodes " : "", added ? nodes : "");
 }
 
 extern void ctld_op_release(uint32_t job_id, const char *nodes,
@@ -373,18 +375,19 @@ extern void ctld_op_release(uint32_t job_id, const char *nodes,
 	slurm_mutex_lock(&hold_mutex);
 	if (!(rec = _held_find(job_id, false))) {
 		slurm_mutex_unlock(&hold_mutex);
-		sl_debug("JobId=%u: release: nothing held", job_id);
+		sl_job_debug(job_id, ": release: nothing held");
 		return;
 	}
 	/* All nodes we hold for the job go back: a node hold must never
 	 * outlive its record, or nothing would ever undo it. */
 	if (!release_nodes && rec->node_cnt)
-		sl_debug("JobId=%u: releasing %u held nodes along with the job",
-			 job_id, rec->node_cnt);
+		sl_job_debug(job_id,
+			     ": releasing %u held nodes along with the job",
+			     rec->node_cnt);
 	for (uint32_t i = 0; i < rec->node_cnt; i++) {
 		if (!(node_ptr = find_node_record(rec->nodes[i]))) {
-			sl_error("JobId=%u: held node %s no longer exists",
-				 job_id, rec->nodes[i]);
+			sl_job_error(job_id, ": held node %s no longer exists",
+				     rec->nodes[i]);
 			continue;
 		}
 		_release_node(job_id, node_ptr);
@@ -400,8 +403,7 @@ extern void ctld_op_release(uint32_t job_id, const char *nodes,
 		last_node_update = time(NULL);
 		queue_job_scheduler();
 	}
-	sl_verbose("JobId=%u: released%s%s%s", job_id,
-		   job_held ? " the job" : "",
-		   (job_held && released) ? " and" : "",
-		   released ? " its nodes" : "");
+	sl_job_verbose(job_id, ": released%s%s%s", job_held ? " the job" : "",
+		       (job_held && released) ? " and" : "",
+		       released ? " its nodes" : "");
 }

@@ -108,8 +108,8 @@ extern bool ctld_armed_has(uint32_t job_id)
 extern void ctld_delay_launch(job_record_t *job_ptr)
 {
 	if (!job_ptr->details) {
-		sl_error("JobId=%u: job has no details, its launch cannot be delayed",
-			 job_ptr->job_id);
+		sl_job_error(job_ptr->job_id,
+			     ": job has no details, its launch cannot be delayed");
 		return;
 	}
 	job_ptr->details->prolog_running++;
@@ -125,20 +125,18 @@ extern void ctld_op_end_configuring(uint32_t job_id)
 	job_record_t *job_ptr = find_job_record(job_id);
 
 	if (!_armed_take(job_id)) {
-		sl_debug("JobId=%u: setup over, no launch delay of ours outstanding",
-			 job_id);
+		sl_job_debug(job_id,
+			     ": setup over, no launch delay of ours outstanding");
 		return;
 	}
 	if (!job_ptr) {
-		sl_debug("JobId=%u: setup over, the job is gone", job_id);
+		sl_job_debug(job_id, ": setup over, the job is gone");
 		return;
 	}
 	if (job_ptr->details && job_ptr->details->prolog_running) {
-		sl_debug("JobId=%u: setup over, ending the launch delay",
-			 job_id);
+		sl_job_debug(job_id, ": setup over, ending the launch delay");
 		prolog_running_decr(job_ptr);
 	} else {
-		sl_debug("JobId=%u: setup over, prolog_running already 0",
-			 job_id);
+		sl_job_debug(job_id, ": setup over, prolog_running already 0");
 	}
 }

@@ -83,16 +83,16 @@ static int _recover_one(void *x, void *arg)
 		    (!job_ptr->details || !job_ptr->details->prolog_running)) {
 			job_config_fini(job_ptr);
 			stats->unconfigured++;
-			sl_info("JobId=%u: launch released before the restart, CONFIGURING ended without a second launch",
-				job_ptr->job_id);
+			sl_job_info(job_ptr->job_id,
+				    ": launch released before the restart, CONFIGURING ended without a second launch");
 		}
 		return 0;
 	case 3:
 		if (configuring && !ctld_armed_has(job_ptr->job_id) &&
 		    (!job_ptr->details || !job_ptr->details->prolog_running)) {
 			stats->launched++;
-			sl_info("JobId=%u: switch setup had returned before the restart, launching the job",
-				job_ptr->job_id);
+			sl_job_info(job_ptr->job_id,
+				    ": switch setup had returned before the restart, launching the job");
 			prolog_running_decr(job_ptr);
 		}
 		return 0;
@@ -104,12 +104,12 @@ static int _recover_one(void *x, void *arg)
 	if (ctld_armed_has(job_ptr->job_id))
 		return 0;
 	if (!configuring)
-		sl_error("JobId=%u: setup re-run for a job that is not RUNNING+CONFIGURING",
-			 job_ptr->job_id);
+		sl_job_error(job_ptr->job_id,
+			     ": setup re-run for a job that is not RUNNING+CONFIGURING");
 	ctld_delay_launch(job_ptr);
 	stats->rearmed++;
-	sl_info("JobId=%u: switch setup re-run after restart, launch delayed",
-		job_ptr->job_id);
+	sl_job_info(job_ptr->job_id,
+		    ": switch setup re-run after restart, launch delayed");
 	return 0;
 }
 

@@ -161,8 +161,8 @@ extern void switch_p_job_start(job_record_t *job_ptr)
 		/* job_array_split() memcpy()s the meta job, switch_jobinfo
 		 * included: the pointer belongs to another record.  Drop it;
 		 * freeing it would free that record's state. */
-		sl_verbose("JobId=%u: dropping a switch_jobinfo pointer copied from another job record",
-			   job_ptr->job_id);
+		sl_job_verbose(job_ptr->job_id,
+			       ": dropping a switch_jobinfo pointer copied from another job record");
 		job_ptr->switch_jobinfo = NULL;
 	}
 
@@ -197,8 +197,8 @@ extern void switch_p_job_start(job_record_t *job_ptr)
 	job_ptr->switch_jobinfo = handle;
 	ctld_delay_launch(job_ptr);
 	schedule_job_save();
-	sl_debug("JobId=%u: launch delayed until the switch setup is over",
-		 job_ptr->job_id);
+	sl_job_debug(job_ptr->job_id,
+		     ": launch delayed until the switch setup is over");
 }
 
 /* From deallocate_nodes() only (job W + node W), before EpilogSlurmctld

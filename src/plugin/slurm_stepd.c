@@ -93,9 +93,8 @@ static void _fill_step(stepd_step_rec_t *step, slc_step_t *s, char *id,
  * srun reports as "Error configuring interconnect". */
 static int _step_failed(stepd_step_rec_t *step, const char *hook)
 {
-	sl_error("JobId=%u StepId=%u.%u: %s failed, the step fails",
-		 step->step_id.job_id, step->step_id.job_id,
-		 step->step_id.step_id, hook);
+	sl_step_error(step->step_id.job_id, step->step_id.step_id, hook,
+		      " failed, the step fails");
 	errno = ESLURM_INTERCONNECT_FAILURE;
 	return SLURM_ERROR;
 }
@@ -110,7 +109,7 @@ extern int switch_p_job_preinit(stepd_step_rec_t *step)
 		return SLURM_SUCCESS;
 	_fill_step(step, &s, id, sizeof(id));
 	if (slc_stepd_preinit(&s, si->data, si->len) < 0)
-		return _step_failed(step, "preinit");
+		return _step_failed(step, "step_preinit");
 	return SLURM_SUCCESS;
 }
 
@@ -119,9 +118,9 @@ static void _set_env(void *ctx, const char *name, const char *value)
 	stepd_step_rec_t *step = ctx;
 
 	if (!env_array_overwrite(&step->env, name, value))
-		sl_error("JobId=%u StepId=%u.%u: cannot set %s in the step environment",
-			 step->step_id.job_id, step->step_id.job_id,
-			 step->step_id.step_id, name);
+		sl_step_error(step->step_id.job_id, step->step_id.step_id,
+			      "step_init",
+			      ": cannot set %s in the step environment", name);
 }
 
 static void _unset_env(void *ctx, const char *name)
@@ -142,7 +141,7 @@ extern int switch_p_job_init(stepd_step_rec_t *step)
 	_fill_step(step, &s, id, sizeof(id));
 	if (slc_stepd_init_step(&s, si->data, si->len, _set_env, _unset_env,
 				step) < 0)
-		return _step_failed(step, "init");
+		return _step_failed(step, "step_init");
 	return SLURM_SUCCESS;
 }
 
@@ -196,24 +195,27 @@ extern int switch_p_job_postfini(stepd_step_rec_t *step)
 		return SLURM_SUCCESS;
 	}
 
-	if (reason && reason[0])
+	if (reason && reason[0]) {
 		drain_reason = xstrdup(reason);
-	else
-		drain_reason = xstrdup_printf("switch postfini failed (switch/lua step_postfini JobId=%u StepId=%u.%u)",
-					      step->step_id.job_id,
-					      step->step_id.job_id,
-					      step->step_id.step_id);
+	} else {
+		char subject[SL_SUBJECT_MAX];
+
+		drain_reason = xstrdup_printf(
+			"switch postfini failed (switch/lua step_postfini %s)",
+			slc_log_subject(subject, sizeof(subject),
+					step->step_id.job_id,
+					step->step_id.step_id, NULL));
+	}
 	slc_free(reason);
 	if (_node_drained(step->node_name, &old_reason)) {
-		sl_error("JobId=%u StepId=%u.%u step_postfini: node %s is drained already, its reason \"%s\" is kept; not set: %s",
-			 step->step_id.job_id, step->step_id.job_id,
-			 step->step_id.step_id, step->node_name, old_reason,
-			 drain_reason);
+		sl_step_error(step->step_id.job_id, step->step_id.step_id,
+			      "step_postfini",
+			      ": node %s is drained already, its reason \"%s\" is kept; not set: %s",
+			      step->node_name, old_reason, drain_reason);
 	} else {
-		sl_error("JobId=%u StepId=%u.%u step_postfini: draining node %s: %s",
-			 step->step_id.job_id, step->step_id.job_id,
-			 step->step_id.step_id, step->node_name,
-			 drain_reason);
+		sl_step_error(step->step_id.job_id, step->step_id.step_id,
+			      "step_postfini", ": draining node %s: %s",
+			      step->node_name, drain_reason);
 		stepd_drain_node(drain_reason);
 	}
 	xfree(old_reason);

@@ -6,6 +6,7 @@
 // logged and the step goes on (the contract's fail-open for step hooks).
 #include "plugin/switch_lua_core.h"
 
+#include "common/log_stamp.hpp"
 #include "common/utf8.hpp"
 #include "plugin/abi_guard.hpp"
 #include "stepd/step_hooks.hpp"
@@ -28,11 +29,12 @@ struct Stepd {
 };
 Stepd g_stepd;
 
-/// "JobId=42 StepId=42.0" for an entry point's error line.
-std::string step_entry(const slc_step_t *step) {
+/// "JobId=42 StepId=42.batch" (common/log_stamp.hpp) for an entry point's
+/// error line; "step" without a step.
+std::string step_entry(const slc_step_t *step, std::string_view hook = {}) {
   if (!step)
-    return "step";
-  return fmt::format("JobId={} StepId={}.{}", step->job_id, step->job_id, step->step_id);
+    return std::string(hook.empty() ? "step" : hook);
+  return log_subject({.job_id = step->job_id, .step_id = step->step_id, .hook = hook});
 }
 
 /// A finished line ("switch/lua: ...") at error level, for cabi::guarded().
@@ -43,7 +45,7 @@ void stepd_line(const std::string &line) {
 
 void stepd_log(LogLevel l, std::string_view text) {
   if (g_stepd.log)
-    g_stepd.log(static_cast<int>(l), utf8_sanitize(fmt::format("switch/lua: {}", text)).c_str());
+    g_stepd.log(static_cast<int>(l), utf8_sanitize(log_line({}, text)).c_str());
 }
 
 /// Compares the script this slurmstepd loaded with the one whose job_start
@@ -72,8 +74,8 @@ std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *inf
     return std::nullopt; // contract: no stepinfo, no step hooks
   auto si = decode_stepinfo(std::string_view(info, len));
   if (!si) {
-    stepd_log(LogLevel::Error, fmt::format("JobId={} StepId={}: {}; step hooks skipped",
-                                           step->job_id, step->step_id, si.error().message));
+    stepd_log(LogLevel::Error,
+              fmt::format("{}: {}; step hooks skipped", step_entry(step), si.error().message));
     return std::nullopt;
   }
   StepArgs a;
@@ -130,8 +132,7 @@ int slc_stepd_init(const char *script_path, slc_log_fn log) {
 }
 
 int slc_stepd_preinit(const slc_step_t *step, const char *info, size_t len) {
-  return cabi::guarded([&] { return fmt::format("{} {}", step_entry(step), "step_preinit"); },
-                       "fail-open", 0, stepd_line,
+  return cabi::guarded([&] { return step_entry(step, "step_preinit"); }, "fail-open", 0, stepd_line,
                        [&] {
                          auto v = run_step_hook(step, info, len,
                                                 [](const StepArgs &a, const MsgpackBytes *si) {
@@ -144,8 +145,7 @@ int slc_stepd_preinit(const slc_step_t *step, const char *info, size_t len) {
 int slc_stepd_init_step(const slc_step_t *step, const char *info, size_t len,
                         void (*set_env)(void *, const char *, const char *),
                         void (*unset_env)(void *, const char *), void *ctx) {
-  return cabi::guarded([&] { return fmt::format("{} {}", step_entry(step), "step_init"); },
-                       "fail-open", 0, stepd_line,
+  return cabi::guarded([&] { return step_entry(step, "step_init"); }, "fail-open", 0, stepd_line,
                        [&] {
                          auto v = run_step_hook(step, info, len,
                                                 [](const StepArgs &a, const MsgpackBytes *si) {
@@ -167,18 +167,17 @@ int slc_stepd_init_step(const slc_step_t *step, const char *info, size_t len,
 
 int slc_stepd_postfini(const slc_step_t *step, const char *info, size_t len, char **reason) {
   *reason = nullptr;
-  return cabi::guarded([&] { return fmt::format("{} {}", step_entry(step), "step_postfini"); },
-                       "fail-open", 0, stepd_line,
-                       [&] {
-                         auto v = run_step_hook(step, info, len,
-                                                [](const StepArgs &a, const MsgpackBytes *si) {
-                                                  return g_stepd.hooks->postfini(a, si);
-                                                });
-                         if (!v || v->kind != StepVerdict::Kind::DrainNode)
-                           return 0;
-                         *reason = strdup(utf8_sanitize(v->reason).c_str());
-                         return -1;
-                       });
+  return cabi::guarded(
+      [&] { return step_entry(step, "step_postfini"); }, "fail-open", 0, stepd_line,
+      [&] {
+        auto v = run_step_hook(step, info, len, [](const StepArgs &a, const MsgpackBytes *si) {
+          return g_stepd.hooks->postfini(a, si);
+        });
+        if (!v || v->kind != StepVerdict::Kind::DrainNode)
+          return 0;
+        *reason = strdup(utf8_sanitize(v->reason).c_str());
+        return -1;
+      });
 }
 
 } // extern "C"

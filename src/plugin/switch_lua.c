@@ -212,14 +212,15 @@ extern int switch_p_build_stepinfo(switchlua_stepinfo_t **stepinfo,
 	if (slc_ctld_stepinfo(job_ptr->switch_jobinfo, &bytes, &len) == 1 &&
 	    bytes && len) {
 		if (len > MAX_PACK_MEM_LEN) {
-			sl_error("JobId=%u StepId=%u.%u: stepinfo of %zu bytes is too large, step gets none",
-				 job_ptr->job_id, job_ptr->job_id,
-				 step_ptr->step_id.step_id, len);
+			sl_step_error(job_ptr->job_id,
+				      step_ptr->step_id.step_id, NULL,
+				      ": stepinfo of %zu bytes is too large, step gets none",
+				      len);
 		} else {
 			*stepinfo = _stepinfo_new(bytes, (uint32_t) len);
-			sl_debug2("JobId=%u StepId=%u.%u: stepinfo of %zu bytes",
-				  job_ptr->job_id, job_ptr->job_id,
-				  step_ptr->step_id.step_id, len);
+			sl_step_debug2(job_ptr->job_id,
+				       step_ptr->step_id.step_id, NULL,
+				       ": stepinfo of %zu bytes", len);
 		}
 	}
 	slc_free(bytes);

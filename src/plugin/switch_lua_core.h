@@ -198,6 +198,18 @@ int slc_ctld_stepinfo(void *handle, char **buf, size_t *len);
 
 void slc_free(void *p);
 
+/* No step: slc_log_subject() for a line about a job, not one of its steps.
+ * (Slurm's NO_VAL; never a step id Slurm hands to a plugin.) */
+#define SLC_NO_STEP 0xfffffffeu
+
+/* The subject of a log line, as every line of the plugin names it
+ * (common/log_stamp.hpp): "JobId=42", "JobId=42 StepId=42.batch
+ * step_postfini" (step_id SLC_NO_STEP: no step; hook NULL: none; job_id 0:
+ * no job, then ""). Written into buf (len bytes, NUL-terminated, cut if
+ * too long); RET buf.  Never fails, allocates nothing the caller frees. */
+const char *slc_log_subject(char *buf, size_t len, uint32_t job_id, uint32_t step_id,
+                            const char *hook);
+
 /* slurmstepd side.  Loads the script once per process; RET 0 / -1 (script
  * refused: logged; the hooks then do nothing). */
 int slc_stepd_init(const char *script_path, slc_log_fn log);

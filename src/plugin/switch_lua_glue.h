@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "switch_lua_core.h" /* slc_log_subject() for the stamps below */
+
 /*
  * Every line this plugin logs starts with this prefix, so that
  * `grep 'switch/lua: '` finds all of them.  The core's lines come with the
@@ -29,6 +31,37 @@
 #define sl_verbose(fmt, ...) verbose(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
 #define sl_debug(fmt, ...) debug(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
 #define sl_debug2(fmt, ...) debug2(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
+
+/*
+ * A line about a job or one of its steps, stamped the way the core stamps
+ * its own (slc_log_subject(), common/log_stamp.hpp):
+ *   sl_job_info(42, ": not requeued, the job is gone")
+ *     -> "switch/lua: JobId=42: not requeued, the job is gone"
+ *   sl_step_error(42, SLURM_BATCH_SCRIPT, "step_postfini", ": draining node %s", n)
+ *     -> "switch/lua: JobId=42 StepId=42.batch step_postfini: draining node node1"
+ * fmt continues the stamp, so it starts with ':' or ' '.
+ */
+#define SL_SUBJECT_MAX 160
+#define sl_stamped_(logfn, job_id, step_id, hook, fmt, ...)                          \
+	do {                                                                         \
+		char sl_subject_[SL_SUBJECT_MAX];                                    \
+		logfn(SWITCHLUA_LOG_PREFIX "%s" fmt,                                 \
+		      slc_log_subject(sl_subject_, sizeof(sl_subject_), (job_id),    \
+				      (step_id), (hook)),                            \
+		      ##__VA_ARGS__);                                                \
+	} while (0)
+#define sl_job_error(job_id, fmt, ...) \
+	sl_stamped_(error, job_id, SLC_NO_STEP, NULL, fmt, ##__VA_ARGS__)
+#define sl_job_info(job_id, fmt, ...) \
+	sl_stamped_(info, job_id, SLC_NO_STEP, NULL, fmt, ##__VA_ARGS__)
+#define sl_job_verbose(job_id, fmt, ...) \
+	sl_stamped_(verbose, job_id, SLC_NO_STEP, NULL, fmt, ##__VA_ARGS__)
+#define sl_job_debug(job_id, fmt, ...) \
+	sl_stamped_(debug, job_id, SLC_NO_STEP, NULL, fmt, ##__VA_ARGS__)
+#define sl_step_error(job_id, step_id, hook, fmt, ...) \
+	sl_stamped_(error, job_id, step_id, hook, fmt, ##__VA_ARGS__)
+#define sl_step_debug2(job_id, step_id, hook, fmt, ...) \
+	sl_stamped_(debug2, job_id, step_id, hook, fmt, ##__VA_ARGS__)
 
 /* The stepinfo record: the bytes slc_ctld_stepinfo() produced, opaque here.
  * data == NULL (len 0): the step belongs to a job the plugin does not

@@ -1,29 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "stepd/step_hooks.hpp"
 
+#include "common/log_stamp.hpp"
+
 #include <fmt/format.h>
 
 namespace switchlua {
 
-std::string step_id_text(std::uint32_t job_id, std::uint32_t step_id) {
-  // Slurm's own spelling of the special steps (slurm.h SLURM_*_STEP/CONT).
-  switch (step_id) {
-  case 0xFFFFFFFA:
-    return fmt::format("{}.interactive", job_id);
-  case 0xFFFFFFFB:
-    return fmt::format("{}.batch", job_id);
-  case 0xFFFFFFFC:
-    return fmt::format("{}.extern", job_id);
-  case 0xFFFFFFFD:
-    return fmt::format("{}.TBD", job_id);
-  default:
-    return fmt::format("{}.{}", job_id, step_id);
-  }
-}
-
-std::string step_tag(const StepArgs &s) {
-  return fmt::format("JobId={} StepId={}{}{}", s.job_id, step_id_text(s.job_id, s.step_id),
-                     s.node_name ? " " : "", s.node_name ? *s.node_name : "");
+std::string step_tag(const StepArgs &s, std::string_view hook) {
+  return log_subject({.job_id = s.job_id,
+                      .step_id = s.step_id,
+                      .node = s.node_name ? std::string_view(*s.node_name) : std::string_view(),
+                      .hook = hook});
 }
 
 Expected<StepHooks> StepHooks::load(const std::string &path, LogSink sink) {
@@ -54,9 +42,9 @@ StepVerdict StepHooks::postfini(const StepArgs &step, const MsgpackBytes *stepin
 
 StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *stepinfo) {
   StepVerdict v;
-  std::string tag = step_tag(step);
-  std::string_view name = hook_name(h);
-  *tag_ = fmt::format("{} {}", tag, name);
+  const std::string tag = step_tag(step);
+  const std::string who = step_tag(step, hook_name(h)); // "JobId=42 StepId=42.0 node1 step_init"
+  *tag_ = who;
   auto r = script_.call(h, nullptr, &step, stepinfo);
   tag_->clear();
   if (!r) {
@@ -66,8 +54,8 @@ StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *ste
     const std::string &msg = r.error().message;
     std::string first = msg.substr(0, msg.find('\n'));
     if (first.size() != msg.size())
-      sink_(LogLevel::Debug, fmt::format("{} {}: {}", tag, name, msg));
-    v.summary = fmt::format("{} {} {}: {}; fail-open: the step proceeds", tag, name,
+      sink_(LogLevel::Debug, fmt::format("{}: {}", who, msg));
+    v.summary = fmt::format("{} {}: {}; fail-open: the step proceeds", who,
                             r.error().kind == CallError::Kind::LuaError ? "raised an error"
                             : r.error().kind == CallError::Kind::BadArgument
                                 ? "could not be called"
@@ -77,7 +65,7 @@ StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *ste
     return v;
   }
   for (const std::string &w : r->warnings)
-    sink_(LogLevel::Error, fmt::format("{} {}: {}", tag, name, w));
+    sink_(LogLevel::Error, fmt::format("{}: {}", who, w));
   v.rc = r->rc;
   v.message = r->message;
   // "returned -1" or "returned -1 (fabric port down)": the script's own words.
@@ -89,11 +77,10 @@ StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *ste
       // The first 20 characters (what sinfo -R shows) say what failed.
       v.reason = fmt::format("switch postfini failed: {} (switch/lua step_postfini {})",
                              r->message.empty() ? fmt::format("rc={}", r->rc) : r->message, tag);
-      v.summary = fmt::format("{} {} {}: this node is to be drained", tag, name, said);
+      v.summary = fmt::format("{} {}: this node is to be drained", who, said);
     } else {
       v.kind = StepVerdict::Kind::FailStep;
-      v.summary =
-          fmt::format("{} {} {}: the step fails (Error configuring interconnect)", tag, name, said);
+      v.summary = fmt::format("{} {}: the step fails (Error configuring interconnect)", who, said);
     }
     sink_(LogLevel::Error, v.summary);
     return v;
@@ -101,10 +88,10 @@ StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *ste
   if (h == Hook::StepInit)
     v.env = r->env;
   if (r->rc > 0) {
-    v.summary = fmt::format("{} {} {}: logged, the step proceeds", tag, name, said);
+    v.summary = fmt::format("{} {}: logged, the step proceeds", who, said);
     sink_(LogLevel::Error, v.summary);
   } else {
-    v.summary = fmt::format("{} {} returned 0", tag, name);
+    v.summary = fmt::format("{} returned 0", who);
     if (h == Hook::StepInit)
       v.summary += r->has_env ? fmt::format(" with {} environment change(s)", r->env.size())
                               : " with no environment table";

@@ -81,9 +81,9 @@ private:
   std::shared_ptr<std::string> tag_;
 };
 
-/// "42.0", "42.batch", "42.extern", "42.interactive": a step as Slurm writes it.
-std::string step_id_text(std::uint32_t job_id, std::uint32_t step_id);
-/// "JobId=42 StepId=42.0 node1" for log lines.
-std::string step_tag(const StepArgs &s);
+/// "JobId=42 StepId=42.0 node1 step_init" (hook empty: without it) for log
+/// lines: the subject of common/log_stamp.hpp, whose step_id_text() spells
+/// the special steps the way Slurm does ("42.batch").
+std::string step_tag(const StepArgs &s, std::string_view hook = {});
 
 } // namespace switchlua

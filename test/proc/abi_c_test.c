@@ -4,8 +4,9 @@
  * Slurm glue drives it, with the real supervisor and runner running
  * test/fixtures/core_flow.lua: the records a non-controller process keeps
  * without reading them, the step side's refusal of a missing script, the
- * controller's refusal of a bad SlurmctldParameters value, and one job set
- * up and torn down through slc_ctld_job_start / slc_ctld_job_complete.
+ * controller's refusal of a bad SlurmctldParameters value, one job set
+ * up and torn down through slc_ctld_job_start / slc_ctld_job_complete, and
+ * the log stamp the glue writes its lines with (slc_log_subject).
  * A plain C program: prints "ok"/"FAIL" lines, exit status 1 on a failure.
  */
 #include "plugin/switch_lua_core.h"
@@ -183,10 +184,28 @@ static void ctld_one_job(const char *script)
 	slc_ctld_fini();
 }
 
+static void log_subject_from_c(void)
+{
+	char buf[64], tiny[8];
+
+	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 42, SLC_NO_STEP, NULL), "JobId=42") == 0,
+	      "a job line's subject is JobId=N");
+	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 42, 0xfffffffbu, "step_postfini"),
+		     "JobId=42 StepId=42.batch step_postfini") == 0,
+	      "a batch step is StepId=N.batch, as Slurm writes it");
+	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 42, 3, NULL), "JobId=42 StepId=42.3") == 0,
+	      "a numbered step is StepId=N.M");
+	CHECK(strcmp(slc_log_subject(tiny, sizeof(tiny), 1234567, 3, NULL), "JobId=1") == 0,
+	      "a subject longer than the buffer is cut, NUL-terminated");
+	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 0, SLC_NO_STEP, NULL), "") == 0,
+	      "no job, no subject");
+}
+
 int main(int argc, char **argv)
 {
 	const char *script = SWITCHLUA_FIXTURES "/core_flow.lua";
 	slc_set_slurm_user(0);
+	log_subject_from_c();
 	records_outside_slurmctld();
 	stepd_missing_script();
 	ctld_bad_parameter(script);

@@ -213,13 +213,6 @@ TEST(StepHooks, EnvNamesMustBePortable) {
       log.has("a variable name must be letters, digits and '_', not starting with a digit"));
 }
 
-TEST(StepHooks, StepIdIsWrittenAsSlurmWritesIt) {
-  EXPECT_EQ(step_id_text(42, 0), "42.0");
-  EXPECT_EQ(step_id_text(42, 0xFFFFFFFB), "42.batch");
-  EXPECT_EQ(step_id_text(42, 0xFFFFFFFC), "42.extern");
-  EXPECT_EQ(step_id_text(42, 0xFFFFFFFA), "42.interactive");
-}
-
 TEST(StepHooks, MissingHooksProceed) {
   Logged log;
   auto h = StepHooks::load(write("sh8.lua", "-- nothing"), log.sink());
