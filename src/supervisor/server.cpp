@@ -179,13 +179,6 @@ void Server::dispatch(RequestFrame req, Clock::time_point queued_at, std::string
 }
 
 std::optional<RunnerProcess> Server::take_idle_runner() {
-  if (config_.prestart > 0 && !refill_posted_) {
-    refill_posted_ = true; // after this dispatch: the request goes out first
-    asio::post(io_, [this] {
-      refill_posted_ = false;
-      refill_idle_runners();
-    });
-  }
   while (!idle_.empty()) {
     RunnerProcess r = idle_.front();
     idle_.pop_front();
@@ -198,6 +191,20 @@ std::optional<RunnerProcess> Server::take_idle_runner() {
     }
   }
   return std::nullopt;
+}
+
+void Server::post_refill() {
+  // Not right after a dispatch: a runner's start (vfork, exec, the dynamic
+  // loader) then competes for the CPU with the call that just took one, and
+  // the supervisor waits in vfork() while that call's result may be ready.
+  // After an outcome has gone out, it delays nobody's result.
+  if (config_.prestart == 0 || refill_posted_ || idle_.size() >= config_.prestart)
+    return;
+  refill_posted_ = true;
+  asio::post(io_, [this] {
+    refill_posted_ = false;
+    refill_idle_runners();
+  });
 }
 
 void Server::refill_idle_runners() {
@@ -224,6 +231,7 @@ void Server::on_call_done(CallId id, Outcome o) {
                     dropped.mapped(), dropped.mapped() == 1 ? "" : "s", kMaxClientLogBacklog)}));
   client_->send(encode_frame(OutcomeFrame{id, std::move(o)}));
   start_next_calls();
+  post_refill();
 }
 
 void Server::start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger) {

@@ -21,7 +21,8 @@
 // Runners ahead of demand.  Up to `prestart` runners are kept started and
 // idle, each waiting for one request; a call takes one (fresh process, fresh
 // Lua state, the validated script bytes sent with the request) and a new one
-// is started after the dispatch.  When the client
+// is started once a call's outcome has gone out (not between a dispatch and
+// its result, where its start would compete with the call).  When the client
 // socket reaches EOF (slurmctld died or shut down) or SIGTERM arrives (the
 // parent-death signal), it kills every call's process group and every other
 // child, reaps them, and run() returns.
@@ -88,6 +89,9 @@ private:
   void dispatch(RequestFrame req, std::chrono::steady_clock::time_point queued_at,
                 std::string script_hash);
   std::optional<RunnerProcess> take_idle_runner();
+  /// Tops the idle runners up to `prestart`, from the loop (asio::post),
+  /// once a call's outcome has been sent: never on a call's critical path.
+  void post_refill();
   void refill_idle_runners();
   void on_call_done(CallId id, Outcome o);
   void start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger);

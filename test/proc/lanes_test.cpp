@@ -4,11 +4,14 @@
 // setup overtake batch setups that fill their share of the slots, a free slot
 // goes to teardown > interactive > batch, a full lane refuses a call with a
 // reason naming switch_max_queue, and a script changed on disk is what the
-// very next call runs (runners started ahead of demand included).
+// very next call runs (runners started ahead of demand included), and the
+// runners started ahead of demand are topped up after an outcome, not during
+// the call.
 #include "harness.hpp"
 
 #include "supervisor/protocol.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -209,3 +212,44 @@ TEST_P(ScriptOnDisk, TheNextCallRunsTheFileAsItIsNow) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Prestart, ScriptOnDisk, ::testing::Values(0u, 2u));
+
+/// Direct children of process `pid` (/proc/PID/task/PID/children).
+std::size_t children_of(pid_t pid) {
+  std::ifstream f(fmt::format("/proc/{}/task/{}/children", pid, pid));
+  std::size_t n = 0;
+  for (pid_t child; f >> child;)
+    ++n;
+  return n;
+}
+
+/// Waits until the supervisor has `n` children; their count at the end.
+std::size_t wait_children(pid_t pid, std::size_t n) {
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (children_of(pid) != n && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  return children_of(pid);
+}
+
+// A runner started ahead of demand is replaced once a call's outcome has
+// gone out, never while the call that took it runs: a runner's start
+// (vfork, exec, the dynamic loader) would compete with that call on the
+// critical path of srun's first readiness poll (server.hpp).
+TEST(Prestart, IdleRunnersAreToppedUpAfterTheOutcomeNotDuringTheCall) {
+  ClientOptions o = default_options();
+  o.prestart = 2;
+  SyncClient c(o);
+  ASSERT_EQ(c.run(request("returns_normally")).outcome.kind, OutcomeKind::Returned);
+  const pid_t sup = c.client().supervisor_pid(); // started with the first call
+  ASSERT_GT(sup, 0);
+  ASSERT_EQ(wait_children(sup, 2), 2u) << "two idle runners after the first call";
+  Gate gate; // closed: the call waits
+  const CallId id = c.submit(gated(gate.path(), Hook::JobStart, true));
+  ASSERT_TRUE(c.wait_for_log(id, "start"));
+  std::this_thread::sleep_for(300ms); // ample for a refill to have happened
+  EXPECT_EQ(children_of(sup), 2u) << "the running call's runner and one idle runner";
+  gate.open();
+  auto r = c.wait(id, 60s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome.kind, OutcomeKind::Returned) << describe(r->outcome);
+  EXPECT_EQ(wait_children(sup, 2), 2u) << "topped up to two idle runners after the outcome";
+}
