@@ -19,6 +19,7 @@
 
 using namespace switchlua;
 using switchlua::test::FakeSlurm;
+using switchlua::test::settle;
 namespace fs = std::filesystem;
 
 namespace {
@@ -43,17 +44,6 @@ JobArgs job(std::uint32_t id, const std::string &name, std::string network = "fa
   j.submit_time = 1000 + id;
   j.batch = true;
   return j;
-}
-
-/// Runs queued events until `done` (10 s at most).
-template <class F> bool settle(CtldCore &core, F done) {
-  for (int i = 0; i < 1000; ++i) {
-    core.drain_events();
-    if (done())
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
 }
 
 bool in_state(CtldCore &core, std::uint32_t id, JobState st) {

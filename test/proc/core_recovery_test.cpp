@@ -25,6 +25,7 @@
 
 using namespace switchlua;
 using switchlua::test::FakeSlurm;
+using switchlua::test::settle;
 namespace fs = std::filesystem;
 
 namespace {
@@ -57,17 +58,6 @@ JobArgs job(std::uint32_t id, std::int64_t submit_time) {
   j.network = "fabric";
   j.submit_time = submit_time;
   return j;
-}
-
-/// Runs queued events until `done` (10 s at most).
-template <class F> bool settle(CtldCore &core, F done) {
-  for (int i = 0; i < 1000; ++i) {
-    core.drain_events();
-    if (done())
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
 }
 
 /// Runs a setup to Running and returns the state Slurm would have saved

@@ -7,9 +7,11 @@
 
 #include "ctld/core.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace switchlua::test {
@@ -114,5 +116,17 @@ private:
   std::vector<std::string> actions;
   std::vector<std::string> reasons;
 };
+
+/// Runs `core`'s queued events (CtldCore::drain_events) until `done()`
+/// holds; false when it still does not after 10 s.
+template <class F> bool settle(CtldCore &core, F done) {
+  for (int i = 0; i < 1000; ++i) {
+    core.drain_events();
+    if (done())
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
 
 } // namespace switchlua::test
