@@ -87,21 +87,37 @@ static void _kill_job(job_record_t *job_ptr, const char *reason)
 	xfree(msg);
 }
 
-extern void ctld_op_requeue(uint32_t job_id, const char *reason)
+/*
+ * The job's reason set, then job_requeue() with `flags` of the job (of its
+ * het job leader for a het job component).  RET false when the job is gone
+ * (logged: nothing to requeue), true with job_requeue()'s return in *rc.
+ */
+static bool _requeue(uint32_t job_id, const char *reason, uint32_t flags,
+		     int *rc)
 {
 	job_record_t *job_ptr = find_job_record(job_id);
-	uint32_t target;
-	int rc;
 
 	if (!job_ptr) {
 		sl_job_info(job_id, ": not requeued, the job is gone");
-		return;
+		return false;
 	}
 	_set_reason(job_ptr, reason);
-	target = job_ptr->het_job_id ? job_ptr->het_job_id : job_id;
-	rc = job_requeue(0, target, NULL, false, 0);
+	*rc = job_requeue(0, job_ptr->het_job_id ? job_ptr->het_job_id : job_id,
+			  NULL, false, flags);
+	return true;
+}
+
+extern void ctld_op_requeue(uint32_t job_id, const char *reason)
+{
+	job_record_t *job_ptr;
+	int rc;
+
+	if (!_requeue(job_id, reason, 0, &rc))
+		return;
 	if (rc == SLURM_SUCCESS) {
-		sl_job_info(job_id, " requeued: %s", job_ptr->state_desc);
+		job_ptr = find_job_record(job_id);
+		sl_job_info(job_id, " requeued: %s",
+			    job_ptr ? job_ptr->state_desc : reason);
 		return;
 	}
 	if (rc == ESLURM_JOB_PENDING) {
@@ -123,17 +139,11 @@ extern void ctld_op_requeue(uint32_t job_id, const char *reason)
  */
 extern void ctld_op_requeue_held(uint32_t job_id, const char *reason)
 {
-	job_record_t *job_ptr = find_job_record(job_id);
-	uint32_t target;
+	job_record_t *job_ptr;
 	int rc;
 
-	if (!job_ptr) {
-		sl_job_info(job_id, ": not requeued, the job is gone");
+	if (!_requeue(job_id, reason, JOB_REQUEUE_HOLD, &rc))
 		return;
-	}
-	_set_reason(job_ptr, reason);
-	target = job_ptr->het_job_id ? job_ptr->het_job_id : job_id;
-	rc = job_requeue(0, target, NULL, false, JOB_REQUEUE_HOLD);
 	if ((rc == SLURM_SUCCESS) && (job_ptr = find_job_record(job_id))) {
 		job_ptr->priority = 0;
 		job_ptr->state_reason = WAIT_HELD;
