@@ -4,6 +4,8 @@
 // ALLOW_DIRECTIVES set to true), one test per directive of its header,
 // asserting the outcome the header describes.  Skipped cleanly where the
 // contract script (../shared/seeds/switch.lua) is absent.  Also `check`.
+#include "run_cli.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -24,21 +26,10 @@ namespace {
 
 const fs::path kSeed = fs::path(SWITCHLUA_SOURCE_ROOT) / ".." / "shared" / "seeds" / "switch.lua";
 
-struct CmdResult {
-  int status = -1;
-  std::string out;
-};
+using switchlua::test::CmdResult;
 
 CmdResult run(const std::string &args) {
-  std::string cmd = std::string(SWITCHLUA_CLI) + " " + args + " 2>&1";
-  CmdResult r;
-  FILE *p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.out.append(buf.data(), n);
-  r.status = pclose(p);
-  return r;
+  return switchlua::test::run_cli(args);
 }
 
 /// Timeline entries whose text is exactly `text`.
@@ -704,16 +695,8 @@ TEST(Modules, FoundNextToTheScriptEverywhereAndMissingTheSameWay) {
          "end\n";
   const std::string env = "LUA_PATH='" + elsewhere.string() + "/?.lua' LUA_PATH_5_4='" +
                           elsewhere.string() + "/?.lua' ";
-  CmdResult r; // check with the caller's LUA_PATH pointing elsewhere
-  {
-    std::string cmd = env + SWITCHLUA_CLI + " check " + top.string() + " 2>&1";
-    FILE *f = popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf;
-    std::size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0)
-      r.out.append(buf.data(), n);
-    r.status = pclose(f);
-  }
+  // check with the caller's LUA_PATH pointing elsewhere
+  CmdResult r = switchlua::test::run_cli("check " + top.string(), env);
   EXPECT_EQ(r.status, 0) << r.out;
   r = run("simulate " + hooks.string() + " --json --network fabric --nodes 1");
   ASSERT_EQ(r.status, 0) << r.out;

@@ -3,6 +3,8 @@
 // `switch-lua status` on a fixture status file (test/fixtures/status): the
 // sdiag-like layout with the fixture's numbers, --json, the file found
 // through SLURM_CONF's StateSaveLocation, the age warning, and the errors.
+#include "run_cli.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -22,22 +24,11 @@ namespace {
 const fs::path kFixture =
     fs::path(SWITCHLUA_SOURCE_ROOT) / "test" / "fixtures" / "status" / "switch_lua.status";
 
-struct CmdResult {
-  int status = -1;
-  std::string out;
-};
+using switchlua::test::CmdResult;
 
 /// Runs switch-lua with `env` (NAME=VALUE ...) before it, TZ=UTC.
 CmdResult run(const std::string &args, const std::string &env = "") {
-  std::string cmd = "env TZ=UTC " + env + " " + std::string(SWITCHLUA_CLI) + " " + args + " 2>&1";
-  CmdResult r;
-  FILE *p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.out.append(buf.data(), n);
-  r.status = pclose(p);
-  return r;
+  return switchlua::test::run_cli(args, "env TZ=UTC " + env + " ");
 }
 
 fs::path scratch() {
