@@ -123,7 +123,7 @@ std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
       }
       StepArgs a{.job_id = job.job_id,
                  .step_id = s,
-                 .id = fmt::format("{}.{}", job.job_id, s),
+                 .id = step_id_text(job.job_id, s),
                  .sluid = job.sluid,
                  .partition = job.partition,
                  .node_name = node,
