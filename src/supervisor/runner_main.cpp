@@ -23,6 +23,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
+#include <optional>
 #include <string>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -103,7 +104,11 @@ void become_oom_victim() {
   ::close(fd);
 }
 
-ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
+/// Runs the request's hook.  The Lua state of a hook call is moved into
+/// `keep`, which the caller never destroys (main() ends in std::_Exit): its
+/// finalizers (__gc, __close on the state's close) therefore never run, so
+/// they can neither delay the result frame nor change it.
+ResultFrame run_hook(const RequestFrame &req, LogSink sink, std::optional<Script> &keep) {
   auto load = [&]() {
     return req.source ? Script::load_source(req.script, *req.source, std::move(sink),
                                             Script::Host::OwnProcess, memory_limit())
@@ -114,8 +119,9 @@ ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
     auto script = load();
     if (!script)
       return failed(ResultFrame::Kind::LoadFailed, script.error().message);
+    keep.emplace(std::move(*script));
     std::string errors;
-    for (const std::string &e : script->hook_type_errors())
+    for (const std::string &e : keep->hook_type_errors())
       errors += (errors.empty() ? "" : "; ") + e;
     if (!errors.empty())
       return failed(ResultFrame::Kind::LoadFailed, errors);
@@ -134,7 +140,8 @@ ResultFrame run_hook(const RequestFrame &req, LogSink sink) {
   if (!script)
     return failed(ResultFrame::Kind::LoadFailed, script.error().message);
   const MsgpackBytes *info = req.jobinfo ? &*req.jobinfo : nullptr;
-  auto r = script->call(req.hook, &*job, nullptr, info);
+  keep.emplace(std::move(*script));
+  auto r = keep->call(req.hook, &*job, nullptr, info);
   if (!r) {
     const bool lua = r.error().kind == CallError::Kind::LuaError;
     return failed(lua ? ResultFrame::Kind::LuaError : ResultFrame::Kind::BadReturn,
@@ -203,7 +210,8 @@ int main(int argc, char **argv) {
     } catch (...) { // out of memory: the line is lost, the call goes on
     }
   };
-  ResultFrame result = run_hook(*req, sink);
+  std::optional<Script> state; // never closed: see run_hook()
+  ResultFrame result = run_hook(*req, sink, state);
   if (budget.suppressed() > 0)
     write_all(fd, encode_frame(LogFrame{0, LogLevel::Error, budget.summary()}));
   write_all(fd, encode_result(std::move(result)));

@@ -33,6 +33,15 @@ TEST(Outcomes, JobCompleteReceivesTheJobinfo) {
   EXPECT_EQ(r.outcome.ret.rc, kEagain); // the fixture's "jobinfo arrived" answer
 }
 
+TEST(Outcomes, AFinalizerThatNeverEndsDoesNotDelayTheResult) {
+  // The runner exits without closing the call's Lua state; closing it would
+  // run the endless __gc and the call would time out instead.
+  SyncClient c;
+  CallResult r = c.run(request("finalizer_hangs", std::chrono::seconds(2)));
+  ASSERT_EQ(r.outcome.kind, OutcomeKind::Returned) << describe(r.outcome);
+  EXPECT_EQ(json(r.outcome.ret.jobinfo), R"({"job_id":42})");
+}
+
 TEST(Outcomes, LuaErrorCarriesFileLineAndMessage) {
   SyncClient c;
   CallResult r = c.run(request("lua_error"));
