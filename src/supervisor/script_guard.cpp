@@ -32,10 +32,13 @@ std::optional<ScriptGuard::Candidate> ScriptGuard::check(const std::string &path
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     // Gone or unreadable: a candidate whose validation reports why.
+    // Refused already (settle()): not again, or every dispatch would start
+    // another validation of the same missing file.  `seen` stays false, so
+    // the file is looked at afresh when it is back.
     const std::string hash = fmt::format("missing:{}", std::strerror(errno));
-    if (e.seen && e.refused_hash == hash)
-      return std::nullopt;
     e.seen = false;
+    if (e.refused_hash == hash)
+      return std::nullopt;
     return Candidate{path, {}, hash};
   }
   if (e.seen && same_file_state(e.st, st))

@@ -102,6 +102,34 @@ TEST(LastGood, ScriptThatNeverLoadedFailsToLoadAsBefore) {
   EXPECT_EQ(count_containing(r.logs, "no version of it has passed yet"), 1);
 }
 
+TEST(LastGood, AScriptThatDoesNotExistFailsEachCallAndTheSupervisorLives) {
+  // The missing file is refused once; before the fix every dispatch started
+  // another check of it, recursively, until the supervisor's stack overflowed.
+  const std::string path = "/tmp/switchlua-last-good-none-" + std::to_string(::getpid()) + ".lua";
+  std::remove(path.c_str());
+  SyncClient c;
+  std::vector<std::string> logs;
+  pid_t supervisor = -1;
+  for (int i = 0; i < 3; ++i) {
+    CallResult r = c.run(req_for(path));
+    EXPECT_EQ(r.outcome.kind, OutcomeKind::LoadFailed) << describe(r.outcome);
+    EXPECT_NE(r.outcome.message.find("No such file or directory"), std::string::npos)
+        << r.outcome.message;
+    logs.insert(logs.end(), r.logs.begin(), r.logs.end());
+    if (i == 0)
+      supervisor = c.client().supervisor_pid();
+    EXPECT_EQ(c.client().supervisor_pid(), supervisor) << "the supervisor was restarted";
+  }
+  EXPECT_GT(supervisor, 0);
+  EXPECT_EQ(count_containing(logs, "cannot open " + path), 1) << "one line for the refusal";
+
+  write_script(path, "back", ""); // and once it is there, it is used
+  CallResult back = c.run(req_for(path));
+  ASSERT_EQ(back.outcome.kind, OutcomeKind::Returned) << describe(back.outcome);
+  EXPECT_EQ(json(back.outcome.ret.jobinfo), R"({"version":"back"})");
+  std::remove(path.c_str());
+}
+
 TEST(LastGood, TheCopyCarriesTheLastGoodVersionToTheNextSupervisorAndTheRefusalIsNotLoggedAgain) {
   const std::string path = "/tmp/switchlua-last-good-copy-" + std::to_string(::getpid()) + ".lua";
   const std::string copy = path + ".good";
