@@ -170,6 +170,8 @@ void Call::on_frame(Frame f) {
     obs_.load_error = std::move(r->message);
     break;
   }
+  if (r->childless && !obs_.deadline_fired && cb_.alone && cb_.alone(*this))
+    report(); // the result is final and nothing of the call is left
 }
 
 void Call::on_leader_exited() {
@@ -236,6 +238,21 @@ void Call::drain_step() {
   deliver();
 }
 
+void Call::report() {
+  if (reported_outcome_)
+    return;
+  reported_outcome_ = true;
+  Outcome o = classify(obs_);
+  o.escapees = escapees_;
+  o.elapsed = reaped_
+                  ? elapsed_
+                  : std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
+  auto done = std::move(cb_.on_done);
+  cb_.on_done = nullptr;
+  if (done)
+    done(id(), std::move(o));
+}
+
 void Call::deliver() {
   if (done_)
     return;
@@ -244,13 +261,11 @@ void Call::deliver() {
     channel_->close();
   deadline_timer_.cancel();
   drain_timer_.cancel();
-  Outcome o = classify(obs_);
-  o.escapees = escapees_;
-  o.elapsed = elapsed_;
-  auto done = std::move(cb_.on_done);
+  report();
+  auto finished = std::move(cb_.on_finished);
   cb_ = {};
-  if (done)
-    done(id(), std::move(o));
+  if (finished)
+    finished(id());
 }
 
 void Call::kill_group() {

@@ -70,15 +70,11 @@ std::vector<ProcEntry> scan_processes() {
   return out;
 }
 
-std::vector<ProcEntry> scan_children() {
-  const pid_t self = ::getpid();
-  const std::string path = "/proc/self/task/" + std::to_string(self) + "/children";
-  if (::access(path.c_str(), R_OK) != 0) {
-    std::vector<ProcEntry> all = scan_processes();
-    std::erase_if(all, [self](const ProcEntry &e) { return e.ppid != self; });
-    return all;
-  }
-  std::vector<ProcEntry> out;
+std::optional<std::vector<pid_t>> child_pids() {
+  const std::string path = "/proc/self/task/" + std::to_string(::getpid()) + "/children";
+  if (::access(path.c_str(), R_OK) != 0)
+    return std::nullopt;
+  std::vector<pid_t> out;
   const std::string list = read_small(path, 1 << 20);
   const char *p = list.data();
   const char *end = p + list.size();
@@ -87,9 +83,24 @@ std::vector<ProcEntry> scan_children() {
     auto r = std::from_chars(p, end, pid);
     if (r.ec != std::errc())
       break;
+    out.push_back(pid);
     p = r.ptr;
     while (p < end && *p == ' ')
       ++p;
+  }
+  return out;
+}
+
+std::vector<ProcEntry> scan_children() {
+  const pid_t self = ::getpid();
+  const auto pids = child_pids();
+  if (!pids) {
+    std::vector<ProcEntry> all = scan_processes();
+    std::erase_if(all, [self](const ProcEntry &e) { return e.ppid != self; });
+    return all;
+  }
+  std::vector<ProcEntry> out;
+  for (pid_t pid : *pids) {
     const std::string stat = read_small("/proc/" + std::to_string(pid) + "/stat", 1024);
     if (auto e = parse_stat(stat); e && e->ppid == self)
       out.push_back(*e);

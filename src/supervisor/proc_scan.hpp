@@ -40,6 +40,13 @@ std::vector<ProcEntry> scan_processes();
 /// read may be missed: callers that must see everything rescan.
 std::vector<ProcEntry> scan_children();
 
+/// The pids of the calling process's children (it must be single-threaded),
+/// from /proc/self/task/PID/children alone: one read, no stat per child.
+/// nullopt where the kernel lacks that file.  Reliable for a process that
+/// neither forks nor reaps during the read: the kernel appends reparented
+/// orphans at the end of the list, and a child leaves it only when reaped.
+std::optional<std::vector<pid_t>> child_pids();
+
 /// The value of kCallTagVar in the initial environment of `pid`, or nullopt
 /// (not set, not a number, process gone, or not readable by us).
 std::optional<std::uint64_t> read_call_tag(pid_t pid);

@@ -139,13 +139,17 @@ void pack_frame(Packer &pk, const LogFrame &f) {
 }
 
 void pack_frame(Packer &pk, const ResultFrame &f) {
-  pack_header(pk, "result", 3);
+  pack_header(pk, "result", f.childless ? 4 : 3);
   pack_str(pk, "kind");
   pack_str(pk, result_kind_name(f.kind));
   pack_str(pk, "ret");
   pack_hook_return(pk, f.ret);
   pack_str(pk, "message");
   pack_str(pk, f.message);
+  if (f.childless) {
+    pack_str(pk, "childless");
+    pk.pack(true);
+  }
 }
 
 void pack_frame(Packer &pk, const OutcomeFrame &f) {
@@ -471,6 +475,8 @@ Expected<Frame> read_result(Reader &r) {
   if (const msgpack::object *o = r.get("ret"))
     f.ret = read_hook_return(r, *o, "result frame: ret");
   f.message = r.str("message");
+  if (r.get("childless", false) != nullptr)
+    f.childless = r.flag("childless");
   return finish(r, f);
 }
 

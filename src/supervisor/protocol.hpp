@@ -12,7 +12,8 @@
 //                                     kill_grace_s, source, validate_only (optional)}
 //   supervisor -> runner : request   (the same frame, forwarded)
 //   runner -> supervisor : log       {id (0), level, text}   one per script line
-//                          result    {kind, ret, message}    at most one
+//                          result    {kind, ret, message,    at most one
+//                                     childless (optional)}
 //   client -> supervisor : ping      {seq}                   watchdog heartbeat
 //   supervisor -> client : pong      {seq}                   at once
 //                          started   {id, queued_ms}         when the call's process
@@ -113,6 +114,10 @@ struct ResultFrame {
   Kind kind = Kind::Returned;
   HookReturn ret;      ///< Returned only
   std::string message; ///< the other kinds
+  /// The runner had no child process left, alive or dead and unwaited
+  /// (waitid(P_ALL) said ECHILD), when it sent this frame: nothing the call
+  /// started is below it any more.  Optional on the wire (absent: false).
+  bool childless = false;
 };
 
 /// supervisor -> client: the classified outcome of call `id`.

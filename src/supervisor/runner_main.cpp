@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace switchlua;
@@ -172,6 +173,13 @@ std::string encode_result(ResultFrame r) {
   return wire;
 }
 
+/// Whether this process has no child at all, alive or dead and unwaited.
+/// Atomic in the kernel, unlike a read of /proc/PID/task/PID/children.
+bool childless() {
+  siginfo_t si{};
+  return ::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD;
+}
+
 /// The built-in script of warm_up(): a job_start that reads the job, logs
 /// and returns a jobinfo, so that the load, the call and both codecs run.
 constexpr std::string_view kWarmUpSource = R"lua(
@@ -251,6 +259,8 @@ int main(int argc, char **argv) {
   ResultFrame result = run_hook(*req, sink, state);
   if (budget.suppressed() > 0)
     write_all(fd, encode_frame(LogFrame{0, LogLevel::Error, budget.summary()}));
+  // After the hook (and the log lines): nothing forks here any more.
+  result.childless = childless();
   write_all(fd, encode_result(std::move(result)));
   std::_Exit(0);
 }

@@ -14,11 +14,13 @@
 //                                                                   v
 //   start_wait_sigterm ──SIGTERM──> terminate_everything        Call::start
 //                                                     log ──> client_ (LogFrame)
-//   start_wait_sigchld ──SIGCHLD──> on_sigchld           done ──> on_call_done
+//   start_wait_sigchld ──SIGCHLD──> on_sigchld     done ──> on_call_outcome
 //       waitid(P_PID, leader, WNOWAIT) peek per call:        ──> client_ (OutcomeFrame)
-//         exited ──> Call::on_leader_exited                  ──> start_next_calls
+//         exited ──> Call::on_leader_exited      finished ──> on_call_finished
+//                                                            ──> start_next_calls, refill
 //       other zombies ──> reaped here (orphans, killed escapees)
 //   Call drain ──> sweep: kill + reap escapees, report leftovers
+//   Call result (childless runner) ──> only_runners_left? ──> done early
 //
 // Escapees.  A process that left its call's group (setsid) is not reached by
 // killpg.  Being a subreaper, the supervisor inherits it once its parent
@@ -45,6 +47,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <unordered_set>
 #include <utility>
 
 namespace switchlua {
@@ -165,9 +168,11 @@ void Server::dispatch(RequestFrame req, Clock::time_point queued_at, std::string
   cb.on_done = [this, queued, script_hash = std::move(script_hash)](CallId cid, Outcome o) {
     o.queued = queued;
     o.script_hash = script_hash;
-    on_call_done(cid, std::move(o));
+    on_call_outcome(cid, std::move(o));
   };
   cb.sweep = [this](const Call &c) { return sweep(c); };
+  cb.alone = [this](const Call &) { return only_runners_left(); };
+  cb.on_finished = [this](CallId cid) { on_call_finished(cid); };
   auto call = std::make_shared<Call>(io_, config_.runner, std::move(req), std::move(cb));
   active_[id] = call;
   call->start(take_idle_runner());
@@ -218,8 +223,7 @@ void Server::refill_idle_runners() {
   }
 }
 
-void Server::on_call_done(CallId id, Outcome o) {
-  active_.erase(id);
+void Server::on_call_outcome(CallId id, Outcome o) {
   const auto dropped = dropped_logs_.extract(id);
   if (stopping_)
     return;
@@ -230,8 +234,27 @@ void Server::on_call_done(CallId id, Outcome o) {
                     "limit {} bytes)",
                     dropped.mapped(), dropped.mapped() == 1 ? "" : "s", kMaxClientLogBacklog)}));
   client_->send(encode_frame(OutcomeFrame{id, std::move(o)}));
+}
+
+void Server::on_call_finished(CallId id) {
+  active_.erase(id);
+  if (stopping_)
+    return;
   start_next_calls();
   post_refill();
+}
+
+bool Server::only_runners_left() const {
+  const auto pids = child_pids();
+  if (!pids)
+    return false;
+  std::unordered_set<pid_t> runners;
+  for (const auto &[id, c] : active_)
+    if (const pid_t leader = c->unreaped_leader(); leader > 0)
+      runners.insert(leader);
+  for (const RunnerProcess &r : idle_)
+    runners.insert(r.pid);
+  return std::all_of(pids->begin(), pids->end(), [&](pid_t p) { return runners.count(p) != 0; });
 }
 
 void Server::start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger) {

@@ -93,7 +93,14 @@ private:
   /// once a call's outcome has been sent: never on a call's critical path.
   void post_refill();
   void refill_idle_runners();
-  void on_call_done(CallId id, Outcome o);
+  /// A call's outcome: to the client (with the note of its dropped lines).
+  void on_call_outcome(CallId id, Outcome o);
+  /// A call is over: its slot is free, the next calls and the refill start.
+  void on_call_finished(CallId id);
+  /// Call::Callbacks::alone: every child of the supervisor is the unreaped
+  /// leader of a call or an idle runner, so no orphan or escapee of any call
+  /// is left (with a childless runner: nothing of that call is).
+  bool only_runners_left() const;
   void start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger);
   void on_validated(const ScriptGuard::Candidate &c, CallId trigger, const Outcome &o);
   SweepResult sweep(const Call &ending);

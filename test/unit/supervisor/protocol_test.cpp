@@ -135,6 +135,16 @@ TEST(Protocol, ResultRoundTripsWithEveryHookReturnField) {
   EXPECT_EQ(out.message, in.message);
 }
 
+TEST(Protocol, ResultSaysWhetherTheRunnerWasChildlessAndAnOlderFrameSaysNo) {
+  ResultFrame in;
+  in.childless = true;
+  EXPECT_TRUE(std::get<ResultFrame>(round_trip(in)).childless);
+  in.childless = false; // not on the wire: what an older runner sends
+  const std::string wire = encode_frame(in);
+  EXPECT_EQ(wire.find("childless"), std::string::npos);
+  EXPECT_FALSE(std::get<ResultFrame>(round_trip(in)).childless);
+}
+
 TEST(Protocol, OutcomeRoundTripsWithEveryField) {
   OutcomeFrame in;
   in.id = 99;
