@@ -70,6 +70,10 @@ std::vector<ProcEntry> scan_processes() {
   return out;
 }
 
+std::optional<ProcEntry> read_proc_entry(pid_t pid) {
+  return parse_stat(read_small("/proc/" + std::to_string(pid) + "/stat", 1024));
+}
+
 std::optional<std::vector<pid_t>> child_pids() {
   const std::string path = "/proc/self/task/" + std::to_string(::getpid()) + "/children";
   if (::access(path.c_str(), R_OK) != 0)
@@ -100,11 +104,9 @@ std::vector<ProcEntry> scan_children() {
     return all;
   }
   std::vector<ProcEntry> out;
-  for (pid_t pid : *pids) {
-    const std::string stat = read_small("/proc/" + std::to_string(pid) + "/stat", 1024);
-    if (auto e = parse_stat(stat); e && e->ppid == self)
+  for (pid_t pid : *pids)
+    if (auto e = read_proc_entry(pid); e && e->ppid == self)
       out.push_back(*e);
-  }
   return out;
 }
 

@@ -40,6 +40,9 @@ std::vector<ProcEntry> scan_processes();
 /// read may be missed: callers that must see everything rescan.
 std::vector<ProcEntry> scan_children();
 
+/// The process-table line of `pid` (/proc/PID/stat); nullopt when it is gone.
+std::optional<ProcEntry> read_proc_entry(pid_t pid);
+
 /// The pids of the calling process's children (it must be single-threaded),
 /// from /proc/self/task/PID/children alone: one read, no stat per child.
 /// nullopt where the kernel lacks that file.  Reliable for a process that

@@ -244,17 +244,40 @@ void Server::on_call_finished(CallId id) {
   post_refill();
 }
 
-bool Server::only_runners_left() const {
-  const auto pids = child_pids();
-  if (!pids)
-    return false;
+std::unordered_set<pid_t> Server::runner_pids() const {
   std::unordered_set<pid_t> runners;
   for (const auto &[id, c] : active_)
     if (const pid_t leader = c->unreaped_leader(); leader > 0)
       runners.insert(leader);
   for (const RunnerProcess &r : idle_)
     runners.insert(r.pid);
+  return runners;
+}
+
+bool Server::only_runners_left() const {
+  const auto pids = child_pids();
+  if (!pids)
+    return false;
+  const auto runners = runner_pids();
   return std::all_of(pids->begin(), pids->end(), [&](pid_t p) { return runners.count(p) != 0; });
+}
+
+std::vector<ProcEntry> Server::children_but_runners() const {
+  const auto runners = runner_pids();
+  std::vector<ProcEntry> out;
+  const auto pids = child_pids();
+  if (!pids) { // no children list in this kernel: the whole table
+    for (const ProcEntry &e : scan_children())
+      if (runners.count(e.pid) == 0)
+        out.push_back(e);
+    return out;
+  }
+  const pid_t self = ::getpid();
+  for (pid_t pid : *pids)
+    if (runners.count(pid) == 0)
+      if (auto e = read_proc_entry(pid); e && e->ppid == self)
+        out.push_back(*e);
+  return out;
 }
 
 void Server::start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger) {
@@ -334,12 +357,18 @@ void Server::on_sigchld() {
         return true;
     return false;
   };
-  // Anything else: orphans, killed escapees.
+  // Anything else: orphans, killed escapees.  The peek returns one zombie
+  // at a time; a leader left a zombie for its kill grace hides the ones
+  // behind it, which only then are looked for in the children list.
+  bool hidden = false;
   for (;;) {
     siginfo_t si{};
-    if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0 ||
-        is_leader(si.si_pid))
+    if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
       break;
+    if (is_leader(si.si_pid)) {
+      hidden = true;
+      break;
+    }
     // An idle runner died (killed from outside): drop it, start another later.
     for (auto it = idle_.begin(); it != idle_.end(); ++it)
       if (it->pid == si.si_pid) {
@@ -350,9 +379,10 @@ void Server::on_sigchld() {
     while (::waitpid(si.si_pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
-  for (const ProcEntry &e : scan_children())
-    if (e.state == 'Z' && !is_leader(e.pid))
-      ::waitpid(e.pid, nullptr, WNOHANG);
+  if (hidden)
+    for (const ProcEntry &e : children_but_runners())
+      if (e.state == 'Z')
+        ::waitpid(e.pid, nullptr, WNOHANG);
 }
 
 void Server::start_wait_sigterm() {
@@ -371,15 +401,9 @@ SweepResult Server::sweep(const Call &ending) {
     return false;
   };
   const auto &before = ending.escapees();
-  auto idle = [&](pid_t pid) {
-    return std::any_of(idle_.begin(), idle_.end(),
-                       [pid](const RunnerProcess &r) { return r.pid == pid; });
-  };
-  for (const ProcEntry &e : scan_children()) {
-    if (other_live([&](const Call &c) { return c.unreaped_leader() == e.pid; }))
-      continue; // another call's runner: reaped by its Call
-    if (idle(e.pid))
-      continue; // a runner started ahead of demand, no call yet
+  // Not the other calls' runners (each reaped by its Call; the ending one's
+  // is reaped already) nor the runners started ahead of demand.
+  for (const ProcEntry &e : children_but_runners()) {
     if (e.state == 'Z') {
       ::waitpid(e.pid, nullptr, WNOHANG); // dead leftovers and escapees
       continue;

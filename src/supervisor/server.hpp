@@ -37,6 +37,7 @@
 #pragma once
 
 #include "supervisor/call.hpp"
+#include "supervisor/proc_scan.hpp"
 #include "supervisor/script_guard.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -49,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <unordered_set>
 
 namespace switchlua {
 
@@ -101,6 +103,14 @@ private:
   /// leader of a call or an idle runner, so no orphan or escapee of any call
   /// is left (with a childless runner: nothing of that call is).
   bool only_runners_left() const;
+  /// The supervisor's children that are neither the unreaped leader of a
+  /// call nor an idle runner (orphans, escapees, dead or alive), with their
+  /// process-table line.  One read of the children list and one stat read
+  /// per such child: O(children) cheap lookups, not a stat of every runner,
+  /// so that a burst of N calls does not cost N stat reads per call.
+  std::vector<ProcEntry> children_but_runners() const;
+  /// The unreaped call leaders and the idle runners.
+  std::unordered_set<pid_t> runner_pids() const;
   void start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger);
   void on_validated(const ScriptGuard::Candidate &c, CallId trigger, const Outcome &o);
   SweepResult sweep(const Call &ending);
