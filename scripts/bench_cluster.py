@@ -26,8 +26,9 @@
 #              started 2 s in (allocation -> ready), and for switch/lua the
 #              slot waits the log reports ("queued N ms") of job_complete and
 #              of the interactive job_start
-#   cpu        controller CPU per job over the srun phase: slurmctld and all
-#              its descendants (supervisor, runners, slurmscriptd, prologs)
+#   cpu        controller CPU per job over the srun phase and over the burst:
+#              slurmctld and all its descendants (supervisor, runners,
+#              slurmscriptd, prologs, and what they waited for)
 #   rss        during burst3: the supervisor's VmRSS and the runners' total
 # and prints one table of medians with the per-repetition ratios C/A and C/B.
 # Numbers only: nothing here asserts a time.
@@ -203,6 +204,7 @@ def inner_burst3(n, net):
     log_off = os.path.getsize(log)
     t0_wall = time.time()
     t0 = time.monotonic()
+    c0 = cpu_seconds()
     submit_array(n, "sleep3", net)
     sup_max, run_max = 0, 0
     srun = None
@@ -221,6 +223,7 @@ def inner_burst3(n, net):
         time.sleep(0.25)
     burst = time.monotonic() - t0
     inter = json.loads(srun.communicate()[0]) if srun else {}
+    burst_cpu = (cpu_seconds() - c0) / n
     # Marks: hook start/end per job (wall clock).
     ev = []
     ends = []
@@ -254,7 +257,7 @@ def inner_burst3(n, net):
             "setup_max_s": max(ends) if ends else None, "interactive_ready_s": inter.get("ready"),
             "teardown_queued_max_ms": max(tq) if tq else None,
             "interactive_queued_ms": iq[0] if iq else None, "supervisor_rss_kib": sup_max,
-            "runners_rss_kib": run_max, "hooks": len(ends)}
+            "runners_rss_kib": run_max, "hooks": len(ends), "burst_cpu_per_job": burst_cpu}
 
 
 def inner_one_srun(net):
@@ -415,6 +418,7 @@ ROWS = [
     ("array_s", "array of trivial jobs, submit -> all done", 1, "s"),
     ("burst_s", "240 x 3 s setup: whole burst", 1, "s"),
     ("setups_at_once", "240 x 3 s setup: setups at once", 1, ""),
+    ("burst_cpu_per_job", "240 x 3 s setup: controller CPU per job", 1000, "ms"),
     ("setup_median_s", "240 x 3 s setup: submit -> setup done, median", 1, "s"),
     ("setup_max_s", "240 x 3 s setup: submit -> setup done, max", 1, "s"),
     ("interactive_ready_s", "srun 2 s into the burst: allocation -> ready", 1, "s"),

@@ -84,6 +84,9 @@ const Key kKeys[] = {
   {"switch_max_setup_failures", 0, kMaxSwitchMaxSetupFailures, "count",
    [](const CtldConfig &c) -> std::uint64_t { return c.max_setup_failures; },
    [](CtldConfig &c, std::uint64_t v) { c.max_setup_failures = static_cast<std::uint32_t>(v); }},
+  {"switch_interactive_wait", 0, kMaxSwitchInteractiveWait, "number of milliseconds",
+   [](const CtldConfig &c) -> std::uint64_t { return c.interactive_wait_ms; },
+   [](CtldConfig &c, std::uint64_t v) { c.interactive_wait_ms = static_cast<std::uint32_t>(v); }},
 };
 // clang-format on
 

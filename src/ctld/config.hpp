@@ -28,6 +28,11 @@
 //   switch_script_mismatch=warn|fail what a slurmstepd does when the script it
 //                                   loads is not the one that ran job_start:
 //                                   log a warning (default) or fail the step
+//   switch_interactive_wait=<ms>    how long the allocation of an interactive
+//                                   job (srun, salloc) may wait, slurmctld's
+//                                   locks held, for its job_start to return,
+//                                   so that the job is never CONFIGURING;
+//                                   integer 0..100, default 3, 0 = never
 //   switch_max_setup_failures=<count>  after this many consecutive failed
 //                                   setups a requeueable job is requeued
 //                                   held (admin hold) instead; integer
@@ -73,6 +78,8 @@ inline constexpr std::uint32_t kDefaultSwitchLuaMemory = 256; ///< MiB (kDefault
 inline constexpr std::uint32_t kMaxSwitchLuaMemory = 65536;
 inline constexpr std::uint32_t kMaxSwitchStatusInterval = 86400;
 inline constexpr std::uint32_t kMaxSwitchMaxSetupFailures = 1000;
+inline constexpr std::uint32_t kDefaultSwitchInteractiveWait = 3; ///< milliseconds
+inline constexpr std::uint32_t kMaxSwitchInteractiveWait = 100;
 
 /// The parsed settings.  A hook call keeps the timeout it started with
 /// across a reconfigure (the supervisor gets it with the request).
@@ -91,6 +98,9 @@ struct CtldConfig {
   /// switch_max_setup_failures: consecutive failed setups of a job after
   /// which it is held rather than requeued again; 0 = no limit (default).
   std::uint32_t max_setup_failures = 0;
+  /// switch_interactive_wait, milliseconds: how long switch_p_job_start of
+  /// an interactive job waits for its job_start to return (0: never).
+  std::uint32_t interactive_wait_ms = kDefaultSwitchInteractiveWait;
   bool operator==(const CtldConfig &) const = default;
 };
 

@@ -280,6 +280,65 @@ bool CtldCore::job_start(const JobArgs &job, bool requeue_allowed) {
   return true;
 }
 
+bool CtldCore::settle_setup(std::uint32_t job_id) {
+  Impl &im = *impl_;
+  std::chrono::milliseconds wait;
+  {
+    std::lock_guard g(im.mu);
+    if (im.frozen || im.cfg.interactive_wait_ms == 0)
+      return false;
+    if (im.inline_skip > 0) {
+      --im.inline_skip;
+      return false;
+    }
+    wait = std::chrono::milliseconds(im.cfg.interactive_wait_ms);
+  }
+  auto is_result = [job_id](const Impl::Queued &q) {
+    return q.orphan == 0 && q.job_id == job_id && q.kind == EventKind::SetupResult;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  std::optional<Impl::Queued> found;
+  {
+    // Only the worker and drain_events() pop, both under Slurm's locks,
+    // which our caller holds: what is found here stays queued.
+    std::unique_lock lk(im.qmu);
+    if (!im.qcv.wait_until(lk, deadline, [&] {
+          return std::any_of(im.queue.begin(), im.queue.end(), is_result);
+        })) {
+      lk.unlock();
+      std::lock_guard g(im.mu);
+      im.inline_skip = kInlineSkip;
+      im.port.log(LogLevel::Debug,
+                  log_line({.job_id = job_id, .hook = "job_start"},
+                           "not over within switch_interactive_wait={} ms: the launch is "
+                           "delayed, and the next {} interactive jobs do not wait",
+                           wait.count(), kInlineSkip));
+      return false;
+    }
+    found = *std::find_if(im.queue.begin(), im.queue.end(), is_result);
+  }
+  // mu before qmu, the order submit() (under mu) -> enqueue() takes them in.
+  std::lock_guard g(im.mu);
+  auto it = im.jobs.find(job_id);
+  if (it == im.jobs.end() || it->second.generation != found->generation)
+    return false; // stale: the worker logs and drops it
+  const Event e{.kind = EventKind::SetupResult, .outcome = &found->outcome};
+  JobSwitchState s = it->second; // as apply() will step it
+  s.setup_failures = prior_setup_failures(im.failures, s.job);
+  for (const Action &a : step(s, e, im.cfg).actions)
+    if (a.kind != ActionKind::EndConfiguring && a.kind != ActionKind::Log)
+      return false; // a failure: requeue, cancel, hold... are the worker's
+  {
+    std::lock_guard q(im.qmu);
+    auto at = std::find_if(im.queue.begin(), im.queue.end(), is_result);
+    if (at == im.queue.end())
+      return false;
+    im.queue.erase(at);
+  }
+  im.apply(job_id, e);
+  return true;
+}
+
 void CtldCore::job_complete(std::uint32_t job_id) {
   impl_->apply(job_id, Event{.kind = EventKind::JobEnded});
 }

@@ -107,6 +107,25 @@ public:
   /// switch_p_job_start.  Returns whether the job is ours (network set):
   /// then its setup is started and the caller must keep it CONFIGURING.
   bool job_start(const JobArgs &job, bool requeue_allowed);
+  /// switch_p_job_start of an interactive job (srun, salloc), right after
+  /// job_start() returned true, with the locks Slurm holds there (conf R,
+  /// job W, node W, part R, fed R: those the worker takes, and more).  Waits
+  /// at most switch_interactive_wait for the outcome of the job's job_start
+  /// and, when it is a success whose only actions are ending the launch
+  /// delay and logging, applies it here.  True then: the setup is over and
+  /// the glue must not delay the launch, so the job is never CONFIGURING
+  /// and srun's first readiness poll finds it ready (issue 8).  False: no
+  /// outcome in time, an outcome that is not such a success (left to the
+  /// worker: a requeue or cancel must not run inside Slurm's select_nodes()),
+  /// a wait of 0, slurmctld stopping, or waits being skipped: after a wait
+  /// that ran out, the next kInlineSkip calls do not wait, so a slow
+  /// job_start holds Slurm's locks for nothing at most once in
+  /// kInlineSkip + 1 interactive jobs.  The glue then delays the launch as
+  /// for any job and the worker ends the delay.
+  bool settle_setup(std::uint32_t job_id);
+  /// After a settle_setup() wait that ran out, how many interactive jobs
+  /// skip the wait.
+  static constexpr std::uint32_t kInlineSkip = 15;
   /// switch_p_job_complete.  Nothing for jobs without switch state.
   void job_complete(std::uint32_t job_id);
   /// After a restart (restore thread, locks held): Recover for the job.

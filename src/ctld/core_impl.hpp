@@ -77,7 +77,8 @@ struct CtldCore::Impl {
   std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
   std::map<std::int64_t, Orphan> orphans;
   std::set<std::int64_t> orphan_wait;
-  SetupFailureCounts failures; // switch_max_setup_failures, also in the journal
+  SetupFailureCounts failures;   // switch_max_setup_failures, also in the journal
+  std::uint32_t inline_skip = 0; // settle_setup(): interactive jobs left to skip the wait
 
   std::mutex qmu;
   std::condition_variable qcv;

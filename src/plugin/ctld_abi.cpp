@@ -314,6 +314,14 @@ void *slc_ctld_job_start(const slc_job_t *job) {
                        });
 }
 
+bool slc_ctld_settle_setup(uint32_t job_id) {
+  if (!g_ctld || !g_ctld->core)
+    return false;
+  return cabi::guarded([&] { return log_subject({.job_id = job_id, .hook = "job_start"}); },
+                       "the launch is delayed until the setup is over", false, ctld_log,
+                       [&] { return g_ctld->core->settle_setup(job_id); });
+}
+
 void slc_ctld_job_complete(uint32_t job_id, void *handle) {
   if (!g_ctld || !g_ctld->core || !handle_of(handle))
     return;

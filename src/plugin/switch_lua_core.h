@@ -15,6 +15,9 @@
  *                           1 when the job is ours (--network set): the glue
  *                           then sets CONFIGURING and prolog_running++ and stores
  *                           the returned handle in job_ptr->switch_jobinfo.
+ *   slc_ctld_settle_setup() right after it, for an interactive job: true when
+ *                           the setup is over already (applied here), and
+ *                           then the glue does not delay the launch.
  *   slc_ctld_job_complete() from switch_p_job_complete (job W + node W held).
  *   ops->...                the actions, called by the core either re-entrantly
  *                           from inside the two calls above (locks already
@@ -157,6 +160,12 @@ bool slc_ctld_block_job_complete(void);
 /* switch_p_job_start.  RET the handle for job_ptr->switch_jobinfo when the job
  * is ours (the glue then sets CONFIGURING, prolog_running++), else NULL. */
 void *slc_ctld_job_start(const slc_job_t *job);
+/* switch_p_job_start of an interactive job, after slc_ctld_job_start()
+ * returned a handle, the sched locks still held: waits at most
+ * SlurmctldParameters=switch_interactive_wait ms for the setup and applies
+ * it when it succeeded.  RET true: the setup is over, do not delay the
+ * launch; false: delay it as for any job (CtldCore::settle_setup). */
+bool slc_ctld_settle_setup(uint32_t job_id);
 /* switch_p_job_complete, with job_ptr->switch_jobinfo (may be NULL: then
  * nothing happens). */
 void slc_ctld_job_complete(uint32_t job_id, void *handle);

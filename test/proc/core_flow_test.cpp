@@ -145,3 +145,84 @@ TEST(CoreFlow, FailedTeardownDrainsTheJobsNodesWithAReasonSayingSo) {
       << testing::PrintToString(slurm.all_actions());
   EXPECT_TRUE(slurm.did("release 7")) << "the drained nodes are no longer held by the job";
 }
+
+namespace {
+
+/// The core with switch_interactive_wait=`ms`, its supervisor already
+/// started (by one setup run to its end), so a wait measures a call alone.
+std::unique_ptr<CtldCore> warm_core(FakeSlurm &slurm, std::uint32_t ms) {
+  CoreOptions o = options();
+  o.config.interactive_wait_ms = ms;
+  auto core = std::make_unique<CtldCore>(o, slurm);
+  EXPECT_TRUE(core->job_start(job(99, "ok"), true));
+  EXPECT_TRUE(settle(*core, [&] { return in_state(*core, 99, JobState::Running); }));
+  return core;
+}
+
+JobArgs interactive(std::uint32_t id, const std::string &name) {
+  JobArgs j = job(id, name);
+  j.batch = false;
+  return j;
+}
+
+} // namespace
+
+TEST(CoreFlow, AnInteractiveSetupOverWithinTheWaitIsAppliedBeforeTheAllocationIsAnswered) {
+  FakeSlurm slurm;
+  auto core = warm_core(slurm, 100);
+  slurm.lock(); // as select_nodes() holds Slurm's locks around switch_p_job_start
+  ASSERT_TRUE(core->job_start(interactive(20, "ok"), false));
+  const bool settled = core->settle_setup(20);
+  const bool running = in_state(*core, 20, JobState::Running);
+  slurm.unlock();
+  EXPECT_TRUE(settled) << slurm.all_logs();
+  EXPECT_TRUE(running);
+  EXPECT_TRUE(slurm.did("end_configuring 20"));
+  EXPECT_TRUE(slurm.logged("job_start accepted the job")) << slurm.all_logs();
+  EXPECT_EQ(core->drain_events(), 0u) << "the outcome was applied once, not queued again";
+}
+
+TEST(CoreFlow, AFailedInteractiveSetupIsLeftToTheWorkerOutsideSelectNodes) {
+  FakeSlurm slurm;
+  auto core = warm_core(slurm, 100);
+  slurm.lock();
+  ASSERT_TRUE(core->job_start(interactive(21, "fail"), false));
+  EXPECT_FALSE(core->settle_setup(21));
+  EXPECT_FALSE(slurm.did("cancel 21")); // never inside switch_p_job_start
+  slurm.unlock();
+  ASSERT_TRUE(settle(*core, [&] { return slurm.did("cancel 21"); })) << slurm.all_logs();
+}
+
+TEST(CoreFlow, AWaitThatRunsOutDelaysTheLaunchAndTheNextFifteenInteractiveJobsDoNotWait) {
+  FakeSlurm slurm;
+  auto core = warm_core(slurm, 1);
+  slurm.lock();
+  ASSERT_TRUE(core->job_start(interactive(22, "slow"), false));
+  EXPECT_FALSE(core->settle_setup(22)); // 1 ms, the setup takes 0.3 s
+  slurm.unlock();
+  EXPECT_TRUE(slurm.logged("not over within switch_interactive_wait=1 ms")) << slurm.all_logs();
+  ASSERT_TRUE(settle(*core, [&] { return slurm.did("end_configuring 22"); }));
+  CtldConfig c = core->config();
+  c.interactive_wait_ms = 100;
+  core->set_config(c);
+  for (std::uint32_t i = 0; i < CtldCore::kInlineSkip; ++i) {
+    slurm.lock();
+    ASSERT_TRUE(core->job_start(interactive(30 + i, "ok"), false));
+    EXPECT_FALSE(core->settle_setup(30 + i)) << "job " << 30 + i << " waited";
+    slurm.unlock();
+  }
+  slurm.lock();
+  ASSERT_TRUE(core->job_start(interactive(50, "ok"), false));
+  EXPECT_TRUE(core->settle_setup(50)) << "the wait is tried again";
+  slurm.unlock();
+}
+
+TEST(CoreFlow, AnInteractiveWaitOfZeroNeverWaits) {
+  FakeSlurm slurm;
+  auto core = warm_core(slurm, 0);
+  slurm.lock();
+  ASSERT_TRUE(core->job_start(interactive(23, "ok"), false));
+  EXPECT_FALSE(core->settle_setup(23));
+  slurm.unlock();
+  ASSERT_TRUE(settle(*core, [&] { return in_state(*core, 23, JobState::Running); }));
+}

@@ -19,8 +19,10 @@ namespace switchlua::test {
 /// Records what the core asks of Slurm.
 class FakeSlurm final : public SlurmPort {
 public:
-  void lock() override {}
-  void unlock() override {}
+  /// Slurm's locks: a test that holds them (as select_nodes() does around
+  /// switch_p_job_start) keeps the worker from applying anything.
+  void lock() override { slurm_locks.lock(); }
+  void unlock() override { slurm_locks.unlock(); }
   void end_configuring(std::uint32_t id) override { add(fmt("end_configuring", id)); }
   void requeue(std::uint32_t id, const std::string &r) override { add(fmt("requeue", id), r); }
   void requeue_held(std::uint32_t id, const std::string &r) override {
@@ -111,6 +113,7 @@ private:
     reasons.push_back(std::move(reason));
   }
   std::mutex mu;
+  std::mutex slurm_locks;
   std::vector<std::string> logs;
   std::vector<LogLevel> levels;
   std::vector<std::string> actions;

@@ -40,7 +40,8 @@ TEST(Config, ReadsTheLaneSizes) {
   EXPECT_EQ(describe(*c), "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes "
                           "switch_kill_grace=2 switch_max_calls=4096 switch_max_queue=1 "
                           "switch_lua_memory=256 switch_status_interval=0 "
-                          "switch_script_mismatch=warn switch_max_setup_failures=0");
+                          "switch_script_mismatch=warn switch_max_setup_failures=0 "
+                          "switch_interactive_wait=3");
 }
 
 TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
@@ -49,13 +50,14 @@ TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
                                       "no,switch_kill_grace=0,switch_max_calls=9,"
                                       "switch_max_queue=3,switch_lua_memory=64,"
                                       "switch_status_interval=60,switch_script_mismatch=fail,"
-                                      "switch_max_setup_failures=5");
+                                      "switch_max_setup_failures=5,switch_interactive_wait=0");
   ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->interactive_wait_ms, 0u);
   EXPECT_EQ(to_slurmctld_parameters(*c),
             "switch_timeout=7,switch_retries=0,switch_drain_on_failure=no,switch_kill_grace=0,"
             "switch_max_calls=9,switch_max_queue=3,switch_lua_memory=64,"
             "switch_status_interval=60,switch_script_mismatch=fail,"
-            "switch_max_setup_failures=5");
+            "switch_max_setup_failures=5,switch_interactive_wait=0");
   auto back = parse_slurmctld_parameters(to_slurmctld_parameters(*c));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, *c);
@@ -112,13 +114,13 @@ TEST(Config, UnknownSwitchKeyIsNamedInAWarning) {
                 "SlurmctldParameters: switch_timout is not a switch/lua setting and is ignored "
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
                 "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
-                "switch_status_interval, switch_script_mismatch, switch_max_setup_failures): check "
-                "its spelling",
+                "switch_status_interval, switch_script_mismatch, switch_max_setup_failures, "
+                "switch_interactive_wait): check its spelling",
                 "SlurmctldParameters: Switch_X is not a switch/lua setting and is ignored "
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
                 "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
-                "switch_status_interval, switch_script_mismatch, switch_max_setup_failures): check "
-                "its spelling"}));
+                "switch_status_interval, switch_script_mismatch, switch_max_setup_failures, "
+                "switch_interactive_wait): check its spelling"}));
   EXPECT_TRUE(slurmctld_parameters_warnings("enable_configless,switch_timeout=3").empty());
 }
 
@@ -160,6 +162,9 @@ TEST(Config, BadValuesNameKeyAndValue) {
       {"switch_script_mismatch", "switch_script_mismatch=: must be fail or warn"},
       {"switch_max_calls=8,switch_max_calls=9", "switch_max_calls given twice (8 and 9)"},
       {"switch_max_queue=8,switch_max_queue=9", "switch_max_queue given twice (8 and 9)"},
+      {"switch_interactive_wait=101", "SlurmctldParameters: switch_interactive_wait=101: must be "
+                                      "an integer number of milliseconds from 0 to 100"},
+      {"switch_interactive_wait=2ms", "switch_interactive_wait=2ms: must be"},
   };
   for (const Bad &b : bad) {
     auto c = parse_slurmctld_parameters(b.params);
