@@ -283,18 +283,25 @@ bool CtldCore::job_start(const JobArgs &job, bool requeue_allowed) {
 bool CtldCore::settle_setup(std::uint32_t job_id) {
   Impl &im = *impl_;
   std::chrono::milliseconds wait;
+  std::uint64_t generation;
   {
     std::lock_guard g(im.mu);
-    if (im.frozen || im.cfg.interactive_wait_ms == 0)
+    auto it = im.jobs.find(job_id);
+    if (it == im.jobs.end() || it->second.state != JobState::SetupRunning ||
+        im.cfg.interactive_wait_ms == 0)
       return false;
     if (im.inline_skip > 0) {
       --im.inline_skip;
       return false;
     }
     wait = std::chrono::milliseconds(im.cfg.interactive_wait_ms);
+    generation = it->second.generation;
   }
-  auto is_result = [job_id](const Impl::Queued &q) {
-    return q.orphan == 0 && q.job_id == job_id && q.kind == EventKind::SetupResult;
+  // The result of this run only: a stale one of an earlier run is the
+  // worker's to drop.
+  auto is_result = [job_id, generation](const Impl::Queued &q) {
+    return q.orphan == 0 && q.job_id == job_id && q.kind == EventKind::SetupResult &&
+           q.generation == generation;
   };
   const auto deadline = std::chrono::steady_clock::now() + wait;
   std::optional<Impl::Queued> found;
@@ -320,14 +327,17 @@ bool CtldCore::settle_setup(std::uint32_t job_id) {
   // mu before qmu, the order submit() (under mu) -> enqueue() takes them in.
   std::lock_guard g(im.mu);
   auto it = im.jobs.find(job_id);
-  if (it == im.jobs.end() || it->second.generation != found->generation)
-    return false; // stale: the worker logs and drops it
+  if (im.frozen || it == im.jobs.end() || it->second.generation != generation)
+    return false; // slurmctld is stopping (stop_children), or the job moved on
   const Event e{.kind = EventKind::SetupResult, .outcome = &found->outcome};
   JobSwitchState s = it->second; // as apply() will step it
   s.setup_failures = prior_setup_failures(im.failures, s.job);
-  for (const Action &a : step(s, e, im.cfg).actions)
+  const StepResult r = step(s, e, im.cfg);
+  if (r.next.state != JobState::Running && r.next.state != JobState::Declined)
+    return false; // a failure: its requeue, cancel or hold is the worker's
+  for (const Action &a : r.actions)
     if (a.kind != ActionKind::EndConfiguring && a.kind != ActionKind::Log)
-      return false; // a failure: requeue, cancel, hold... are the worker's
+      return false;
   {
     std::lock_guard q(im.qmu);
     auto at = std::find_if(im.queue.begin(), im.queue.end(), is_result);
@@ -335,7 +345,15 @@ bool CtldCore::settle_setup(std::uint32_t job_id) {
       return false;
     im.queue.erase(at);
   }
-  im.apply(job_id, e);
+  // Taken from the queue: from here on the launch is not delayed, whatever
+  // happens (an exception would otherwise leave the job CONFIGURING with
+  // nobody to end it).
+  try {
+    im.apply(job_id, e);
+  } catch (const std::exception &ex) {
+    im.port.log(LogLevel::Error, log_line({.job_id = job_id, .hook = "job_start"},
+                                          "applying the setup's result failed: {}", ex.what()));
+  }
   return true;
 }
 

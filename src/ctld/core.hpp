@@ -120,7 +120,8 @@ public:
   /// a wait of 0, slurmctld stopping, or waits being skipped: after a wait
   /// that ran out, the next kInlineSkip calls do not wait, so a slow
   /// job_start holds Slurm's locks for nothing at most once in
-  /// kInlineSkip + 1 interactive jobs.  The glue then delays the launch as
+  /// kInlineSkip + 1 interactive jobs; a job_start that returns within the
+  /// wait (queued + ran) meanwhile ends the skipping.  The glue then delays the launch as
   /// for any job and the worker ends the delay.
   bool settle_setup(std::uint32_t job_id);
   /// After a settle_setup() wait that ran out, how many interactive jobs

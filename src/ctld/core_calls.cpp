@@ -68,6 +68,11 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
           calls.erase(cid);
           stats.call_done(cid, o);
           stopping_now = frozen;
+          // A job_start as quick as switch_interactive_wait again: the wait
+          // that ran out had another cause (the supervisor's first start).
+          if (h == Hook::JobStart && o.kind == OutcomeKind::Returned &&
+              o.queued + o.elapsed < std::chrono::milliseconds(cfg.interactive_wait_ms))
+            inline_skip = 0;
         }
         if (stopping_now && o.kind == OutcomeKind::Abandoned)
           port.log(LogLevel::Verbose,

@@ -197,8 +197,11 @@ extern void switch_p_job_start(job_record_t *job_ptr)
 	job_ptr->switch_jobinfo = handle;
 	/* An interactive job's srun polls for readiness as soon as it has its
 	 * allocation: a setup over before we return leaves it never
-	 * CONFIGURING.  Batch jobs are launched when the setup ends anyway. */
-	if (!job_ptr->batch_flag && slc_ctld_settle_setup(job_ptr->job_id)) {
+	 * CONFIGURING.  Batch jobs are launched when the setup ends anyway.
+	 * Not while a launch delay of an earlier run of this job is still
+	 * counted: the setup's end would take that one (ctld_launch.c). */
+	if (!job_ptr->batch_flag && !ctld_armed_has(job_ptr->job_id) &&
+	    slc_ctld_settle_setup(job_ptr->job_id)) {
 		schedule_job_save();
 		sl_job_debug(job_ptr->job_id,
 			     ": setup over within switch_interactive_wait, launch not delayed");

@@ -132,6 +132,9 @@ public:
   pid_t pgid() const { return pid_; }
   /// Escapees killed so far for this call.
   const std::vector<pid_t> &escapees() const { return escapees_; }
+  /// The outcome went out already (early: Callbacks::alone), so nothing
+  /// found from now on can be reported with it.
+  bool outcome_reported() const { return reported_outcome_; }
 
 private:
   void on_frame(Frame f);

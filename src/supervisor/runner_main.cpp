@@ -22,9 +22,13 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <dirent.h>
 #include <fcntl.h>
+#include <memory>
 #include <optional>
+#include <poll.h>
 #include <string>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -173,11 +177,22 @@ std::string encode_result(ResultFrame r) {
   return wire;
 }
 
-/// Whether this process has no child at all, alive or dead and unwaited.
-/// Atomic in the kernel, unlike a read of /proc/PID/task/PID/children.
+/// Whether this process has no child at all, alive or dead and unwaited,
+/// whatever its exit signal (__WALL: also clone()d children that do not
+/// send SIGCHLD), and is single-threaded (a thread a C module started could
+/// still fork).  The waitid() is atomic in the kernel, unlike a read of
+/// /proc/PID/task/PID/children.
 bool childless() {
   siginfo_t si{};
-  return ::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD;
+  if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0 || errno != ECHILD)
+    return false;
+  std::unique_ptr<DIR, int (*)(DIR *)> tasks(::opendir("/proc/self/task"), ::closedir);
+  if (!tasks)
+    return false;
+  int n = 0;
+  while (const dirent *d = ::readdir(tasks.get()))
+    n += d->d_name[0] != '.';
+  return n == 1;
 }
 
 /// The built-in script of warm_up(): a job_start that reads the job, logs
@@ -233,8 +248,10 @@ int main(int argc, char **argv) {
   become_oom_victim();
   // Commands the script runs (os.execute, io.popen) must not hold the channel.
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  // Started ahead of demand (no call tag yet): nobody waits on this one.
-  if (std::getenv(std::string(kCallTagVar).c_str()) == nullptr)
+  // Started ahead of demand (no call tag yet) and no call waiting for it yet
+  // (in a burst one may take it at once): nobody waits on the warm-up.
+  pollfd waiting{fd, POLLIN, 0};
+  if (std::getenv(std::string(kCallTagVar).c_str()) == nullptr && ::poll(&waiting, 1, 0) == 0)
     warm_up();
   auto req = read_request(fd);
   if (!req)
@@ -259,6 +276,9 @@ int main(int argc, char **argv) {
   ResultFrame result = run_hook(*req, sink, state);
   if (budget.suppressed() > 0)
     write_all(fd, encode_frame(LogFrame{0, LogLevel::Error, budget.summary()}));
+  // What the script wrote to files it did not close reaches them before the
+  // result does (the state is never closed, so their __gc never runs).
+  std::fflush(nullptr);
   // After the hook (and the log lines): nothing forks here any more.
   result.childless = childless();
   write_all(fd, encode_result(std::move(result)));

@@ -379,10 +379,22 @@ void Server::on_sigchld() {
     while (::waitpid(si.si_pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
-  if (hidden)
-    for (const ProcEntry &e : children_but_runners())
-      if (e.state == 'Z')
-        ::waitpid(e.pid, nullptr, WNOHANG);
+  if (!hidden)
+    return;
+  for (const ProcEntry &e : children_but_runners())
+    if (e.state == 'Z')
+      ::waitpid(e.pid, nullptr, WNOHANG);
+  for (auto it = idle_.begin(); it != idle_.end();) { // an idle runner killed from outside
+    siginfo_t si{};
+    if (::waitid(P_PID, static_cast<id_t>(it->pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        si.si_pid == it->pid) {
+      ::close(it->fd);
+      ::waitpid(it->pid, nullptr, 0);
+      it = idle_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void Server::start_wait_sigterm() {
@@ -417,6 +429,8 @@ SweepResult Server::sweep(const Call &ending) {
     const auto tag = read_call_tag(e.pid);
     if (tag && *tag != ending.id() && active_.count(*tag) != 0)
       continue; // escaped from a call still running
+    if (ending.outcome_reported() && tag != ending.id())
+      continue; // not this call's (it had nothing left): for a call that can report it
     if (e.pgrp == e.pid)
       ::killpg(e.pid, SIGKILL); // our unreaped child leads it: not recycled
     else

@@ -51,6 +51,14 @@ public:
         return levels[i];
     return LogLevel::Debug;
   }
+  /// Number of log lines containing `text`.
+  int count_logged(const std::string &text) {
+    std::lock_guard g(mu);
+    int n = 0;
+    for (const auto &l : logs)
+      n += l.find(text) != std::string::npos;
+    return n;
+  }
   bool logged(const std::string &text) {
     std::lock_guard g(mu);
     for (const auto &l : logs)

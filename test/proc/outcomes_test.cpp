@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
 
 using namespace switchlua;
 using namespace switchlua::test;
@@ -40,6 +43,23 @@ TEST(Outcomes, AFinalizerThatNeverEndsDoesNotDelayTheResult) {
   CallResult r = c.run(request("finalizer_hangs", std::chrono::seconds(2)));
   ASSERT_EQ(r.outcome.kind, OutcomeKind::Returned) << describe(r.outcome);
   EXPECT_EQ(json(r.outcome.ret.jobinfo), R"({"job_id":42})");
+}
+
+TEST(Outcomes, WhatTheScriptWroteToAFileItLeftOpenIsThereWhenTheCallReports) {
+  // The Lua state is never closed (previous test), so no __gc flushes the
+  // file: the runner flushes every open stream before its result.
+  const std::string path = "/tmp/switchlua-unclosed-" + std::to_string(::getpid());
+  std::remove(path.c_str());
+  SyncClient c;
+  CallRequest req = request("unclosed_file");
+  req.job.name = path;
+  CallResult r = c.run(req);
+  ASSERT_EQ(r.outcome.kind, OutcomeKind::Returned) << describe(r.outcome);
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "written by JobId=42");
+  std::remove(path.c_str());
 }
 
 TEST(Outcomes, LuaErrorCarriesFileLineAndMessage) {
