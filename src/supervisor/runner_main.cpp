@@ -11,9 +11,10 @@
 // demand and wait there, after a warm-up run of a built-in script: see
 // warm_up()), sets the call tag from it, loads the script into a fresh
 // Lua state, sends each script log line at once as a log frame (a hook that
-// then hangs has still logged), calls the hook, sends one result frame and
-// exits 0 without closing the Lua state (its finalizers must not delay or
-// change the reported result).  Exit status 2: no usable request.
+// then hangs has still logged), calls the hook, flushes the files the script
+// left open, sends one result frame (saying whether it has any child left)
+// and exits 0 without closing the Lua state (its finalizers must not delay
+// or change the reported result).  Exit status 2: no usable request.
 #include "lua/log_limits.hpp"
 #include "lua/runtime.hpp"
 #include "supervisor/call.hpp"
