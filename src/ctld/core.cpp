@@ -146,6 +146,72 @@ std::size_t CtldCore::Impl::apply_queued() {
   }
 }
 
+bool CtldCore::Impl::is_setup_result(const Queued &q, std::uint32_t job_id,
+                                     std::uint64_t generation) {
+  return q.orphan == 0 && q.job_id == job_id && q.kind == EventKind::SetupResult &&
+         q.generation == generation;
+}
+
+std::optional<CtldCore::Impl::Queued>
+CtldCore::Impl::await_setup_result(std::uint32_t job_id, std::uint64_t generation,
+                                   std::chrono::milliseconds wait) {
+  // The result of this run only: a stale one of an earlier run is the
+  // worker's to drop.  Only the worker and drain_events() pop, both under
+  // Slurm's locks, which settle_setup()'s caller holds: what is found here
+  // stays queued.
+  auto mine = [&](const Queued &q) { return is_setup_result(q, job_id, generation); };
+  {
+    std::unique_lock lk(qmu);
+    if (qcv.wait_until(lk, std::chrono::steady_clock::now() + wait,
+                       [&] { return std::any_of(queue.begin(), queue.end(), mine); }))
+      return *std::find_if(queue.begin(), queue.end(), mine);
+  }
+  std::lock_guard g(mu);
+  inline_skip = kInlineSkip;
+  port.log(LogLevel::Debug, log_line({.job_id = job_id, .hook = "job_start"},
+                                     "not over within switch_interactive_wait={} ms: the launch "
+                                     "is delayed, and the next {} interactive jobs do not wait",
+                                     wait.count(), kInlineSkip));
+  return std::nullopt;
+}
+
+bool CtldCore::Impl::apply_setup_inline(const Queued &found) {
+  // mu before qmu, the order submit() (under mu) -> enqueue() takes them in.
+  std::lock_guard g(mu);
+  const std::uint32_t job_id = found.job_id;
+  auto it = jobs.find(job_id);
+  if (frozen || it == jobs.end() || it->second.generation != found.generation)
+    return false; // slurmctld is stopping (stop_children), or the job moved on
+  const Event e{.kind = EventKind::SetupResult, .outcome = &found.outcome};
+  JobSwitchState s = it->second; // as apply() will step it
+  s.setup_failures = prior_setup_failures(failures, s.job);
+  const StepResult r = step(s, e, cfg);
+  if (r.next.state != JobState::Running && r.next.state != JobState::Declined)
+    return false; // a failure: its requeue, cancel or hold is the worker's
+  for (const Action &a : r.actions)
+    if (a.kind != ActionKind::EndConfiguring && a.kind != ActionKind::Log)
+      return false;
+  {
+    std::lock_guard q(qmu);
+    auto at = std::find_if(queue.begin(), queue.end(), [&](const Queued &x) {
+      return is_setup_result(x, job_id, found.generation);
+    });
+    if (at == queue.end())
+      return false;
+    queue.erase(at);
+  }
+  // Taken from the queue: from here on the launch is not delayed, whatever
+  // happens (an exception would otherwise leave the job CONFIGURING with
+  // nobody to end it).
+  try {
+    apply(job_id, e);
+  } catch (const std::exception &ex) {
+    port.log(LogLevel::Error, log_line({.job_id = job_id, .hook = "job_start"},
+                                       "applying the setup's result failed: {}", ex.what()));
+  }
+  return true;
+}
+
 void CtldCore::Impl::fire_retries() {
   std::lock_guard g(mu);
   std::set<std::uint32_t> due;
@@ -297,64 +363,8 @@ bool CtldCore::settle_setup(std::uint32_t job_id) {
     wait = std::chrono::milliseconds(im.cfg.interactive_wait_ms);
     generation = it->second.generation;
   }
-  // The result of this run only: a stale one of an earlier run is the
-  // worker's to drop.
-  auto is_result = [job_id, generation](const Impl::Queued &q) {
-    return q.orphan == 0 && q.job_id == job_id && q.kind == EventKind::SetupResult &&
-           q.generation == generation;
-  };
-  const auto deadline = std::chrono::steady_clock::now() + wait;
-  std::optional<Impl::Queued> found;
-  {
-    // Only the worker and drain_events() pop, both under Slurm's locks,
-    // which our caller holds: what is found here stays queued.
-    std::unique_lock lk(im.qmu);
-    if (!im.qcv.wait_until(lk, deadline, [&] {
-          return std::any_of(im.queue.begin(), im.queue.end(), is_result);
-        })) {
-      lk.unlock();
-      std::lock_guard g(im.mu);
-      im.inline_skip = kInlineSkip;
-      im.port.log(LogLevel::Debug,
-                  log_line({.job_id = job_id, .hook = "job_start"},
-                           "not over within switch_interactive_wait={} ms: the launch is "
-                           "delayed, and the next {} interactive jobs do not wait",
-                           wait.count(), kInlineSkip));
-      return false;
-    }
-    found = *std::find_if(im.queue.begin(), im.queue.end(), is_result);
-  }
-  // mu before qmu, the order submit() (under mu) -> enqueue() takes them in.
-  std::lock_guard g(im.mu);
-  auto it = im.jobs.find(job_id);
-  if (im.frozen || it == im.jobs.end() || it->second.generation != generation)
-    return false; // slurmctld is stopping (stop_children), or the job moved on
-  const Event e{.kind = EventKind::SetupResult, .outcome = &found->outcome};
-  JobSwitchState s = it->second; // as apply() will step it
-  s.setup_failures = prior_setup_failures(im.failures, s.job);
-  const StepResult r = step(s, e, im.cfg);
-  if (r.next.state != JobState::Running && r.next.state != JobState::Declined)
-    return false; // a failure: its requeue, cancel or hold is the worker's
-  for (const Action &a : r.actions)
-    if (a.kind != ActionKind::EndConfiguring && a.kind != ActionKind::Log)
-      return false;
-  {
-    std::lock_guard q(im.qmu);
-    auto at = std::find_if(im.queue.begin(), im.queue.end(), is_result);
-    if (at == im.queue.end())
-      return false;
-    im.queue.erase(at);
-  }
-  // Taken from the queue: from here on the launch is not delayed, whatever
-  // happens (an exception would otherwise leave the job CONFIGURING with
-  // nobody to end it).
-  try {
-    im.apply(job_id, e);
-  } catch (const std::exception &ex) {
-    im.port.log(LogLevel::Error, log_line({.job_id = job_id, .hook = "job_start"},
-                                          "applying the setup's result failed: {}", ex.what()));
-  }
-  return true;
+  auto found = im.await_setup_result(job_id, generation, wait);
+  return found && im.apply_setup_inline(*found);
 }
 
 void CtldCore::job_complete(std::uint32_t job_id) {

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -107,6 +108,17 @@ struct CtldCore::Impl {
 
   /// Applies every queued event; slurmctld's locks held.
   std::size_t apply_queued();
+  /// settle_setup(): whether `q` is the SetupResult of run `generation`.
+  static bool is_setup_result(const Queued &q, std::uint32_t job_id, std::uint64_t generation);
+  /// settle_setup(): waits up to `wait` for that result (a copy; it stays
+  /// queued); nullopt when it did not come, and later calls then skip
+  /// their wait (inline_skip).
+  std::optional<Queued> await_setup_result(std::uint32_t job_id, std::uint64_t generation,
+                                           std::chrono::milliseconds wait);
+  /// settle_setup(): applies `found` here when it leads to Running or
+  /// Declined with no action but ending the launch delay and logging, taking
+  /// it from the queue; false (left queued) otherwise.
+  bool apply_setup_inline(const Queued &found);
 
   void fire_retries();
 

@@ -145,6 +145,28 @@ static void _job_fill(slc_job_t *job, job_record_t *job_ptr, char **names,
 
 /* Under the scheduler's locks (conf R, job W, node W, part R, fed R), once
  * per allocation, after JOB_RUNNING and allocate_nodes(). */
+/*
+ * The setup of job_ptr was just started (job W, node W held): an interactive
+ * job's srun polls for readiness as soon as it has its allocation, so a
+ * setup over before we return (within switch_interactive_wait) leaves it
+ * never CONFIGURING; else, and for batch jobs (launched when the setup ends
+ * anyway), delay its launch until the setup is over.  Not while a launch
+ * delay of an earlier run of this job is still counted: the setup's end
+ * would take that one (ctld_launch.c).
+ */
+static void _settle_or_delay_launch(job_record_t *job_ptr)
+{
+	if (!job_ptr->batch_flag && !ctld_armed_has(job_ptr->job_id) &&
+	    slc_ctld_settle_setup(job_ptr->job_id)) {
+		sl_job_debug(job_ptr->job_id,
+			     ": setup over within switch_interactive_wait, launch not delayed");
+		return;
+	}
+	ctld_delay_launch(job_ptr);
+	sl_job_debug(job_ptr->job_id,
+		     ": launch delayed until the switch setup is over");
+}
+
 extern void switch_p_job_start(job_record_t *job_ptr)
 {
 	slc_job_t job = { 0 };
@@ -195,22 +217,8 @@ extern void switch_p_job_start(job_record_t *job_ptr)
 	if (!handle)
 		return;
 	job_ptr->switch_jobinfo = handle;
-	/* An interactive job's srun polls for readiness as soon as it has its
-	 * allocation: a setup over before we return leaves it never
-	 * CONFIGURING.  Batch jobs are launched when the setup ends anyway.
-	 * Not while a launch delay of an earlier run of this job is still
-	 * counted: the setup's end would take that one (ctld_launch.c). */
-	if (!job_ptr->batch_flag && !ctld_armed_has(job_ptr->job_id) &&
-	    slc_ctld_settle_setup(job_ptr->job_id)) {
-		schedule_job_save();
-		sl_job_debug(job_ptr->job_id,
-			     ": setup over within switch_interactive_wait, launch not delayed");
-		return;
-	}
-	ctld_delay_launch(job_ptr);
+	_settle_or_delay_launch(job_ptr);
 	schedule_job_save();
-	sl_job_debug(job_ptr->job_id,
-		     ": launch delayed until the switch setup is over");
 }
 
 /* From deallocate_nodes() only (job W + node W), before EpilogSlurmctld

@@ -379,8 +379,11 @@ void Server::on_sigchld() {
     while (::waitpid(si.si_pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
-  if (!hidden)
-    return;
+  if (hidden)
+    reap_hidden_zombies();
+}
+
+void Server::reap_hidden_zombies() {
   for (const ProcEntry &e : children_but_runners())
     if (e.state == 'Z')
       ::waitpid(e.pid, nullptr, WNOHANG);

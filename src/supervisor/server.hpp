@@ -84,6 +84,9 @@ private:
   void on_client_closed();
   void start_wait_sigchld();
   void on_sigchld();
+  /// The zombies a waitid(P_ALL) peek cannot reach while a call leader is
+  /// kept a zombie for its kill grace: orphans, escapees, idle runners.
+  void reap_hidden_zombies();
   void start_wait_sigterm();
   void start_next_calls();
   /// Starts `req`; its outcome carries `script_hash`, the content of the
