@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <thread>
 
 using namespace switchlua;
@@ -214,20 +216,36 @@ TEST_P(ScriptOnDisk, TheNextCallRunsTheFileAsItIsNow) {
 INSTANTIATE_TEST_SUITE_P(Prestart, ScriptOnDisk, ::testing::Values(0u, 2u));
 
 /// Direct children of process `pid` (/proc/PID/task/PID/children).
-std::size_t children_of(pid_t pid) {
+std::set<pid_t> children_of(pid_t pid) {
   std::ifstream f(fmt::format("/proc/{}/task/{}/children", pid, pid));
-  std::size_t n = 0;
+  std::set<pid_t> out;
   for (pid_t child; f >> child;)
-    ++n;
-  return n;
+    out.insert(child);
+  return out;
 }
 
-/// Waits until the supervisor has `n` children; their count at the end.
-std::size_t wait_children(pid_t pid, std::size_t n) {
+/// Waits (at most 10 s) until the children of `pid` are `n` processes,
+/// `done(children)` holds and the set stays the same for 200 ms (a call's
+/// runner may still be there, unreaped, just after its outcome, and the
+/// refill follows its reap); returns the last children read.
+std::set<pid_t> wait_children(
+    pid_t pid, std::size_t n,
+    const std::function<bool(const std::set<pid_t> &)> &done = [](const std::set<pid_t> &) {
+      return true;
+    }) {
   const auto until = std::chrono::steady_clock::now() + 10s;
-  while (children_of(pid) != n && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(10ms);
-  return children_of(pid);
+  std::set<pid_t> now = children_of(pid);
+  while (std::chrono::steady_clock::now() < until) {
+    if (now.size() == n && done(now)) {
+      std::this_thread::sleep_for(200ms);
+      if (children_of(pid) == now)
+        return now;
+    } else {
+      std::this_thread::sleep_for(10ms);
+    }
+    now = children_of(pid);
+  }
+  return now;
 }
 
 // A runner started ahead of demand is replaced once a call's outcome has
@@ -241,15 +259,22 @@ TEST(Prestart, IdleRunnersAreToppedUpAfterTheOutcomeNotDuringTheCall) {
   ASSERT_EQ(c.run(request("returns_normally")).outcome.kind, OutcomeKind::Returned);
   const pid_t sup = c.client().supervisor_pid(); // started with the first call
   ASSERT_GT(sup, 0);
-  ASSERT_EQ(wait_children(sup, 2), 2u) << "two idle runners after the first call";
+  const std::set<pid_t> idle = wait_children(sup, 2);
+  ASSERT_EQ(idle.size(), 2u) << "two idle runners after the first call";
   Gate gate; // closed: the call waits
   const CallId id = c.submit(gated(gate.path(), Hook::JobStart, true));
   ASSERT_TRUE(c.wait_for_log(id, "start"));
   std::this_thread::sleep_for(300ms); // ample for a refill to have happened
-  EXPECT_EQ(children_of(sup), 2u) << "the running call's runner and one idle runner";
+  EXPECT_EQ(children_of(sup), idle) << "the running call's runner and one idle runner";
   gate.open();
   auto r = c.wait(id, 60s);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->outcome.kind, OutcomeKind::Returned) << describe(r->outcome);
-  EXPECT_EQ(wait_children(sup, 2), 2u) << "topped up to two idle runners after the outcome";
+  // The outcome may go out before the call's runner is reaped (an early
+  // outcome): wait for two runners that are not the two of before, i.e. the
+  // call's runner gone and a new one started.
+  const std::set<pid_t> after =
+      wait_children(sup, 2, [&](const std::set<pid_t> &now) { return now != idle; });
+  EXPECT_EQ(after.size(), 2u) << "topped up to two idle runners after the call";
+  EXPECT_NE(after, idle) << "the call's runner is gone and a new one runs";
 }
