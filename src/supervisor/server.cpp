@@ -56,6 +56,16 @@ namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+namespace {
+/// Whether our child `pid` has exited, peeked (WNOWAIT): it stays a zombie
+/// for whoever reaps it.
+bool exited_unreaped(pid_t pid) {
+  siginfo_t si{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         si.si_pid == pid;
+}
+} // namespace
+
 Server::Server(asio::io_context &io, ServerConfig config)
     : io_(io), config_(std::move(config)), sigchld_(io, SIGCHLD), sigterm_(io, SIGTERM) {
   if (config_.max_concurrent == 0)
@@ -344,9 +354,7 @@ void Server::on_sigchld() {
     const pid_t leader = c->unreaped_leader();
     if (leader <= 0 || c->leader_exit_noted())
       continue;
-    siginfo_t si{};
-    if (::waitid(P_PID, static_cast<id_t>(leader), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-        si.si_pid == leader)
+    if (exited_unreaped(leader))
       exited.push_back(c);
   }
   for (const auto &c : exited)
@@ -388,9 +396,7 @@ void Server::reap_hidden_zombies() {
     if (e.state == 'Z')
       ::waitpid(e.pid, nullptr, WNOHANG);
   for (auto it = idle_.begin(); it != idle_.end();) { // an idle runner killed from outside
-    siginfo_t si{};
-    if (::waitid(P_PID, static_cast<id_t>(it->pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-        si.si_pid == it->pid) {
+    if (exited_unreaped(it->pid)) {
       ::close(it->fd);
       ::waitpid(it->pid, nullptr, 0);
       it = idle_.erase(it);

@@ -165,6 +165,16 @@ JobArgs interactive(std::uint32_t id, const std::string &name) {
   return j;
 }
 
+/// switch_p_job_start of interactive job `id` as select_nodes() runs it,
+/// Slurm's locks held: job_start, then settle_setup(), whose answer it
+/// returns.
+bool start_interactive(FakeSlurm &slurm, CtldCore &core, std::uint32_t id,
+                       const std::string &name) {
+  std::lock_guard locks(slurm);
+  EXPECT_TRUE(core.job_start(interactive(id, name), false));
+  return core.settle_setup(id);
+}
+
 } // namespace
 
 TEST(CoreFlow, AnInteractiveSetupOverWithinTheWaitIsAppliedBeforeTheAllocationIsAnswered) {
@@ -197,40 +207,25 @@ TEST(CoreFlow, AWaitThatRunsOutMakesTheNextInteractiveJobsSkipItUntilASetupIsQui
   FakeSlurm slurm;
   auto core = warm_core(slurm, 1);
   auto ran_out = [&] { return slurm.count_logged("not over within switch_interactive_wait"); };
-  slurm.lock();
-  ASSERT_TRUE(core->job_start(interactive(22, "slow"), false));
-  EXPECT_FALSE(core->settle_setup(22)); // 1 ms, the setup takes 0.3 s
-  slurm.unlock();
+  EXPECT_FALSE(start_interactive(slurm, *core, 22, "slow")); // 1 ms, the setup takes 0.3 s
   EXPECT_EQ(ran_out(), 1) << slurm.all_logs();
   CtldConfig c = core->config();
   c.interactive_wait_ms = 100;
   core->set_config(c);
   // Skipped: no wait, so no second "not over" line, though 0.3 s > 100 ms.
-  slurm.lock();
-  ASSERT_TRUE(core->job_start(interactive(23, "slow"), false));
-  EXPECT_FALSE(core->settle_setup(23));
-  slurm.unlock();
+  EXPECT_FALSE(start_interactive(slurm, *core, 23, "slow"));
   EXPECT_EQ(ran_out(), 1) << slurm.all_logs();
   ASSERT_TRUE(settle(*core, [&] { return slurm.did("end_configuring 23"); }));
   // Still skipped; its own quick result then ends the skipping.
-  slurm.lock();
-  ASSERT_TRUE(core->job_start(interactive(24, "ok"), false));
-  EXPECT_FALSE(core->settle_setup(24));
-  slurm.unlock();
+  EXPECT_FALSE(start_interactive(slurm, *core, 24, "ok"));
   ASSERT_TRUE(settle(*core, [&] { return slurm.did("end_configuring 24"); }));
-  slurm.lock();
-  ASSERT_TRUE(core->job_start(interactive(25, "ok"), false));
-  EXPECT_TRUE(core->settle_setup(25)) << "the wait is tried again";
-  slurm.unlock();
+  EXPECT_TRUE(start_interactive(slurm, *core, 25, "ok")) << "the wait is tried again";
   EXPECT_EQ(ran_out(), 1) << slurm.all_logs();
 }
 
 TEST(CoreFlow, AnInteractiveWaitOfZeroNeverWaits) {
   FakeSlurm slurm;
   auto core = warm_core(slurm, 0);
-  slurm.lock();
-  ASSERT_TRUE(core->job_start(interactive(23, "ok"), false));
-  EXPECT_FALSE(core->settle_setup(23));
-  slurm.unlock();
+  EXPECT_FALSE(start_interactive(slurm, *core, 23, "ok"));
   ASSERT_TRUE(settle(*core, [&] { return in_state(*core, 23, JobState::Running); }));
 }
