@@ -12,6 +12,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -24,7 +25,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kSeed = fs::path(SWITCHLUA_SOURCE_ROOT) / ".." / "shared" / "seeds" / "switch.lua";
+/// The contract script: $SWITCHLUA_SEED, else <source root>/../shared/seeds/switch.lua
+/// (as test/unit/lua/seed_test.cpp and test/e2e/lib.sh find it).
+fs::path seed_path() {
+  if (const char *e = std::getenv("SWITCHLUA_SEED"))
+    return e;
+  return fs::path(SWITCHLUA_SOURCE_ROOT) / ".." / "shared" / "seeds" / "switch.lua";
+}
+
+const fs::path kSeed = seed_path();
 
 using switchlua::test::CmdResult;
 
