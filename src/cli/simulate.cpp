@@ -157,17 +157,23 @@ std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
   return out;
 }
 
-/// Simulates `kill -9 slurmctld` and a restart: the state saved in the job
-/// state file is all that survives; calls in flight die with the supervisor.
-void restart(std::unique_ptr<CtldCore> &core, const CoreOptions &co, SimCluster &sim,
-             std::uint32_t job_id) {
-  std::string record;
-  {
-    std::lock_guard g(sim.mutex());
-    auto st = core->state_of(job_id);
-    record = encode_job_state(st ? &*st : nullptr);
-  }
+/// Simulates `kill -9 slurmctld` at this instant: from here on the core
+/// applies no outcome (CtldCore::halt()), and the job's switch state as
+/// slurmctld holds it now is what its state file keeps.  Call with the
+/// simulated Slurm's locks held, so that no outcome can slip in between
+/// the check that made the caller inject and the kill.  Returns the saved
+/// record.
+std::string kill_ctld(CtldCore &core, SimCluster &sim, std::uint32_t job_id) {
+  core.halt();
+  auto st = core.state_of(job_id);
   sim.note("slurmctld", "restart", "slurmctld killed (kill -9): supervised calls abandoned");
+  return encode_job_state(st ? &*st : nullptr);
+}
+
+/// The restart after kill_ctld(): a new slurmctld recovers `record` (the
+/// job state file); the calls in flight die with the old supervisor.
+void restart(std::unique_ptr<CtldCore> &core, const CoreOptions &co, SimCluster &sim,
+             std::uint32_t job_id, const std::string &record) {
   sim.attach(nullptr);
   core.reset();
   sim.forget_holds();
@@ -327,8 +333,7 @@ static bool block_job_complete(const SimulateOptions &o, const CoreOptions &co, 
 /// Preflight: a script the controller refuses (switch-lua check) is not
 /// simulated, its calls would only fail to load.  False after the message.
 static bool controller_accepts(const std::string &script) {
-  auto pre = Script::load(
-      script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
+  auto pre = Script::load(script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
   const auto errors = controller_errors(pre);
   if (errors.empty())
     return true;
@@ -417,6 +422,86 @@ static std::vector<StepReport> steps_of_a_set_up_job(const SimulateOptions &o, c
   return {};
 }
 
+enum class Phase { Setup, Teardown };
+
+/// --restart-during: kills slurmctld now (kill_ctld) if the job's setup
+/// (or teardown) is in flight, and returns the saved record for restart().
+/// Deterministic: the caller holds the simulated Slurm's locks from the
+/// event that started the call to this check, so the call cannot report in
+/// between.  When there is nothing to interrupt (job_start already reported
+/// within switch_interactive_wait, no teardown runs for the job), kills
+/// nothing, says so in the timeline and returns nothing.
+static std::optional<std::string> kill_during(CtldCore &core, SimCluster &sim, std::uint32_t job_id,
+                                              Phase phase) {
+  std::lock_guard g(sim.mutex());
+  auto s = core.state_of(job_id);
+  const bool in_flight = phase == Phase::Setup ? setup_pending(core, job_id)
+                                               : s && (s->state == JobState::TeardownRunning ||
+                                                       s->state == JobState::TeardownRetryWait);
+  if (!in_flight) {
+    sim.note("simulate", "restart",
+             phase == Phase::Setup
+                 ? "--restart-during setup: nothing injected: job_start had already reported"
+                 : "--restart-during teardown: nothing injected: no job_complete runs for the job",
+             true);
+    return std::nullopt;
+  }
+  return kill_ctld(core, sim, job_id);
+}
+
+/// The allocation and job_start, with --restart-during setup and
+/// --cancel-during-setup injected while it runs; returns once the setup is
+/// over.
+static void set_up(const SimulateOptions &o, const JobArgs &job, std::unique_ptr<CtldCore> &core,
+                   const CoreOptions &co, SimCluster &sim) {
+  bool ours = false;
+  std::optional<std::string> saved; // the job state file at a kill -9
+  {
+    std::lock_guard g(sim.mutex());
+    ours = allocate(o, job, *core, sim);
+    if (ours && o.restart_during == "setup")
+      saved = kill_during(*core, sim, job.job_id, Phase::Setup);
+  }
+  if (saved)
+    restart(core, co, sim, job.job_id, *saved);
+  if (ours && o.cancel_during_setup) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::lock_guard g(sim.mutex());
+    if (setup_pending(*core, job.job_id))
+      sim.user_cancel();
+    else
+      sim.note("simulate", "log",
+               "--cancel-during-setup: nothing injected: job_start had already reported", true);
+  }
+  auto limit = o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(10);
+  wait_for(*core, [&] { return !setup_pending(*core, job.job_id); }, limit);
+}
+
+/// The job's end (unless it ended already) and its teardown, with
+/// --restart-during teardown injected while job_complete runs; returns once
+/// the teardown is over (retries included).
+static void tear_down(const SimulateOptions &o, const JobArgs &job,
+                      const std::vector<StepReport> &steps, std::unique_ptr<CtldCore> &core,
+                      const CoreOptions &co, SimCluster &sim) {
+  std::optional<std::string> saved;
+  {
+    // The job's end and the kill under the same locks: the job_complete
+    // the end started is still running when slurmctld dies.
+    std::lock_guard g(sim.mutex());
+    if (!sim.job_ended())
+      end_the_job(o, steps, sim);
+    if (o.restart_during == "teardown")
+      saved = kill_during(*core, sim, job.job_id, Phase::Teardown);
+  }
+  if (saved)
+    restart(core, co, sim, job.job_id, *saved);
+  wait_for(
+      *core, [&] { return !teardown_pending(*core, job.job_id); },
+      (o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(1)) *
+              (o.config.switch_retries + 3) +
+          std::chrono::seconds(5));
+}
+
 int run_simulate(const SimulateOptions &o) {
   if (!controller_accepts(o.script))
     return 1;
@@ -431,38 +516,9 @@ int run_simulate(const SimulateOptions &o) {
   co.block_job_complete = block_job_complete(o, co, sim);
   auto core = std::make_unique<CtldCore>(co, sim);
   sim.attach(core.get());
-  const bool ours = allocate(o, job, *core, sim);
-  if (ours && o.restart_during == "setup")
-    restart(core, co, sim, job.job_id);
-  if (ours && o.cancel_during_setup) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::lock_guard g(sim.mutex());
-    if (setup_pending(*core, job.job_id))
-      sim.user_cancel();
-  }
-  auto limit = o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(10);
-  wait_for(
-      *core, [&] { return !setup_pending(*core, job.job_id); }, limit);
+  set_up(o, job, core, co, sim);
   const std::vector<StepReport> steps = steps_of_a_set_up_job(o, job, *core, sim);
-  if (!sim.job_ended())
-    end_the_job(o, steps, sim);
-  bool restarted = false;
-  wait_for(
-      *core,
-      [&] {
-        if (!restarted && o.restart_during == "teardown") {
-          auto s = core->state_of(job.job_id);
-          if (s &&
-              (s->state == JobState::TeardownRunning || s->state == JobState::TeardownRetryWait)) {
-            restarted = true;
-            restart(core, co, sim, job.job_id);
-          }
-        }
-        return !teardown_pending(*core, job.job_id);
-      },
-      (o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(1)) *
-              (o.config.switch_retries + 3) +
-          std::chrono::seconds(5));
+  tear_down(o, job, steps, core, co, sim);
   core.reset();
   if (o.json)
     print_json(o, job, co.block_job_complete, sim, steps);

@@ -390,6 +390,11 @@ CtldConfig CtldCore::config() const {
   return impl_->cfg;
 }
 
+void CtldCore::halt() {
+  std::lock_guard g(impl_->mu);
+  impl_->frozen = true;
+}
+
 void CtldCore::stop_children() {
   {
     std::lock_guard g(impl_->mu);

@@ -152,6 +152,11 @@ public:
   /// marked recovered, for the next slurmctld (or this one, after a failed
   /// reconfigure: recover_job() and job_start() unfreeze).  Blocks up to 5 s.
   void stop_children();
+  /// `kill -9` of slurmctld, for simulate and tests: from this call on no
+  /// outcome is applied and no call result changes a job's switch state, as
+  /// if the process had died now; nothing is saved or killed (destroy the
+  /// core for that).  The journal keeps what it holds.
+  void halt();
   /// Runs queued events now (tests and simulate; the worker does it too).
   /// Returns the number of events applied.
   std::size_t drain_events();

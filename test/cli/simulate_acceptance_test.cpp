@@ -273,6 +273,44 @@ TEST(Simulate, TimedOutSetupFailsAndTearsDownWithNil) {
   EXPECT_EQ(nil_teardowns, 1) << r.out;
 }
 
+// Issue 19 item 6: the fault injection says when there was nothing to
+// interrupt instead of silently injecting nothing.
+TEST(Simulate, RestartDuringTeardownSaysSoWhenNoTeardownRuns) {
+  fs::path p = fs::temp_directory_path() / "switchlua-declines.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) return slurm.SUCCESS, nil end\n";
+  CmdResult r =
+      run("simulate " + p.string() + " --json --network fabric --restart-during teardown");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(count_text(j, "--restart-during teardown: nothing injected: no job_complete runs for "
+                          "the job"),
+            1)
+      << r.out;
+  int kills = 0;
+  for (const auto &e : j["timeline"])
+    kills += e["text"].get<std::string>().find("slurmctld killed") != std::string::npos;
+  EXPECT_EQ(kills, 0) << r.out;
+}
+
+// Issue 19 item 6: a job_complete that ends at once is still interrupted:
+// the kill is injected under the locks of the job's end, before the call
+// can report (it was missed when the simulator polled every 20 ms).
+TEST(Simulate, RestartDuringAQuickTeardownIsAlwaysInjected) {
+  fs::path p = fs::temp_directory_path() / "switchlua-quick-teardown.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) return slurm.SUCCESS, {k = 1} end\n"
+                      "function slurm_switch_job_complete(job, ji) return slurm.SUCCESS end\n";
+  for (int i = 0; i < 5; ++i) {
+    CmdResult r =
+        run("simulate " + p.string() + " --json --network fabric --restart-during teardown");
+    ASSERT_EQ(r.status, 0) << r.out;
+    json j = json::parse(r.out);
+    int kills = 0;
+    for (const auto &e : j["timeline"])
+      kills += e["text"].get<std::string>().find("slurmctld killed") != std::string::npos;
+    EXPECT_EQ(kills, 1) << "run " << i << ": " << r.out;
+  }
+}
+
 TEST(Simulate, EagainAfterAnAbandonedSetupWithoutBlockingDrainsAtOnce) {
   // Issue 9 item 1: block_job_complete false, job_start past switch_timeout,
   // job_complete(nil) returns EAGAIN: a failure at the first EAGAIN, and the
