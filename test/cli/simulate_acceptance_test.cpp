@@ -333,6 +333,32 @@ TEST(Simulate, OsExitInAStepHookIsALuaErrorNotTheEndOfTheHost) {
   EXPECT_EQ(refused, 2) << r.out; // one per node
 }
 
+// Issue 19 item 7: a script whose io.popen helper exits before reading
+// what the script writes (test/fixtures/broken_pipe.lua, in every hook) gets
+// a Lua value ("Broken pipe", 32), in the runner's job_start and
+// job_complete and in the step hooks that simulate runs in-process: the
+// simulation ends normally (it exited 141, SIGPIPE, in step_init).
+TEST(Simulate, ABrokenPipeIsALuaValueInEveryHookNotTheEndOfTheHost) {
+  const std::string script = SWITCHLUA_SOURCE_ROOT "/test/fixtures/broken_pipe.lua";
+  CmdResult r = run("simulate " + script + " --json --network fabric");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["job_state"], "COMPLETED") << j.dump(1);
+  ASSERT_EQ(j["result"]["steps"].size(), 1u) << j.dump(1);
+  EXPECT_FALSE(j["result"]["steps"][0]["failed"].get<bool>()) << j.dump(1);
+  EXPECT_EQ(j["result"]["steps"][0]["env"]["node1"]["SWITCHLUA_PIPE_PROBE"],
+            "write=nil Broken pipe 32; child=signal 13")
+      << j.dump(1);
+  int probes = 0;
+  for (const auto &e : j["timeline"])
+    probes +=
+        e["text"].get<std::string>().find(
+            "broken pipe probe: write=nil Broken pipe 32; child=signal 13") != std::string::npos;
+  // job_start, job_complete, and preinit, init, postfini on each node.
+  const int nodes = static_cast<int>(j["result"]["nodes"].size());
+  EXPECT_EQ(probes, 2 + 3 * nodes) << r.out;
+}
+
 TEST(Simulate, NonUtf8LogLineGivesValidJson) {
   // Issue: one non-UTF-8 byte in a log line made simulate --json abort.
   fs::path p = fs::temp_directory_path() / "switchlua-latin1.lua";
