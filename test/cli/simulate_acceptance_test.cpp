@@ -359,6 +359,27 @@ TEST(Simulate, ABrokenPipeIsALuaValueInEveryHookNotTheEndOfTheHost) {
   EXPECT_EQ(probes, 2 + 3 * nodes) << r.out;
 }
 
+// Issue 19 item 7, switch-lua(1) TIMELINE: the step hooks' verbose lines
+// are shown (a hook that returned 0), slurmctld's debug lines (the rule
+// ids of the transitions) are not.
+TEST(Simulate, TheTimelineShowsTheLevelsTheManPageSays) {
+  fs::path p = fs::temp_directory_path() / "switchlua-levels.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) return slurm.SUCCESS, {x = 1} end\n"
+                      "function slurm_switch_job_complete(job, ji) return slurm.SUCCESS end\n"
+                      "function slurm_switch_step_preinit(step, si) return 0 end\n";
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  int verbose = 0, debug = 0;
+  for (const auto &e : j["timeline"]) {
+    const std::string t = e["text"].get<std::string>();
+    verbose += t.find("step_preinit returned 0") != std::string::npos;
+    debug += t.find("SetupRequested -> SetupRunning (R_SETUP)") != std::string::npos;
+  }
+  EXPECT_EQ(verbose, static_cast<int>(j["result"]["nodes"].size())) << r.out;
+  EXPECT_EQ(debug, 0) << r.out;
+}
+
 TEST(Simulate, NonUtf8LogLineGivesValidJson) {
   // Issue: one non-UTF-8 byte in a log line made simulate --json abort.
   fs::path p = fs::temp_directory_path() / "switchlua-latin1.lua";
