@@ -218,10 +218,6 @@ void CtldCore::Impl::fire_retries() {
   due.swap(retry_wait);
   for (std::uint32_t id : due)
     apply(id, Event{.kind = EventKind::RetryTick});
-  std::set<std::int64_t> odue;
-  odue.swap(orphan_wait);
-  for (std::int64_t a : odue)
-    run_orphan(a);
 }
 
 std::int64_t CtldCore::Impl::next_attempt() {
@@ -405,7 +401,6 @@ void CtldCore::stop_children() {
       if (!is_terminal(s.state))
         s.recovered = true;
     impl_->retry_wait.clear();
-    impl_->orphan_wait.clear();
     for (auto &[a, o] : impl_->orphans)
       o.in_flight = false; // killed below; reconcile_journal() runs them again
   }

@@ -21,6 +21,7 @@
 #include "ctld/config.hpp"
 #include "ctld/job_fsm.hpp"
 #include "ctld/journal.hpp"
+#include "ctld/recovery_fsm.hpp"
 #include "ctld/stats.hpp"
 #include "supervisor/client.hpp"
 
@@ -71,16 +72,6 @@ struct CoreOptions {
   /// The status file (ctld/stats.hpp), e.g.
   /// "<StateSaveLocation>/switch_lua.status"; empty: none.
   std::string status_path;
-};
-
-/// What the glue must do with a recovered job's launch (recover_job()).
-enum class Recovery : int {
-  Nothing = 0,          ///< nothing to do with the job's launch
-  DelayLaunch = 1,      ///< a setup (or its undo) runs again: prolog_running++
-  ClearConfiguring = 2, ///< the journal says the launch was released before
-                        ///< the crash: end CONFIGURING without launching again
-  LaunchNow = 3,        ///< the setup had returned but the launch was not
-                        ///< released: end CONFIGURING and launch now
 };
 
 /// Asks the script a boolean hook (block_job_complete / setup_special_steps)

@@ -41,11 +41,10 @@ struct Queued {
 };
 
 /// A setup attempt the journal says is not over and whose job record no
-/// longer carries it: torn down on its own (R_ORPHAN-*).
+/// longer carries it: torn down on its own, once (R_ORPHAN_*).
 struct Orphan {
   JobArgs job;
   std::optional<MsgpackBytes> jobinfo;
-  std::uint32_t retries = 0;
   bool in_flight = false;
 };
 
@@ -77,7 +76,6 @@ struct CtldCore::Impl {
   std::int64_t last_attempt = 0;           // without a journal
   std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
   std::map<std::int64_t, Orphan> orphans;
-  std::set<std::int64_t> orphan_wait;
   SetupFailureCounts failures;   // switch_max_setup_failures, also in the journal
   std::uint32_t inline_skip = 0; // settle_setup(): interactive jobs left to skip the wait
 
@@ -133,7 +131,8 @@ struct CtldCore::Impl {
   /// Starts (again) the teardown of an orphaned attempt.
   void run_orphan(std::int64_t attempt);
 
-  /// The result of an orphan teardown (R_ORPHAN_OK / -RETRY / -FAIL).
+  /// The result of an orphan teardown (R_ORPHAN_OK / R_ORPHAN_FAIL;
+  /// orphan_result(), recovery_fsm.hpp).
   void apply_orphan(std::int64_t attempt, const Outcome &out);
 
   /// One event for one job; locks held.

@@ -6,6 +6,7 @@
 // states (adopt, recover_job, reconcile_journal), and the teardown of
 // attempts no job record carries any more (R_ORPHAN_*).
 #include "ctld/core_impl.hpp"
+#include "ctld/recovery_fsm.hpp"
 
 #include "common/log_stamp.hpp"
 #include "lua/runtime.hpp"
@@ -105,44 +106,33 @@ void CtldCore::Impl::apply_orphan(std::int64_t attempt, const Outcome &out) {
   Orphan &o = it->second;
   o.in_flight = false;
   const std::uint32_t id = o.job.job_id;
-  const std::string what = outcome_text(out);
-  const bool ok = out.kind == OutcomeKind::Returned && out.ret.rc >= 0 && out.ret.rc != kEagain;
-  const bool again = (out.kind == OutcomeKind::Returned && out.ret.rc == kEagain) ||
-                     out.kind == OutcomeKind::Signaled || out.kind == OutcomeKind::Abandoned;
-  if (ok) {
-    port.log(LogLevel::Info, log_line({.job_id = id, .hook = "job_complete"},
-                                      "for attempt {} (job record gone) "
-                                      "{}: torn down (R_ORPHAN_OK)",
-                                      attempt, what));
-  } else if (again && o.retries < cfg.switch_retries) {
-    o.retries++;
-    orphan_wait.insert(attempt);
-    stats.action(ActionKind::ScheduleRetry);
-    port.log(LogLevel::Info,
+  const TeardownDecision d = orphan_result(out); // R_ORPHAN_OK / R_ORPHAN_FAIL
+  if (!d.drain) {
+    port.log(d.error ? LogLevel::Error : LogLevel::Info,
              log_line({.job_id = id, .hook = "job_complete"},
-                      "for attempt {} (job record gone) "
-                      "{}: running it again at the next periodic check (retry {} of {}) "
-                      "(R_ORPHAN_RETRY)",
-                      attempt, what, o.retries, cfg.switch_retries));
-    return;
+                      "for attempt {} (job record gone) {}: torn down ({})", attempt, d.what,
+                      d.rule));
   } else {
     std::string reason = fmt::format("{}: JobId={} switch/lua job_complete (job record gone) {}",
-                                     kReasonTeardownFailed, id, what);
+                                     kReasonTeardownFailed, id, d.what);
     const std::string nodes = o.job.nodes.value_or("");
     if (cfg.drain_on_failure && !nodes.empty()) {
       port.log(LogLevel::Error,
-               log_line({.job_id = id}, "draining {}: {} (R_ORPHAN_FAIL)", nodes, reason));
+               log_line({.job_id = id}, "draining {}: {} ({})", nodes, reason, d.rule));
       port.drain(nodes, reason);
       stats.action(ActionKind::DrainNodes);
     } else {
       port.log(LogLevel::Error,
-               log_line({.job_id = id}, "not draining {}: {} (R_ORPHAN_FAIL)",
+               log_line({.job_id = id}, "not draining {}: {} ({})",
                         nodes.empty() ? "(no nodes)" : nodes,
-                        cfg.drain_on_failure ? reason : reason + "; switch_drain_on_failure=no"));
+                        cfg.drain_on_failure ? reason : reason + "; switch_drain_on_failure=no",
+                        d.rule));
     }
   }
-  journal_append({journal_record(JournalKind::Forgotten, o.job)});
-  orphans.erase(it);
+  if (d.forget) {
+    journal_append({journal_record(JournalKind::Forgotten, o.job)});
+    orphans.erase(it);
+  }
 }
 
 Recovery CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
@@ -179,54 +169,21 @@ Recovery CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
 void CtldCore::adopt(JobSwitchState s) {
   std::lock_guard g(impl_->mu);
   s.recovered = true;
-  std::uint32_t id = s.job.job_id;
-  Journal *j = impl_->journal.get();
-  const std::int64_t attempt = s.job.attempt;
-  if (j && attempt != 0) {
+  const std::uint32_t id = s.job.job_id;
+  const Journal *j = impl_->journal.get();
+  if (j && s.job.attempt != 0) {
+    // The journal's word on this attempt: the restart table (R_RECOVER_*).
     const JournalTable &t = j->table();
-    auto e = t.live.find(attempt);
-    if (t.forgotten.count(attempt) && !is_terminal(s.state)) {
-      impl_->port.log(LogLevel::Info,
-                      log_line({.job_id = id},
-                               "recovery: the journal says attempt {} "
-                               "needs nothing more (Slurm's saved state {} is older): "
-                               "forgotten; not launched again",
-                               attempt, job_state_name(s.state)));
-      s.state = JobState::Done;
-      s.jobinfo.reset();
-      impl_->hints[id] = Recovery::ClearConfiguring;
-    } else if (e != t.live.end() && e->second.job.job_id == id &&
-               e->second.job.submit_time == s.job.submit_time) {
-      const JournalEntry &je = e->second;
-      bool setup_state = s.state == JobState::SetupRunning ||
-                         s.state == JobState::SetupRunningEnded ||
-                         s.state == JobState::SetupAbandoned;
-      if (je.teardown_started && setup_state && je.jobinfo) {
-        impl_->port.log(LogLevel::Info,
-                        log_line({.job_id = id},
-                                 "recovery: the journal says the "
-                                 "teardown of attempt {} had started with its jobinfo (Slurm's "
-                                 "saved state {} is older): job_start is not run again",
-                                 attempt, job_state_name(s.state)));
-        s.state = JobState::TeardownRunning;
-        s.jobinfo = je.jobinfo;
-        impl_->hints[id] = Recovery::ClearConfiguring;
-      } else if (je.accepted && s.state == JobState::SetupRunning) {
-        impl_->port.log(
-            LogLevel::Info,
-            log_line({.job_id = id},
-                     "recovery: the journal says job_start of attempt {} "
-                     "returned SUCCESS with a jobinfo before the crash (Slurm's saved state "
-                     "SetupRunning is older): restored with it, job_start is not run again; {}",
-                     attempt,
-                     je.launch_released ? "the launch was released before the crash: not "
-                                          "launched again"
-                                        : "the launch was not released: launching it now"));
-        s.state = JobState::Running;
-        s.jobinfo = je.jobinfo;
-        impl_->hints[id] = je.launch_released ? Recovery::ClearConfiguring : Recovery::LaunchNow;
-      }
-    }
+    auto e = t.live.find(s.job.attempt);
+    const bool same_job = e != t.live.end() && e->second.job.job_id == id &&
+                          e->second.job.submit_time == s.job.submit_time;
+    AdoptDecision d =
+        adopt_decision(s, t.forgotten.count(s.job.attempt) > 0, same_job ? &e->second : nullptr);
+    if (!d.log.empty())
+      impl_->port.log(LogLevel::Info, log_line({}, d.log));
+    if (d.hint)
+      impl_->hints[id] = *d.hint;
+    s = std::move(d.next);
   }
   impl_->jobs[id] = std::move(s);
 }
@@ -252,15 +209,7 @@ void CtldCore::reconcile_journal() {
       it->second.jobinfo = (e.accepted || e.teardown_started) ? e.jobinfo : std::nullopt;
       impl_->port.log(
           LogLevel::Info,
-          log_line({.job_id = e.job.job_id},
-                   "recovery: the journal has attempt {} (submitted at "
-                   "{}) {}, and no job record carries it (the record was lost, or its job id "
-                   "now belongs to a newer job): tearing it down with {} (R_ORPHAN_TEARDOWN)",
-                   attempt, e.job.submit_time,
-                   e.teardown_started ? "with its teardown started"
-                   : e.accepted       ? "set up (job_start returned a jobinfo)"
-                                      : "with job_start started but not reported",
-                   it->second.jobinfo ? "its jobinfo" : "nil jobinfo"));
+          log_line({}, orphan_teardown_line(attempt, e, it->second.jobinfo.has_value())));
     }
     if (!it->second.in_flight)
       start.push_back(attempt);

@@ -15,6 +15,36 @@
 #include <initializer_list>
 
 namespace switchlua {
+
+namespace fsm {
+
+Verdict teardown_verdict(const Outcome &o, const JobSwitchState &s, const CtldConfig &cfg) {
+  // A job still CONFIGURING (the undo of a killed job_start) keeps its
+  // nodes: not in service, as if held.
+  const bool held =
+      s.nodes_held || s.state == JobState::SetupUndoing || s.state == JobState::SetupUndoingEnded;
+  // Killed from outside (not the plugin's own timeout kill: TimedOut) or
+  // lost with the supervisor: retried while the nodes are held
+  // (R_COMPLETE_KILLED), else a failure (R_COMPLETE_KILLED_UNHELD).
+  if (o.kind == OutcomeKind::Signaled || o.kind == OutcomeKind::Abandoned) {
+    if (!held)
+      return Verdict::KilledUnheld;
+    return s.retries < cfg.switch_retries ? Verdict::KilledRetry : Verdict::KilledExhausted;
+  }
+  if (o.kind != OutcomeKind::Returned)
+    return Verdict::Failure;
+  if (o.ret.rc == kSuccess)
+    return Verdict::Success;
+  if (o.ret.rc == kEagain) {
+    if (!s.nodes_held)
+      return Verdict::EagainUnheld;
+    return s.retries < cfg.switch_retries ? Verdict::EagainRetry : Verdict::EagainExhausted;
+  }
+  return o.ret.rc > 0 ? Verdict::OtherPositive : Verdict::Failure;
+}
+
+} // namespace fsm
+
 namespace {
 
 using namespace fsm;
@@ -48,23 +78,6 @@ Verdict setup_verdict(const Outcome &o) {
     return V::TimedOut;
   }
   return V::Failed;
-}
-
-Verdict teardown_verdict(const Outcome &o, const JobSwitchState &s, const CtldConfig &cfg) {
-  // Killed from outside (not the plugin's own timeout kill: TimedOut) or
-  // lost with the supervisor: retried (R_COMPLETE_KILLED).
-  if (o.kind == OutcomeKind::Signaled || o.kind == OutcomeKind::Abandoned)
-    return s.retries < cfg.switch_retries ? V::KilledRetry : V::KilledExhausted;
-  if (o.kind != OutcomeKind::Returned)
-    return V::Failure;
-  if (o.ret.rc == kSuccess)
-    return V::Success;
-  if (o.ret.rc == kEagain) {
-    if (!s.nodes_held)
-      return V::EagainUnheld;
-    return s.retries < cfg.switch_retries ? V::EagainRetry : V::EagainExhausted;
-  }
-  return o.ret.rc > 0 ? V::OtherPositive : V::Failure;
 }
 
 Verdict verdict_of(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
@@ -201,20 +214,17 @@ std::optional<Action> late_job_complete(const Event &e) {
   return std::nullopt;
 }
 
-/// R_LATE_RESULT.  switch.lua contract, job_start timeout: the extra
-/// call's "result is only logged": one line, in any state (the job's own
-/// teardown may be over), at error level unless it returned SUCCESS or a
-/// positive rc other than EAGAIN.  The state is unchanged.
+/// R_LATE_RESULT (late_result_decision(), recovery_fsm.cpp): one line, in
+/// any state (the job's own teardown may be over); the state is unchanged.
 StepResult late_result(const JobSwitchState &s, const Event &e) {
-  StepResult out{.next = s, .actions = {}, .rule = "R_LATE_RESULT"};
-  std::string what = e.outcome ? outcome_text(*e.outcome) : "ended";
-  bool ok = e.outcome && e.outcome->kind == OutcomeKind::Returned && e.outcome->ret.rc >= 0 &&
-            e.outcome->ret.rc != kEagain;
+  const TeardownDecision d = late_result_decision(e.outcome);
+  StepResult out{.next = s, .actions = {}, .rule = d.rule};
   out.actions.push_back(
       {.kind = ActionKind::Log,
-       .reason = fmt::format("{} job_complete for the late setup result {} (only logged{})",
-                             job_tag(s), what, ok ? "" : "; nothing drained, nothing retried"),
-       .error = !ok,
+       .reason =
+           fmt::format("{} job_complete for the late setup result {} (only logged{})", job_tag(s),
+                       d.what, d.error ? "; nothing drained, nothing retried" : ""),
+       .error = d.error,
        .rule = out.rule});
   return out;
 }
@@ -367,6 +377,10 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
 std::vector<std::string_view> rule_ids() {
   std::vector<std::string_view> ids;
   for (const Row &r : rule_table())
+    ids.push_back(r.rule);
+  for (const RecoveryRow &r : recovery_table())
+    ids.push_back(r.rule);
+  for (const OutcomeRow &r : outcome_table())
     ids.push_back(r.rule);
   ids.push_back(kRuleSetupFailuresHeld); // an action rule of every FailSetup row
   ids.push_back("R_IGNORED");

@@ -110,6 +110,11 @@ const Row kRules[] = {
   // ... up to switch_retries times, then drained like any failure.
   {"R_COMPLETE_KILLED_EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::KilledExhausted, S::Done,
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+  // Killed so with the nodes not held (block_job_complete false): a failure,
+  // as a timeout is (switch.lua contract: job_complete EAGAIN, "a retry needs
+  // the nodes held"; the nodes are already back in service).
+  {"R_COMPLETE_KILLED_UNHELD", S::TeardownRunning, E::TeardownResult, V::KilledUnheld, S::Done,
+     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
   {"R_RETRY",                 S::TeardownRetryWait, E::RetryTick,   V::None,          S::TeardownRunning,
      {Do::RunJobCompleteWithJobinfo}},
 
@@ -197,6 +202,69 @@ const Row kRules[] = {
 };
 // clang-format on
 
+// What a restarted slurmctld makes of a job state Slurm saved, by what the
+// journal says of its attempt (switch.lua(5), Restart; adopt_decision()).
+// Slurm saves job state at most every few seconds: the journal is newer.
+// clang-format off
+const RecoveryRow kRecoveryRules[] = {
+  // The journal says the attempt is over: forget it, never launch it again.
+  {"R_RECOVER_FORGOTTEN",           JournalSays::Forgotten,
+     {S::SetupRunning, S::SetupRunningEnded, S::Running, S::SetupFailed, S::SetupAbandoned,
+      S::TeardownRunning, S::TeardownRetryWait, S::SetupUndoing, S::SetupUndoingEnded},
+     S::Done, JobinfoFrom::Nowhere, true, Recovery::ClearConfiguring,
+     "{job} recovery: the journal says attempt {attempt} needs nothing more (Slurm's saved state "
+     "{state} is older): forgotten; not launched again"},
+  // Its teardown had started with a jobinfo: resume that teardown.
+  {"R_RECOVER_TEARDOWN_STARTED",    JournalSays::TeardownStarted,
+     {S::SetupRunning, S::SetupRunningEnded, S::SetupAbandoned},
+     S::TeardownRunning, JobinfoFrom::Journal, true, Recovery::ClearConfiguring,
+     "{job} recovery: the journal says the teardown of attempt {attempt} had started with its "
+     "jobinfo (Slurm's saved state {state} is older): job_start is not run again"},
+  // job_start had returned a jobinfo: Running with it, never run again; a
+  // released launch is not launched a second time ...
+  {"R_RECOVER_ACCEPTED_LAUNCHED",   JournalSays::AcceptedLaunched, {S::SetupRunning},
+     S::Running, JobinfoFrom::Journal, true, Recovery::ClearConfiguring,
+     "{job} recovery: the journal says job_start of attempt {attempt} returned SUCCESS with a "
+     "jobinfo before the crash (Slurm's saved state SetupRunning is older): restored with it, "
+     "job_start is not run again; the launch was released before the crash: not launched again"},
+  // ... one that was not is launched now.
+  {"R_RECOVER_ACCEPTED_LAUNCH_NOW", JournalSays::Accepted, {S::SetupRunning},
+     S::Running, JobinfoFrom::Journal, true, Recovery::LaunchNow,
+     "{job} recovery: the journal says job_start of attempt {attempt} returned SUCCESS with a "
+     "jobinfo before the crash (Slurm's saved state SetupRunning is older): restored with it, "
+     "job_start is not run again; the launch was not released: launching it now"},
+  // Otherwise Slurm's saved state stands (the R_RESTART_* rules then apply).
+  {"R_RECOVER_AS_SAVED",            JournalSays::Nothing, {},
+     S::None, JobinfoFrom::Saved, false, Recovery::Nothing, ""},
+};
+// clang-format on
+
+// Teardowns outside a job's state (orphan_result(), late_result_decision()).
+// An orphan's nodes cannot be held (no job record holds them), so, as for
+// R_COMPLETE_EAGAIN_UNHELD and R_COMPLETE_KILLED_UNHELD, nothing of it is
+// retried (switch.lua contract: job_complete EAGAIN).
+// clang-format off
+const OutcomeRow kOutcomeRules[] = {
+  // An attempt the journal says is not over and no job record carries:
+  // job_complete with its own job table and jobinfo (nil if it never reported).
+  {"R_ORPHAN_TEARDOWN", Teardown::Orphan, V::Recovered,     {Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
+  // rc >= 0 but EAGAIN: torn down.
+  {"R_ORPHAN_OK",       Teardown::Orphan, V::Success,       {Do::LogInfo, Do::ForgetAttempt}},
+  {"R_ORPHAN_OK",       Teardown::Orphan, V::OtherPositive, {Do::LogInfo, Do::ForgetAttempt}},
+  // Anything else is a failure: its job table's nodes are drained.
+  {"R_ORPHAN_FAIL",     Teardown::Orphan, V::EagainUnheld,  {Do::LogError, Do::DrainIfConfigured, Do::ForgetAttempt}},
+  {"R_ORPHAN_FAIL",     Teardown::Orphan, V::KilledUnheld,  {Do::LogError, Do::DrainIfConfigured, Do::ForgetAttempt}},
+  {"R_ORPHAN_FAIL",     Teardown::Orphan, V::Failure,       {Do::LogError, Do::DrainIfConfigured, Do::ForgetAttempt}},
+  // switch.lua contract, job_start timeout: the extra call's "result is
+  // only logged", in any state, at error level unless it succeeded.
+  {"R_LATE_RESULT",     Teardown::Late,   V::Success,       {Do::LogInfo}},
+  {"R_LATE_RESULT",     Teardown::Late,   V::OtherPositive, {Do::LogInfo}},
+  {"R_LATE_RESULT",     Teardown::Late,   V::EagainUnheld,  {Do::LogError}},
+  {"R_LATE_RESULT",     Teardown::Late,   V::KilledUnheld,  {Do::LogError}},
+  {"R_LATE_RESULT",     Teardown::Late,   V::Failure,       {Do::LogError}},
+};
+// clang-format on
+
 // The log lines of the rules that have their own (rule_log_template()).
 // clang-format off
 constexpr std::pair<std::string_view, std::string_view> kRuleLogs[] = {
@@ -221,6 +289,9 @@ constexpr std::pair<std::string_view, std::string_view> kRuleLogs[] = {
                         "job_complete again"},
   {"R_COMPLETE_KILLED", "{job} job_complete {what}: nodes held, running it again at the next "
                         "periodic check (retry {retry} of {retries})"},
+  {"R_COMPLETE_KILLED_UNHELD", "{job} job_complete {what}: its nodes are not held "
+                               "(block_job_complete is false), so it is not run again: a failed "
+                               "teardown"},
   {"R_UNDO_KILLED", "{job} job_complete for the killed job_start of attempt {attempt} {what}: "
                     "running it again (retry {retry} of {retries})"},
   {"R_UNDO_OK", "{job} job_complete for the killed job_start of attempt {attempt} {what}: "
@@ -241,6 +312,14 @@ constexpr std::pair<std::string_view, std::string_view> kRuleLogs[] = {
 
 std::span<const Row> rule_table() {
   return kRules;
+}
+
+std::span<const RecoveryRow> recovery_table() {
+  return kRecoveryRules;
+}
+
+std::span<const OutcomeRow> outcome_table() {
+  return kOutcomeRules;
 }
 
 bool rule_has_own_log(std::string_view rule) {

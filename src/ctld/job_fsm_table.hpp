@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ctld/job_fsm.hpp"
+#include "ctld/recovery_fsm.hpp"
 
 #include <cstdint>
 #include <initializer_list>
@@ -34,6 +35,7 @@ enum class Verdict : std::uint8_t {
   Failure,         // job_complete: negative rc, error, the plugin's own timeout kill
   KilledRetry,     // job_complete: killed from outside or lost with the supervisor, retries left
   KilledExhausted, // job_complete: the same, switch_retries used up
+  KilledUnheld,    // job_complete: the same, but nodes not held: a failure
   Blocking,        // JobEnded with block_job_complete true
   NonBlocking,     // JobEnded with block_job_complete false
   Recovered,       // JobEnded / Recover of a state loaded after a restart
@@ -58,6 +60,7 @@ enum class Do : std::uint8_t {
   ForgetJobinfo,
   LogInfo,
   LogError,
+  ForgetAttempt, // sibling tables: the attempt is over (journal record Forgotten)
 };
 
 struct Row {
@@ -71,6 +74,61 @@ struct Row {
 
 /// The rows, in table order (job_fsm_table.cpp).
 std::span<const Row> rule_table();
+
+/// What the journal says of the attempt of a job state loaded after a
+/// restart (adopt_decision(), recovery_fsm.hpp), strongest fact first.
+enum class JournalSays : std::uint8_t {
+  Forgotten,        // the attempt is over (torn down, declined, failed)
+  TeardownStarted,  // its teardown had started, with a jobinfo
+  AcceptedLaunched, // job_start returned a jobinfo; the launch was released
+  Accepted,         // job_start returned a jobinfo; the launch was not released
+  Nothing,          // nothing newer than Slurm's saved state
+};
+
+/// Where a restart row takes the jobinfo of the state it keeps from.
+enum class JobinfoFrom : std::uint8_t { Saved, Journal, Nowhere };
+
+/// A row of the restart table: a saved state in `saved` whose attempt the
+/// journal says `says` of becomes `next` (None: unchanged), with the
+/// jobinfo `jobinfo` says, and recover_job()'s `hint` when `sets_hint`.
+struct RecoveryRow {
+  std::string_view rule;
+  JournalSays says;
+  std::initializer_list<JobState> saved; // empty: any state
+  JobState next;
+  JobinfoFrom jobinfo;
+  bool sets_hint;
+  Recovery hint;
+  /// The line, a fmt template: {job} "JobId=42", {attempt}, {state} the
+  /// saved state's name; empty: no line.
+  std::string_view log;
+};
+
+/// The restart table, in table order; its last row matches anything.
+std::span<const RecoveryRow> recovery_table();
+
+/// Whose teardown an OutcomeRow is about.
+enum class Teardown : std::uint8_t {
+  Orphan, // an attempt no job record carries any more (R_ORPHAN_*)
+  Late,   // the extra job_complete of a late setup result (R_LATE_RESULT)
+};
+
+/// A row of the table of teardowns outside a job's state: (whose, verdict)
+/// -> actions, among LogInfo, LogError, DrainIfConfigured, ForgetAttempt,
+/// RunJobCompleteWithJobinfo (the orphan's start: its jobinfo, or nil).
+struct OutcomeRow {
+  std::string_view rule;
+  Teardown of;
+  Verdict verdict;
+  std::initializer_list<Do> actions;
+};
+
+/// The table of teardowns outside a job's state, in table order.
+std::span<const OutcomeRow> outcome_table();
+
+/// The Verdict of job_complete's outcome `o` for a job in state `s`
+/// (job_fsm.cpp), for the sibling tables too.
+Verdict teardown_verdict(const Outcome &o, const JobSwitchState &s, const CtldConfig &cfg);
 
 /// The log line of a rule's LogInfo / LogError, a fmt template with named
 /// fields: {job} "JobId=42", {hook} "job_start" or "job_complete" (the call

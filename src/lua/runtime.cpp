@@ -6,6 +6,7 @@
 // call under lua_pcall with a traceback handler, then the contract parser).
 #include "lua/runtime.hpp"
 #include "common/content_hash.hpp"
+#include "lua/broken_pipe.hpp"
 #include "lua/codec.hpp"
 #include "lua/detail.hpp"
 #include "lua/trust.hpp"
@@ -131,6 +132,7 @@ struct Script::Impl {
   Impl(const Impl &) = delete;
   Impl &operator=(const Impl &) = delete;
   ~Impl() {
+    const BrokenPipeIsAnError pipes; // __gc of an io.popen file flushes it
     if (L != nullptr)
       lua_close(L);
   }
@@ -232,7 +234,8 @@ std::vector<std::string> Script::hook_type_errors() const {
 
 Expected<Script> Script::load_impl(const std::string &path, const std::string_view *source,
                                    LogSink sink, Host host, std::size_t memory_limit) {
-  const LocaleGuard keep_locale; // the chunk's top level may call os.setlocale
+  const LocaleGuard keep_locale;   // the chunk's top level may call os.setlocale
+  const BrokenPipeIsAnError pipes; // ... and write to an io.popen helper
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->sink = std::move(sink);
@@ -336,7 +339,8 @@ Expected<int, CallError> push_args(lua_State *L, Hook h, const JobArgs *job, con
 
 Expected<HookReturn, CallError> Script::call(Hook h, const JobArgs *job, const StepArgs *step,
                                              const MsgpackBytes *info) {
-  const LocaleGuard keep_locale; // a hook's os.setlocale ends with the call
+  const LocaleGuard keep_locale;   // a hook's os.setlocale ends with the call
+  const BrokenPipeIsAnError pipes; // a write to a gone io.popen helper: nil, "Broken pipe", 32
   lua_State *L = impl_->L;
   const int base = lua_gettop(L);
   auto error = [&](CallError::Kind kind, std::string message) {

@@ -15,6 +15,7 @@
 // left open, sends one result frame (saying whether it has any child left)
 // and exits 0 without closing the Lua state (its finalizers must not delay
 // or change the reported result).  Exit status 2: no usable request.
+#include "lua/broken_pipe.hpp"
 #include "lua/log_limits.hpp"
 #include "lua/runtime.hpp"
 #include "supervisor/call.hpp"
@@ -225,8 +226,7 @@ void warm_up() {
   job.num_nodes = 1;
   req.job = job.to_msgpack();
   std::optional<Script> state;
-  (void)encode_result(run_hook(
-      req, [](LogLevel, std::string_view) {}, state));
+  (void)encode_result(run_hook(req, [](LogLevel, std::string_view) {}, state));
 }
 
 /// The parent-death signal (kRunnerParentDeathSignal, set before exec by the
@@ -246,6 +246,10 @@ int main(int argc, char **argv) {
     fd = std::atoi(argv[1] + 13);
   ::signal(kRunnerParentDeathSignal, on_parent_death);
   ::signal(SIGTERM, SIG_DFL);
+  // A write to an io.popen helper that exited is a Lua error the script can
+  // handle (nil, "Broken pipe", 32), never this call's death on SIGPIPE
+  // (issue 19); the commands it starts still get SIGPIPE's default.
+  catch_sigpipe_for_good();
   become_oom_victim();
   // Commands the script runs (os.execute, io.popen) must not hold the channel.
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);

@@ -380,6 +380,53 @@ TEST(Simulate, OsExitInAStepHookIsALuaErrorNotTheEndOfTheHost) {
   EXPECT_EQ(refused, 2) << r.out; // one per node
 }
 
+// Issue 19 item 7: a script whose io.popen helper exits before reading
+// what the script writes (test/fixtures/broken_pipe.lua, in every hook) gets
+// a Lua value ("Broken pipe", 32), in the runner's job_start and
+// job_complete and in the step hooks that simulate runs in-process: the
+// simulation ends normally (it exited 141, SIGPIPE, in step_init).
+TEST(Simulate, ABrokenPipeIsALuaValueInEveryHookNotTheEndOfTheHost) {
+  const std::string script = SWITCHLUA_SOURCE_ROOT "/test/fixtures/broken_pipe.lua";
+  CmdResult r = run("simulate " + script + " --json --network fabric");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["job_state"], "COMPLETED") << j.dump(1);
+  ASSERT_EQ(j["result"]["steps"].size(), 1u) << j.dump(1);
+  EXPECT_FALSE(j["result"]["steps"][0]["failed"].get<bool>()) << j.dump(1);
+  EXPECT_EQ(j["result"]["steps"][0]["env"]["node1"]["SWITCHLUA_PIPE_PROBE"],
+            "write=nil Broken pipe 32; child=signal 13")
+      << j.dump(1);
+  int probes = 0;
+  for (const auto &e : j["timeline"])
+    probes +=
+        e["text"].get<std::string>().find(
+            "broken pipe probe: write=nil Broken pipe 32; child=signal 13") != std::string::npos;
+  // job_start, job_complete, and preinit, init, postfini on each node.
+  const int nodes = static_cast<int>(j["result"]["nodes"].size());
+  EXPECT_EQ(probes, 2 + 3 * nodes) << r.out;
+}
+
+// Issue 19 item 7, switch-lua(1) TIMELINE: the step hooks' verbose lines
+// are shown (a hook that returned 0), slurmctld's debug lines (the rule
+// ids of the transitions) are not.
+TEST(Simulate, TheTimelineShowsTheLevelsTheManPageSays) {
+  fs::path p = fs::temp_directory_path() / "switchlua-levels.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job) return slurm.SUCCESS, {x = 1} end\n"
+                      "function slurm_switch_job_complete(job, ji) return slurm.SUCCESS end\n"
+                      "function slurm_switch_step_preinit(step, si) return 0 end\n";
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  int verbose = 0, debug = 0;
+  for (const auto &e : j["timeline"]) {
+    const std::string t = e["text"].get<std::string>();
+    verbose += t.find("step_preinit returned 0") != std::string::npos;
+    debug += t.find("SetupRequested -> SetupRunning (R_SETUP)") != std::string::npos;
+  }
+  EXPECT_EQ(verbose, static_cast<int>(j["result"]["nodes"].size())) << r.out;
+  EXPECT_EQ(debug, 0) << r.out;
+}
+
 TEST(Simulate, NonUtf8LogLineGivesValidJson) {
   // Issue: one non-UTF-8 byte in a log line made simulate --json abort.
   fs::path p = fs::temp_directory_path() / "switchlua-latin1.lua";

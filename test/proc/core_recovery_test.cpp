@@ -189,6 +189,37 @@ TEST(CoreRecovery, AttemptWhoseJobIdBelongsToANewerJobIsTornDownWithItsOwnTable)
   EXPECT_EQ(jr.table().forgotten.count(old_attempt), 1u);
 }
 
+// Issue 19 item 7: an orphan's nodes cannot be held (no job record holds
+// them), so its EAGAIN is a failure (switch.lua contract, job_complete
+// EAGAIN): drained at once, forgotten, never run again at a periodic check.
+TEST(CoreRecovery, R_ORPHAN_FAIL_AnOrphansEagainDrainsAtOnceAndIsNotRetried) {
+  TempDir d;
+  JobArgs old = job(7, 1000);
+  old.name = "eagain";
+  setup_then_crash(d, old);
+  std::int64_t attempt;
+  {
+    Journal jr(d.journal(), [](bool, const std::string &) {});
+    ASSERT_EQ(jr.table().live.size(), 1u);
+    attempt = jr.table().live.begin()->first;
+  }
+  FakeSlurm slurm;
+  CtldCore core(options(d), slurm);
+  core.reconcile_journal();
+  ASSERT_TRUE(settle(core, [&] { return slurm.logged("R_ORPHAN_FAIL"); })) << slurm.all_logs();
+  EXPECT_TRUE(slurm.did("drain node1: switch teardown failed: JobId=7 switch/lua job_complete (job "
+                        "record gone) returned slurm.EAGAIN but its nodes cannot be held (job "
+                        "record gone)"))
+      << slurm.all_logs();
+  core.retry_now();
+  core.retry_now();
+  core.drain_events();
+  EXPECT_EQ(slurm.count_logged("complete job_id=7 submit_time=1000"), 1) << slurm.all_logs();
+  EXPECT_FALSE(slurm.logged("running it again")) << slurm.all_logs();
+  Journal jr(d.journal(), [](bool, const std::string &) {});
+  EXPECT_EQ(jr.table().forgotten.count(attempt), 1u);
+}
+
 namespace {
 
 /// The supervisor the core started: our child running switch-lua-supervisor.

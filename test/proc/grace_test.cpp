@@ -44,6 +44,25 @@ TEST(Grace, HelperThatTrapsTermCleansUpWithinTheGrace) {
   std::remove(marker.c_str());
 }
 
+// Issue 19 item 7, switch.lua(5) Timeout: the runner dies at the deadline,
+// but the call ends when its outcome is delivered, and that waits for the
+// rest of its process group: a helper whose cleanup takes 0.5 s has
+// finished it (and is gone) when the outcome arrives, so nothing the call
+// started outlives the call.
+TEST(Grace, TheOutcomeWaitsForTheGroupSoNothingOutlivesTheCall) {
+  const std::string marker = marker_path();
+  std::remove(marker.c_str());
+  SyncClient c;
+  CallRequest req = request("term_trap_slow", 1s);
+  req.job.name = marker;
+  req.kill_grace = 5s;
+  CallResult r = c.run(req);
+  EXPECT_EQ(r.outcome.kind, OutcomeKind::TimedOut) << describe(r.outcome);
+  EXPECT_EQ(read_file(marker), "cleaned up\n") << "the outcome came before the group was gone";
+  EXPECT_TRUE(r.outcome.escapees.empty());
+  std::remove(marker.c_str());
+}
+
 TEST(Grace, ZeroGraceKillsAtOnceSoTheTrapNeverRuns) {
   const std::string marker = marker_path();
   std::remove(marker.c_str());

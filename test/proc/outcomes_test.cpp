@@ -36,6 +36,25 @@ TEST(Outcomes, JobCompleteReceivesTheJobinfo) {
   EXPECT_EQ(r.outcome.ret.rc, kEagain); // the fixture's "jobinfo arrived" answer
 }
 
+// Issue 19 item 7: a write to an io.popen helper that exited before reading
+// it is a Lua value the script can handle (nil, "Broken pipe", 32), never
+// the runner's death on SIGPIPE (job_start was reported "timed out ... died
+// on signal 13"); a command the script starts still dies of SIGPIPE.
+TEST(Outcomes, ABrokenPipeIsALuaValueNotTheRunnersDeath) {
+  SyncClient c;
+  CallResult start = c.run(request("broken_pipe"));
+  ASSERT_EQ(start.outcome.kind, OutcomeKind::Returned) << describe(start.outcome);
+  EXPECT_EQ(start.outcome.ret.rc, kSuccess);
+  EXPECT_EQ(json(start.outcome.ret.jobinfo),
+            R"({"seen":"write=nil Broken pipe 32; child=signal 13"})");
+  CallRequest req = request("broken_pipe");
+  req.hook = Hook::JobComplete;
+  req.jobinfo = start.outcome.ret.jobinfo;
+  CallResult done = c.run(req);
+  ASSERT_EQ(done.outcome.kind, OutcomeKind::Returned) << describe(done.outcome);
+  EXPECT_EQ(done.outcome.ret.rc, kSuccess) << testing::PrintToString(done.logs);
+}
+
 TEST(Outcomes, AFinalizerThatNeverEndsDoesNotDelayTheResult) {
   // The runner exits without closing the call's Lua state; closing it would
   // run the endless __gc and the call would time out instead.

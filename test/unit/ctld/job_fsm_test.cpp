@@ -551,7 +551,7 @@ std::vector<Case> cases() {
        "",
        "R_RESTART_UNDO"},
       {"R_COMPLETE_KILLED_SignalFromOutsideIsRetriedHeld",
-       state(S::TeardownRunning),
+       with(state(S::TeardownRunning), held),
        E::TeardownResult,
        with_kind(OutcomeKind::Signaled, ""),
        def,
@@ -559,6 +559,26 @@ std::vector<Case> cases() {
        {A::ScheduleRetry},
        "",
        "R_COMPLETE_KILLED"},
+      // Issue 19 item 7: with block_job_complete false the nodes are back in
+      // service, so the killed teardown is a failure, not a retry.
+      {"R_COMPLETE_KILLED_UNHELD_SignalWithTheNodesInServiceDrains",
+       state(S::TeardownRunning),
+       E::TeardownResult,
+       with_kind(OutcomeKind::Signaled, ""),
+       def,
+       S::Done,
+       {A::DrainNodes, A::ReleaseNodes},
+       "switch teardown failed: JobId=42 switch/lua job_complete died on signal 0",
+       "R_COMPLETE_KILLED_UNHELD"},
+      {"R_COMPLETE_KILLED_UNHELD_LostWithTheSupervisorDrainsToo",
+       state(S::TeardownRunning),
+       E::TeardownResult,
+       with_kind(OutcomeKind::Abandoned, "switch-lua-supervisor died"),
+       def,
+       S::Done,
+       {A::DrainNodes, A::ReleaseNodes},
+       "switch teardown failed: JobId=42 switch/lua job_complete",
+       "R_COMPLETE_KILLED_UNHELD"},
       {"R_COMPLETE_KILLED_LostWithTheSupervisorIsRetried",
        with(state(S::TeardownRunning), held),
        E::TeardownResult,
@@ -698,17 +718,21 @@ TEST_P(JobFsmRule, FollowsTheContract) {
 INSTANTIATE_TEST_SUITE_P(Rules, JobFsmRule, testing::ValuesIn(cases()),
                          [](const testing::TestParamInfo<Case> &i) { return i.param.name; });
 
-// Rules whose cases are TEST()s below rather than rows of cases().
-const std::vector<const char *> kRulesTestedOutsideTheTable = {};
-
 // Issue 13: every row of the rule table has a test named after its id (one
-// grep of the id finds the row, its test and its man-page entry).
+// grep of the id finds the row, its test and its man-page entry).  Issue
+// 19: the rows of the sibling tables (recovery_fsm.hpp) too, whose tests
+// are TEST()s of this binary (recovery_fsm_test.cpp): every test of the
+// binary counts, by the rule its name starts with.
 TEST(JobFsm, EveryRuleHasATestNamedAfterIt) {
   std::set<std::string> tested;
   for (const Case &c : cases())
     tested.insert(rule_of_test_name(c.name));
-  for (const char *extra : kRulesTestedOutsideTheTable)
-    tested.insert(extra);
+  const testing::UnitTest &all = *testing::UnitTest::GetInstance();
+  for (int i = 0; i < all.total_test_suite_count(); ++i) {
+    const testing::TestSuite &suite = *all.GetTestSuite(i);
+    for (int k = 0; k < suite.total_test_count(); ++k)
+      tested.insert(rule_of_test_name(suite.GetTestInfo(k)->name()));
+  }
   for (std::string_view id : rule_ids())
     EXPECT_TRUE(tested.count(std::string(id))) << id << " has no test case named after it";
 }
@@ -850,17 +874,36 @@ TEST(JobFsm, R_RESTART_UNKNOWN_AbandonedSetupHoldsNodesOnlyWhenBlocking) {
   EXPECT_TRUE(r.next.nodes_held);
 }
 
-TEST(JobFsm, R_COMPLETE_KILLED_KeepsTheNodesAsTheyWere) {
+TEST(JobFsm, R_COMPLETE_KILLED_KeepsTheNodesHeld) {
   Outcome killed = with_kind(OutcomeKind::Signaled, "");
-  StepResult r =
-      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &killed}, {});
-  EXPECT_EQ(r.rule, "R_COMPLETE_KILLED");
-  EXPECT_TRUE(holds(r).empty());
-  EXPECT_FALSE(r.next.nodes_held) << "block_job_complete false: the nodes stay in service";
   JobSwitchState h = state(S::TeardownRunning);
   h.nodes_held = true;
-  r = step(h, Event{.kind = E::TeardownResult, .outcome = &killed}, {});
+  StepResult r = step(h, Event{.kind = E::TeardownResult, .outcome = &killed}, {});
+  EXPECT_EQ(r.rule, "R_COMPLETE_KILLED");
+  EXPECT_TRUE(holds(r).empty());
   EXPECT_TRUE(r.next.nodes_held);
+}
+
+// Issue 19 item 7: a killed job_complete with block_job_complete false is
+// not run again while its nodes are back in service: its line says so, and
+// no line says "nodes held".
+TEST(JobFsm, R_COMPLETE_KILLED_UNHELD_TheLogLineSaysTheNodesAreNotHeld) {
+  Outcome killed = with_kind(OutcomeKind::Signaled, "");
+  killed.signal = 9;
+  StepResult r =
+      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &killed}, {});
+  EXPECT_EQ(r.rule, "R_COMPLETE_KILLED_UNHELD");
+  EXPECT_FALSE(r.next.nodes_held);
+  std::vector<std::string> logs;
+  for (const Action &a : r.actions)
+    if (a.kind == A::Log)
+      logs.push_back(a.reason);
+  EXPECT_EQ(logs, std::vector<std::string>{"JobId=42 job_complete died on signal 9: its nodes are "
+                                           "not held (block_job_complete is false), so it is not "
+                                           "run again: a failed teardown"});
+  EXPECT_EQ(std::count_if(r.actions.begin(), r.actions.end(),
+                          [](const Action &a) { return a.kind == A::ScheduleRetry; }),
+            0);
 }
 
 // The log line says that the killed teardown runs again (a rule id renamed
@@ -877,8 +920,9 @@ TEST(JobFsm, R_COMPLETE_KILLED_TheLogLineSaysItRunsAgain) {
         text = a.reason;
     return text;
   };
-  StepResult r =
-      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &killed}, cfg);
+  JobSwitchState h = state(S::TeardownRunning);
+  h.nodes_held = true;
+  StepResult r = step(h, Event{.kind = E::TeardownResult, .outcome = &killed}, cfg);
   EXPECT_EQ(log_of(r), "JobId=42 job_complete died on signal 9: nodes held, running it again at "
                        "the next periodic check (retry 1 of 3)");
   JobSwitchState u = state(S::SetupUndoing);

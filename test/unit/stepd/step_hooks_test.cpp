@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <clocale>
+#include <csignal>
 
 #include <filesystem>
 #include <fstream>
@@ -225,3 +226,55 @@ TEST(StepHooks, MissingHooksProceed) {
 }
 
 } // namespace
+
+namespace {
+
+extern "C" void stepd_like_sigpipe(int) {}
+
+/// SIGPIPE's handler now.
+void (*sigpipe_handler())(int) {
+  struct sigaction now{};
+  ::sigaction(SIGPIPE, nullptr, &now);
+  return now.sa_handler;
+}
+
+/// The three step hooks of test/fixtures/broken_pipe.lua: each writes 1 MiB
+/// to an io.popen helper that exits without reading it; 0 only if the write
+/// gave nil, "Broken pipe", 32 and a command it started died of SIGPIPE.
+void expect_step_hooks_survive_a_broken_pipe() {
+  Logged log;
+  auto h = StepHooks::load(SWITCHLUA_FIXTURES "/broken_pipe.lua", log.sink());
+  ASSERT_TRUE(h) << h.error().message;
+  EXPECT_EQ(h->preinit(step(), &kInfo).rc, 0);
+  StepVerdict init = h->init(step(), &kInfo);
+  EXPECT_EQ(init.rc, 0);
+  ASSERT_EQ(init.env.size(), 1u);
+  EXPECT_EQ(init.env[0], (EnvOp{EnvOp::Kind::Set, "SWITCHLUA_PIPE_PROBE",
+                                "write=nil Broken pipe 32; child=signal 13"}));
+  EXPECT_EQ(h->postfini(step(), &kInfo).rc, 0);
+}
+
+} // namespace
+
+// Issue 19 item 7: in a process whose SIGPIPE is SIG_DFL (switch-lua
+// simulate; this test), a broken pipe in a step hook is a Lua value, not
+// the process's death, and SIG_DFL is back after the call: the host's
+// disposition is not changed for good.
+TEST(StepHooks, ABrokenPipeIsALuaValueAndSigpipeIsDefaultAgainAfterTheCall) {
+  ASSERT_EQ(sigpipe_handler(), SIG_DFL);
+  expect_step_hooks_survive_a_broken_pipe();
+  EXPECT_EQ(sigpipe_handler(), SIG_DFL);
+}
+
+// slurmstepd 24.11 catches SIGPIPE itself (conmgr): its handler is left in
+// place, before, during and after the hooks.
+TEST(StepHooks, ABrokenPipeLeavesSlurmstepdsOwnSigpipeHandlerInPlace) {
+  struct sigaction sa{};
+  sa.sa_handler = stepd_like_sigpipe;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction before{};
+  ::sigaction(SIGPIPE, &sa, &before);
+  expect_step_hooks_survive_a_broken_pipe();
+  EXPECT_EQ(sigpipe_handler(), &stepd_like_sigpipe);
+  ::sigaction(SIGPIPE, &before, nullptr);
+}
