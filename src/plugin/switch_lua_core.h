@@ -148,8 +148,6 @@ void slc_set_slurm_user(uint32_t uid);
  * switch-lua-runner. */
 int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char *slurmctld_params,
                   const char *libexec_dir, const char *state_dir);
-/* Re-read SlurmctldParameters; on error keep the old values.  RET 0 / -1. */
-int slc_ctld_reconfigure(const char *slurmctld_params);
 /* Kill every supervised child and stop the supervisor (switch_p_save before
  * a reconfigure re-exec, and fini). */
 void slc_ctld_stop_children(void);
