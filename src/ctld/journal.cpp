@@ -79,23 +79,19 @@ Expected<void> decode_failure_count(const std::optional<std::string_view> &bytes
   const Error e = bad("a 'setup failure counted' record with a bad count");
   if (!bytes)
     return Unexpected<Error>{bad("a 'setup failure counted' record without its count")};
-  try {
-    std::size_t off = 0;
-    auto oh = msgpack::unpack(bytes->data(), bytes->size(), off, nullptr, nullptr,
-                              msgpack::unpack_limit(2, 0, 0, 0, 0, 2));
-    const msgpack::object &c = oh.get();
-    if (off != bytes->size() || c.type != msgpack::type::ARRAY || c.via.array.size != 2)
-      return Unexpected<Error>{e};
-    const msgpack::object *v = c.via.array.ptr;
-    for (int i = 0; i < 2; ++i)
-      if (v[i].type != msgpack::type::POSITIVE_INTEGER || v[i].via.u64 > UINT32_MAX)
-        return Unexpected<Error>{e};
-    r.failures = static_cast<std::uint32_t>(v[0].via.u64);
-    r.restart_count = static_cast<std::uint32_t>(v[1].via.u64);
-    return {};
-  } catch (const std::exception &) {
+  auto oh = unpack_one(*bytes, msgpack::unpack_limit(2, 0, 0, 0, 0, 2), "count");
+  if (!oh)
     return Unexpected<Error>{e};
-  }
+  const msgpack::object &c = oh->get();
+  if (c.type != msgpack::type::ARRAY || c.via.array.size != 2)
+    return Unexpected<Error>{e};
+  const msgpack::object *v = c.via.array.ptr;
+  for (int i = 0; i < 2; ++i)
+    if (v[i].type != msgpack::type::POSITIVE_INTEGER || v[i].via.u64 > UINT32_MAX)
+      return Unexpected<Error>{e};
+  r.failures = static_cast<std::uint32_t>(v[0].via.u64);
+  r.restart_count = static_cast<std::uint32_t>(v[1].via.u64);
+  return {};
 }
 
 } // namespace
