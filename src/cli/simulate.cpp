@@ -327,8 +327,7 @@ static bool block_job_complete(const SimulateOptions &o, const CoreOptions &co, 
 /// Preflight: a script the controller refuses (switch-lua check) is not
 /// simulated, its calls would only fail to load.  False after the message.
 static bool controller_accepts(const std::string &script) {
-  auto pre = Script::load(
-      script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
+  auto pre = Script::load(script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
   const auto errors = controller_errors(pre);
   if (errors.empty())
     return true;
@@ -441,8 +440,7 @@ int run_simulate(const SimulateOptions &o) {
       sim.user_cancel();
   }
   auto limit = o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(10);
-  wait_for(
-      *core, [&] { return !setup_pending(*core, job.job_id); }, limit);
+  wait_for(*core, [&] { return !setup_pending(*core, job.job_id); }, limit);
   const std::vector<StepReport> steps = steps_of_a_set_up_job(o, job, *core, sim);
   if (!sim.job_ended())
     end_the_job(o, steps, sim);

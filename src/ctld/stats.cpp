@@ -298,7 +298,7 @@ void StatusPublisher::publish() {
   std::lock_guard g(write_mu_);
   const std::uint64_t v = stats_.version();
   std::int64_t journal_bytes = 0;
-  struct stat st {};
+  struct stat st{};
   if (!journal_path_.empty() && ::stat(journal_path_.c_str(), &st) == 0)
     journal_bytes = st.st_size;
   const auto written = std::chrono::duration_cast<std::chrono::seconds>(

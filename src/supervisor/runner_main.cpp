@@ -225,8 +225,7 @@ void warm_up() {
   job.num_nodes = 1;
   req.job = job.to_msgpack();
   std::optional<Script> state;
-  (void)encode_result(run_hook(
-      req, [](LogLevel, std::string_view) {}, state));
+  (void)encode_result(run_hook(req, [](LogLevel, std::string_view) {}, state));
 }
 
 /// The parent-death signal (kRunnerParentDeathSignal, set before exec by the

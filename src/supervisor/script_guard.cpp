@@ -29,7 +29,7 @@ bool same_file_state(const struct stat &a, const struct stat &b) {
 
 std::optional<ScriptGuard::Candidate> ScriptGuard::check(const std::string &path) {
   Entry &e = entries_[path];
-  struct stat st {};
+  struct stat st{};
   if (::stat(path.c_str(), &st) != 0) {
     // Gone or unreadable: a candidate whose validation reports why.
     // Refused already (settle()): not again, or every dispatch would start
@@ -134,7 +134,7 @@ std::optional<std::string> header_field(std::string_view s, std::size_t &pos,
 } // namespace
 
 Expected<GoodCopy> read_good_copy(const std::string &copy) {
-  struct stat st {};
+  struct stat st{};
   if (::lstat(copy.c_str(), &st) != 0 && errno == ENOENT)
     return fail("missing");
   auto bytes = read_trusted_file(copy, slurm_user());

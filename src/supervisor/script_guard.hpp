@@ -34,8 +34,8 @@
 //   <the good version's bytes>
 #pragma once
 
-#include "common/expected.hpp"
 #include "common/content_hash.hpp"
+#include "common/expected.hpp"
 
 #include <map>
 #include <optional>
@@ -92,7 +92,7 @@ public:
 private:
   struct Entry {
     bool seen = false;
-    struct stat st {};
+    struct stat st{};
     std::optional<Version> good;
     std::string refused_hash;
   };

@@ -60,7 +60,7 @@ struct SyncLog {
 SyncLog *g_sync = nullptr;
 
 int logged_fsync(int fd) {
-  struct stat st {};
+  struct stat st{};
   ::fstat(fd, &st);
   g_sync->calls.push_back({S_ISDIR(st.st_mode), st.st_ino});
   if (static_cast<int>(g_sync->calls.size()) == g_sync->fail_at) {
@@ -77,7 +77,7 @@ struct SyncSeam {
 };
 
 ino_t inode_of(const std::string &path) {
-  struct stat st {};
+  struct stat st{};
   EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
   return st.st_ino;
 }
@@ -98,7 +98,7 @@ TEST(AtomicFile, SetsTheModeAskedForWhateverTheUmask) {
   auto r = write_file_atomically(d.file(), "x", {.mode = 0644});
   ::umask(old);
   ASSERT_TRUE(r) << r.error().message;
-  struct stat st {};
+  struct stat st{};
   ASSERT_EQ(::stat(d.file().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0644u);
 }
