@@ -50,7 +50,7 @@ std::optional<uid_t> slurm_user_for(const std::string &opt, const std::string &s
   }
   std::error_code ec;
   auto dir = std::filesystem::absolute(script, ec).parent_path();
-  struct stat st {};
+  struct stat st{};
   if (!ec && ::stat((dir / "slurm.conf").c_str(), &st) == 0)
     return st.st_uid;
   return 0;

@@ -30,7 +30,9 @@ struct Error {
 };
 
 /// Wraps an error value so `Expected<T, E>` can be built from it.
-template <typename E> struct Unexpected { E error; };
+template <typename E> struct Unexpected {
+  E error;
+};
 
 /// Builds an `Unexpected<Error>` from a message.
 inline Unexpected<Error> fail(std::string message) {

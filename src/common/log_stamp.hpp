@@ -20,7 +20,7 @@
 //
 // The stamp ends where the line's own words begin: text that starts with
 // ':' is attached to the stamp, any other text follows one space.  The C
-// glue gets the same stamp through slc_log_stamp() (switch_lua_core.h).
+// glue gets the same subject through slc_log_subject() (switch_lua_core.h).
 #pragma once
 
 #include <cstdint>

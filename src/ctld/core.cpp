@@ -6,7 +6,7 @@
 //                                                 ▲              │ RunJob*: submit
 //   worker thread ──lock──▶ pop event ────────────┘              ▼
 //        ▲                                          SupervisorClient (own thread)
-//        └──────────── queue ◀── on_outcome ◀──────────────────┘
+//        └──────────── queue ◀── enqueue ◀─────────────────────┘
 //
 // This file: the worker, apply() and execute(), and CtldCore's public calls
 // but the recovery ones.  Hook calls: core_calls.cpp; the journal and the

@@ -134,7 +134,9 @@ public:
   void reconcile_journal();
   /// The current state of a job, if any (copy).
   std::optional<JobSwitchState> state_of(std::uint32_t job_id) const;
-  /// New SlurmctldParameters values; calls in flight keep their timeout.
+  /// Replaces the settings (tests only: the plugin reads SlurmctldParameters
+  /// once, at init, since a reconfigure re-execs slurmctld); calls in
+  /// flight keep their timeout.
   void set_config(const CtldConfig &c);
   CtldConfig config() const;
   /// switch_p_save, before slurmctld exits or re-execs (reconfigure): kills

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ctld/journal.hpp"
 
+#include "common/atomic_file.hpp"
 #include "common/log_stamp.hpp"
+#include "common/msgpack_write.hpp"
 #include "common/record.hpp"
 
 #include <array>
@@ -47,15 +49,6 @@ std::optional<std::string_view> bin_or_nil(const msgpack::object &o, bool &ok) {
   return std::string_view(o.via.bin.ptr, o.via.bin.size);
 }
 
-void pack_bin_or_nil(msgpack::packer<msgpack::sbuffer> &pk, const std::optional<std::string> &b) {
-  if (!b) {
-    pk.pack_nil();
-    return;
-  }
-  pk.pack_bin(static_cast<std::uint32_t>(b->size()));
-  pk.pack_bin_body(b->data(), static_cast<std::uint32_t>(b->size()));
-}
-
 bool write_all(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());
@@ -66,21 +59,6 @@ bool write_all(int fd, std::string_view data) {
     data.remove_prefix(static_cast<std::size_t>(n));
   }
   return true;
-}
-
-std::string dir_of(const std::string &path) {
-  auto slash = path.rfind('/');
-  if (slash == std::string::npos)
-    return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-void fsync_dir(const std::string &path) {
-  int d = ::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (d >= 0) {
-    (void)::fsync(d);
-    ::close(d);
-  }
 }
 
 /// A msgpack integer that fits int64_t, into `out`; false if it is not one.
@@ -101,23 +79,19 @@ Expected<void> decode_failure_count(const std::optional<std::string_view> &bytes
   const Error e = bad("a 'setup failure counted' record with a bad count");
   if (!bytes)
     return Unexpected<Error>{bad("a 'setup failure counted' record without its count")};
-  try {
-    std::size_t off = 0;
-    auto oh = msgpack::unpack(bytes->data(), bytes->size(), off, nullptr, nullptr,
-                              msgpack::unpack_limit(2, 0, 0, 0, 0, 2));
-    const msgpack::object &c = oh.get();
-    if (off != bytes->size() || c.type != msgpack::type::ARRAY || c.via.array.size != 2)
-      return Unexpected<Error>{e};
-    const msgpack::object *v = c.via.array.ptr;
-    for (int i = 0; i < 2; ++i)
-      if (v[i].type != msgpack::type::POSITIVE_INTEGER || v[i].via.u64 > UINT32_MAX)
-        return Unexpected<Error>{e};
-    r.failures = static_cast<std::uint32_t>(v[0].via.u64);
-    r.restart_count = static_cast<std::uint32_t>(v[1].via.u64);
-    return {};
-  } catch (const std::exception &) {
+  auto oh = unpack_one(*bytes, msgpack::unpack_limit(2, 0, 0, 0, 0, 2), "count");
+  if (!oh)
     return Unexpected<Error>{e};
-  }
+  const msgpack::object &c = oh->get();
+  if (c.type != msgpack::type::ARRAY || c.via.array.size != 2)
+    return Unexpected<Error>{e};
+  const msgpack::object *v = c.via.array.ptr;
+  for (int i = 0; i < 2; ++i)
+    if (v[i].type != msgpack::type::POSITIVE_INTEGER || v[i].via.u64 > UINT32_MAX)
+      return Unexpected<Error>{e};
+  r.failures = static_cast<std::uint32_t>(v[0].via.u64);
+  r.restart_count = static_cast<std::uint32_t>(v[1].via.u64);
+  return {};
 }
 
 } // namespace
@@ -165,22 +139,22 @@ std::string encode_journal_body(const JournalRecord &r) {
   pk.pack_array(8);
   const bool v2 =
       r.kind == JournalKind::SetupFailureCounted || r.kind == JournalKind::SetupFailuresCleared;
-  pk.pack(kMagic);
+  pack_str(pk, kMagic);
   pk.pack(static_cast<std::uint32_t>(v2 ? 2 : 1));
   pk.pack(static_cast<std::uint32_t>(r.kind));
   pk.pack_int64(r.attempt);
   pk.pack_uint32(r.job_id);
   pk.pack_int64(r.submit_time);
-  pack_bin_or_nil(pk, r.job ? std::optional<std::string>(r.job->to_msgpack()) : std::nullopt);
+  pack_opt_bin(pk, r.job ? std::optional<std::string>(r.job->to_msgpack()) : std::nullopt);
   if (r.kind == JournalKind::SetupFailureCounted) {
     msgpack::sbuffer cnt;
     msgpack::packer<msgpack::sbuffer> cp(cnt);
     cp.pack_array(2);
     cp.pack_uint32(r.failures);
     cp.pack_uint32(r.restart_count);
-    pack_bin_or_nil(pk, std::string(cnt.data(), cnt.size()));
+    pack_bin(pk, std::string_view(cnt.data(), cnt.size()));
   } else {
-    pack_bin_or_nil(pk, r.jobinfo);
+    pack_opt_bin(pk, r.jobinfo);
   }
   return std::string(buf.data(), buf.size());
 }
@@ -486,25 +460,14 @@ bool Journal::compact() {
   std::string image(kJournalHeader);
   for (const JournalRecord &r : table_.snapshot())
     image += frame_journal_record(r);
-  std::string tmp = path_ + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  bool ok = fd >= 0 && write_all(fd, image) && ::fsync(fd) == 0;
-  int err = errno;
-  if (fd >= 0)
-    ::close(fd);
-  if (ok && ::rename(tmp.c_str(), path_.c_str()) != 0) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    log_(true, log_line({},
-                        "journal {}: compaction failed: {}; appending to the old "
-                        "file",
-                        path_, std::strerror(err)));
+  auto written = write_file_atomically(path_, image);
+  if (!written && !written.error().replaced) {
+    log_(true, log_line({}, "journal {}: compaction failed: {}; appending to the old file", path_,
+                        written.error().message));
     return false;
   }
-  fsync_dir(path_);
+  if (!written) // the snapshot is in place; only its rename may not be on disk yet
+    log_(true, log_line({}, "journal {}: compacted, but {}", path_, written.error().message));
   // Many live attempts make a large snapshot: compact again only once the
   // file has doubled.
   compact_at_ = std::max(kJournalCompactBytes, 2 * image.size());

@@ -25,7 +25,7 @@
 // jobinfo.  A decoder of version N reads every version <= N and refuses
 // newer ones (kJournalVersion is the newest this build reads).
 //
-// Damage (Journal::open):
+// Damage (found when the Journal is constructed):
 //   torn tail     the last record is incomplete or fails its checksum and
 //                 nothing follows it (a crash during an append): the file
 //                 is truncated to the last good record, one log line.
@@ -161,9 +161,11 @@ public:
   Journal(const Journal &) = delete;
   Journal &operator=(const Journal &) = delete;
 
-  /// Appends the records and fsyncs them, before the caller acts.  Compacts
-  /// first when the file is past kJournalCompactBytes.  A write error is
-  /// logged (once per failure streak) and the table still changes.
+  /// Appends the records and fdatasyncs them, before the caller acts.  When
+  /// the file is past kJournalCompactBytes (or twice its last snapshot, if
+  /// that is larger) it is compacted instead, the snapshot holding the new
+  /// records.  A write error is logged (once per failure streak) and the
+  /// table still changes.
   void append(const std::vector<JournalRecord> &records);
   const JournalTable &table() const { return table_; }
   /// A fresh attempt id: microseconds since the epoch, greater than every
@@ -172,8 +174,10 @@ public:
   /// Whether the file is in use (it could be opened).
   bool active() const { return fd_ >= 0; }
   const std::string &path() const { return path_; }
-  /// Rewrites the file as a snapshot of table() (temp file, fsync, rename,
-  /// fsync of the folder).  False (logged) when that failed.
+  /// Rewrites the file as a snapshot of table() (common/atomic_file.hpp:
+  /// temp file, fsync, rename, fsync of the folder).  False (logged) when
+  /// the old file is still in place; a failed fsync of the folder only is
+  /// logged and counts as done.
   bool compact();
 
 private:

@@ -43,8 +43,9 @@ std::string encode_job_state(const JobSwitchState *s);
 
 /// Decodes a record.  nullopt for "absent".  On return the state has
 /// `recovered` set (no hook call survives a restart).  Errors name what is
-/// wrong: "switch/lua job state: truncated record (12 bytes)", "... version 7
-/// is newer than this plugin's 1", "... field 'state': unknown state 'Foo'".
+/// wrong: "switch/lua job state: truncated record (12 bytes)", "... record
+/// version 7 is newer than this plugin's 2", "... field 'state': unknown
+/// state 'Foo'", "... field 'held' is nil, expected a boolean".
 Expected<std::optional<JobSwitchState>> decode_job_state(std::string_view bytes);
 
 } // namespace switchlua

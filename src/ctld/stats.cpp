@@ -3,15 +3,13 @@
 // CtldStats and StatusPublisher (ctld/stats.hpp).
 #include "ctld/stats.hpp"
 
+#include "common/atomic_file.hpp"
 #include "common/log_stamp.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -276,37 +274,6 @@ std::string status_summary(const StatsSnapshot &s) {
       rt(Hook::JobStart), rt(Hook::JobComplete));
 }
 
-Expected<void> write_file_atomically(const std::string &path, const std::string &text) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return fail(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
-  std::size_t off = 0;
-  while (off < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return fail(fmt::format("cannot write {}: {}", tmp, std::strerror(e)));
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    return fail(fmt::format("cannot sync {}: {}", tmp, std::strerror(e)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    return fail(fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(e)));
-  }
-  return {};
-}
-
 StatusPublisher::StatusPublisher(const CtldStats &stats, std::string path, std::string script,
                                  std::string journal_path, LogFn log)
     : stats_(stats), path_(std::move(path)), script_(std::move(script)),
@@ -331,19 +298,22 @@ void StatusPublisher::publish() {
   std::lock_guard g(write_mu_);
   const std::uint64_t v = stats_.version();
   std::int64_t journal_bytes = 0;
-  struct stat st {};
+  struct stat st{};
   if (!journal_path_.empty() && ::stat(journal_path_.c_str(), &st) == 0)
     journal_bytes = st.st_size;
   const auto written = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
   const json j = status_json(stats_.snapshot(), written, script_, journal_bytes, interval_.load());
-  auto ok = write_file_atomically(path_, j.dump(2) + "\n");
+  // World-readable: `switch-lua status` runs as any user.  Only a reader's
+  // view matters, so a folder that could not be synced counts as written.
+  const auto w = write_file_atomically(path_, j.dump(2) + "\n", {.mode = 0644});
+  const bool ok = w || w.error().replaced;
   if (!ok && !failing_)
     log_(LogLevel::Error, log_line({},
                                    "status file: {}; switch-lua status cannot show the counters "
                                    "until it can be written",
-                                   ok.error().message));
+                                   w.error().message));
   else if (ok && failing_)
     log_(LogLevel::Info, log_line({}, "status file {} written again", path_));
   failing_ = !ok;

@@ -8,7 +8,7 @@
 //                                                       │ snapshot()
 //   StatusPublisher thread (every 1 s) ◀────────────────┘
 //       changed, or 30 s since the last write ─▶ <StateSaveLocation>/switch_lua.status
-//                                                 (JSON, temp + fsync + rename)
+//                                                 (JSON, common/atomic_file.hpp)
 //       switch_status_interval > 0 and due   ─▶ one info line in slurmctld.log
 //
 // The counters start from zero when the plugin starts (slurmctld's start
@@ -141,10 +141,6 @@ private:
   std::map<CallId, Pending> pending_;
   std::atomic<std::uint64_t> version_{0};
 };
-
-/// Writes `text` to `path` atomically: `path`.tmp, fsync, rename.  Errors
-/// name the path and the system error.
-Expected<void> write_file_atomically(const std::string &path, const std::string &text);
 
 /// The thread that publishes a CtldStats: the status file and the periodic
 /// summary line.

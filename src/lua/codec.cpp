@@ -8,6 +8,8 @@
 // caught by the list of tables on the current path.  The other direction
 // (msgpack -> Lua, msgpack -> JSON) is in codec_msgpack.cpp.
 #include "lua/codec.hpp"
+
+#include "common/msgpack_write.hpp"
 #include "lua/detail.hpp"
 
 #include <lua.hpp>
@@ -53,10 +55,7 @@ public:
   void boolean(bool b) override { b ? pk_.pack_true() : pk_.pack_false(); }
   void integer(lua_Integer i) override { pk_.pack_int64(i); }
   void real(double d) override { pk_.pack_double(d); }
-  void string(std::string_view s) override {
-    pk_.pack_str(static_cast<std::uint32_t>(s.size()));
-    pk_.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
-  }
+  void string(std::string_view s) override { pack_str(pk_, s); }
   void begin_array(std::size_t n) override { pk_.pack_array(static_cast<std::uint32_t>(n)); }
   void begin_map(std::size_t n) override { pk_.pack_map(static_cast<std::uint32_t>(n)); }
   void key(std::string_view k) override { string(k); }

@@ -8,6 +8,7 @@
 #include "lua/contract.hpp"
 
 #include "common/msgpack_read.hpp"
+#include "common/msgpack_write.hpp"
 #include "common/utf8.hpp"
 #include "lua/codec.hpp"
 #include "lua/detail.hpp"
@@ -176,8 +177,7 @@ void pack_member(Packer &pk, bool v) {
   v ? pk.pack_true() : pk.pack_false();
 }
 void pack_member(Packer &pk, const std::string &s) {
-  pk.pack_str(static_cast<std::uint32_t>(s.size()));
-  pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+  pack_str(pk, s);
 }
 void pack_member(Packer &pk, const std::optional<std::string> &v) {
   if (v)
@@ -192,31 +192,6 @@ void pack_member(Packer &pk, const std::vector<std::string> &v) {
 }
 
 using msgpack::type::object_type;
-
-const char *msgpack_type_name(const msgpack::object &o) {
-  switch (o.type) {
-  case object_type::NIL:
-    return "nil";
-  case object_type::BOOLEAN:
-    return "a boolean";
-  case object_type::POSITIVE_INTEGER:
-  case object_type::NEGATIVE_INTEGER:
-    return "an integer";
-  case object_type::FLOAT32:
-  case object_type::FLOAT64:
-    return "a float";
-  case object_type::STR:
-    return "a string";
-  case object_type::BIN:
-    return "binary data";
-  case object_type::ARRAY:
-    return "an array";
-  case object_type::MAP:
-    return "a map";
-  default:
-    return "an extension value";
-  }
-}
 
 // Read one member; the error says what was expected.
 Expected<void> read_member(const msgpack::object &o, std::uint32_t &out) {
@@ -349,7 +324,7 @@ MsgpackBytes JobArgs::to_msgpack() const {
   Packer pk(buf);
   pk.pack_map(static_cast<std::uint32_t>(std::size(kJobFields)));
   for (const auto &f : kJobFields) {
-    pack_member(pk, std::string(f.name));
+    pack_str(pk, f.name);
     std::visit([&](auto m) { pack_member(pk, this->*m); }, f.member);
   }
   return MsgpackBytes(buf.data(), buf.size());

@@ -2,7 +2,7 @@
 //
 // File: lua/log_limits.hpp
 //
-// Bounds on what a script may log (switch.lua(5), LOG LINES):
+// Bounds on what a script may log (switch.lua(5), LOGGING, Bounds):
 //
 //   bound_log_line(text)    every line a hook logs (slurm.log_*, print) is
 //                           cut to kMaxLogLineBytes bytes, on a UTF-8

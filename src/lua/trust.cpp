@@ -27,7 +27,7 @@ std::atomic<long long> g_slurm_user{-1}; // -1: not set
 
 /// "alice", or "no such user" when the uid has no passwd entry.
 std::string user_name(uid_t uid) {
-  struct passwd pw {};
+  struct passwd pw{};
   struct passwd *res = nullptr;
   std::vector<char> buf(16384);
   if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &res) == 0 && res != nullptr &&
@@ -68,7 +68,7 @@ Expected<void> check_directories(const std::string &shown, const std::filesystem
                                  uid_t su) {
   std::filesystem::path d = file.parent_path();
   for (;;) {
-    struct stat st {};
+    struct stat st{};
     if (::stat(d.c_str(), &st) != 0)
       return fail(fmt::format("{}: cannot check the directory {} above it: {}: refused", shown,
                               d.string(), std::strerror(errno)));
@@ -181,7 +181,7 @@ int l_search_c_checked(lua_State *L) {
     {
       Expected<void> ok = fail(fmt::format("cannot open {}", file));
       const int fd = ::open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-      struct stat st {};
+      struct stat st{};
       if (fd < 0)
         ok = fail(fmt::format("cannot open {}: {}", file, std::strerror(errno)));
       else if (::fstat(fd, &st) != 0)
@@ -256,7 +256,7 @@ Expected<std::string> read_trusted_file(const std::string &path, uid_t su) {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd, &st) != 0)
     return fail(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   if (auto ok = check_trusted(path, st, su); !ok)

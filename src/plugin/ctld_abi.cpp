@@ -83,7 +83,6 @@ private:
 };
 
 struct Ctld {
-  slc_ctld_ops_t ops{};
   std::unique_ptr<CPort> port;
   std::unique_ptr<CtldCore> core;
   std::mutex handles_mu;
@@ -215,7 +214,6 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     for (const std::string &w : slurmctld_parameters_warnings(params ? params : ""))
       ops->log(SLC_LOG_ERROR, log_line({}, w).c_str());
     auto *c = new Ctld;
-    c->ops = *ops;
     c->port = std::make_unique<CPort>(*ops);
     g_ctld = c;
     CoreOptions o;
@@ -259,24 +257,6 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
                                     describe(o.config), o.block_job_complete ? "true" : "false")
                                .c_str());
     c->core = std::make_unique<CtldCore>(std::move(o), *c->port);
-    return 0;
-  });
-}
-
-int slc_ctld_reconfigure(const char *params) {
-  if (!g_ctld || !g_ctld->core)
-    return -1;
-  return cabi::guarded("reconfigure", "the settings stay as they were", -1, ctld_log, [&] {
-    auto cfg = parse_slurmctld_parameters(params ? params : "");
-    if (!cfg) {
-      g_ctld->port->log(LogLevel::Error, log_line({}, "{}; keeping {}", cfg.error().message,
-                                                  describe(g_ctld->core->config())));
-      return -1;
-    }
-    for (const std::string &w : slurmctld_parameters_warnings(params ? params : ""))
-      g_ctld->port->log(LogLevel::Error, log_line({}, w));
-    g_ctld->core->set_config(*cfg);
-    ::setenv(kGoodParamsVar, to_slurmctld_parameters(*cfg).c_str(), 1);
     return 0;
   });
 }

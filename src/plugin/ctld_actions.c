@@ -65,9 +65,9 @@ static void _kill_job(job_record_t *job_ptr, const char *reason)
 	_set_reason(job_ptr, reason);
 	(void) srun_user_message(job_ptr, msg);
 	if (job_ptr->het_job_id) {
-		leader = job_ptr->het_job_list ?
-				 job_ptr :
-				 find_job_record(job_ptr->het_job_id);
+		leader = job_ptr->het_job_list
+				 ? job_ptr
+				 : find_job_record(job_ptr->het_job_id);
 		if (!leader) {
 			sl_job_error(job_ptr->job_id,
 				     ": no hetjob leader JobId=%u to cancel",
@@ -175,7 +175,8 @@ extern void ctld_op_cancel(uint32_t job_id, const char *reason)
 extern void ctld_op_drain(const char *nodes, const char *reason)
 {
 	char *n = xstrdup(nodes);
-	char *r = xstrdup(reason ? reason : "switch teardown failed (switch/lua)");
+	char *r = xstrdup(reason ? reason
+				 : "switch teardown failed (switch/lua)");
 	int rc;
 
 	if (!n || !n[0]) {

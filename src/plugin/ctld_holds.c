@@ -65,8 +65,8 @@ static const slurmctld_lock_t node_write_lock = {
 typedef struct held_job {
 	struct held_job *next;
 	uint32_t job_id;
-	bool job_held;   /* our prep_epilog_cnt++ is outstanding */
-	char **nodes;    /* names of the nodes we added to comp_job_cnt */
+	bool job_held; /* our prep_epilog_cnt++ is outstanding */
+	char **nodes;  /* names of the nodes we added to comp_job_cnt */
 	uint32_t node_cnt;
 } held_job_t;
 
@@ -218,9 +218,10 @@ static void _reassert_holds(void)
 				continue;
 			if (_assert_node_hold(node_ptr)) {
 				changed++;
-				sl_job_verbose(rec->job_id,
-					       ": node %s was schedulable again while held, hold re-asserted",
-					       node_ptr->name);
+				sl_job_verbose(
+					rec->job_id,
+					": node %s was schedulable again while held, hold re-asserted",
+					node_ptr->name);
 			}
 		}
 	}
@@ -232,7 +233,7 @@ static void _reassert_holds(void)
 
 static void *_svc_main(void *arg)
 {
-	struct timespec deadline = { 0 };
+	struct timespec deadline = {0};
 	uint32_t *jobs = NULL;
 	size_t cnt;
 
@@ -308,8 +309,7 @@ extern void ctld_svc_clear_queue(void)
 /* fed R locks are held by the caller.                                    */
 /* ---------------------------------------------------------------------- */
 
-extern void ctld_op_hold(uint32_t job_id, const char *nodes,
-			 bool hold_nodes)
+extern void ctld_op_hold(uint32_t job_id, const char *nodes, bool hold_nodes)
 {
 	job_record_t *job_ptr = find_job_record(job_id);
 	node_record_t *node_ptr;

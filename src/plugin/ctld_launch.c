@@ -108,8 +108,9 @@ extern bool ctld_armed_has(uint32_t job_id)
 extern void ctld_delay_launch(job_record_t *job_ptr)
 {
 	if (!job_ptr->details) {
-		sl_job_error(job_ptr->job_id,
-			     ": job has no details, its launch cannot be delayed");
+		sl_job_error(
+			job_ptr->job_id,
+			": job has no details, its launch cannot be delayed");
 		return;
 	}
 	job_ptr->details->prolog_running++;
@@ -125,8 +126,9 @@ extern void ctld_op_end_configuring(uint32_t job_id)
 	job_record_t *job_ptr = find_job_record(job_id);
 
 	if (!_armed_take(job_id)) {
-		sl_job_debug(job_id,
-			     ": setup over, no launch delay of ours outstanding");
+		sl_job_debug(
+			job_id,
+			": setup over, no launch delay of ours outstanding");
 		return;
 	}
 	if (!job_ptr) {

@@ -83,16 +83,18 @@ static int _recover_one(void *x, void *arg)
 		    (!job_ptr->details || !job_ptr->details->prolog_running)) {
 			job_config_fini(job_ptr);
 			stats->unconfigured++;
-			sl_job_info(job_ptr->job_id,
-				    ": launch released before the restart, CONFIGURING ended without a second launch");
+			sl_job_info(
+				job_ptr->job_id,
+				": launch released before the restart, CONFIGURING ended without a second launch");
 		}
 		return 0;
 	case 3:
 		if (configuring && !ctld_armed_has(job_ptr->job_id) &&
 		    (!job_ptr->details || !job_ptr->details->prolog_running)) {
 			stats->launched++;
-			sl_job_info(job_ptr->job_id,
-				    ": switch setup had returned before the restart, launching the job");
+			sl_job_info(
+				job_ptr->job_id,
+				": switch setup had returned before the restart, launching the job");
 			prolog_running_decr(job_ptr);
 		}
 		return 0;
@@ -104,8 +106,9 @@ static int _recover_one(void *x, void *arg)
 	if (ctld_armed_has(job_ptr->job_id))
 		return 0;
 	if (!configuring)
-		sl_job_error(job_ptr->job_id,
-			     ": setup re-run for a job that is not RUNNING+CONFIGURING");
+		sl_job_error(
+			job_ptr->job_id,
+			": setup re-run for a job that is not RUNNING+CONFIGURING");
 	ctld_delay_launch(job_ptr);
 	stats->rearmed++;
 	sl_job_info(job_ptr->job_id,
@@ -115,7 +118,7 @@ static int _recover_one(void *x, void *arg)
 
 static void *_restore_main(void *arg)
 {
-	restore_stats_t stats = { 0 };
+	restore_stats_t stats = {0};
 
 	/* Blocks until slurmctld's startup releases config_write_lock, after
 	 * read_slurm_conf() has loaded job_list. */
@@ -150,8 +153,7 @@ extern int ctld_restore_start(void)
 	}
 	if (restore_started)
 		pthread_join(restore_thread, NULL); /* done or finishing */
-	if ((rc = pthread_create(&restore_thread, NULL, _restore_main,
-				 NULL))) {
+	if ((rc = pthread_create(&restore_thread, NULL, _restore_main, NULL))) {
 		restore_started = false;
 		slurm_mutex_unlock(&restore_mutex);
 		sl_error("cannot start the restore thread: %s", strerror(rc));

@@ -124,8 +124,8 @@ static void _job_fill(slc_job_t *job, job_record_t *job_ptr, char **names,
 	job->batch = (job_ptr->batch_flag != 0);
 	job->requeue_allowed = job_ptr->batch_flag && job_ptr->details &&
 			       job_ptr->details->requeue;
-	job->submit_time = job_ptr->details ?
-				   (int64_t) job_ptr->details->submit_time : 0;
+	job->submit_time =
+		job_ptr->details ? (int64_t) job_ptr->details->submit_time : 0;
 	job->qos = job_ptr->qos_ptr ? job_ptr->qos_ptr->name : NULL;
 	job->time_limit = job_ptr->time_limit;
 	job->num_tasks = job_ptr->details ? job_ptr->details->num_tasks : 0;
@@ -137,8 +137,8 @@ static void _job_fill(slc_job_t *job, job_record_t *job_ptr, char **names,
 	job->has_array = (job_ptr->array_task_id != NO_VAL);
 	job->array_job_id = job_ptr->array_job_id;
 	job->array_task_id = job_ptr->array_task_id;
-	job->has_het = (job_ptr->het_job_id != 0) &&
-		       (job_ptr->het_job_id != NO_VAL);
+	job->has_het =
+		(job_ptr->het_job_id != 0) && (job_ptr->het_job_id != NO_VAL);
 	job->het_job_id = job_ptr->het_job_id;
 	job->het_job_offset = job_ptr->het_job_offset;
 }
@@ -158,8 +158,9 @@ static void _settle_or_delay_launch(job_record_t *job_ptr)
 {
 	if (!job_ptr->batch_flag && !ctld_armed_has(job_ptr->job_id) &&
 	    slc_ctld_settle_setup(job_ptr->job_id)) {
-		sl_job_debug(job_ptr->job_id,
-			     ": setup over within switch_interactive_wait, launch not delayed");
+		sl_job_debug(
+			job_ptr->job_id,
+			": setup over within switch_interactive_wait, launch not delayed");
 		return;
 	}
 	ctld_delay_launch(job_ptr);
@@ -169,7 +170,7 @@ static void _settle_or_delay_launch(job_record_t *job_ptr)
 
 extern void switch_p_job_start(job_record_t *job_ptr)
 {
-	slc_job_t job = { 0 };
+	slc_job_t job = {0};
 	hostlist_t *hl = NULL;
 	char **names = NULL, *name;
 	uint32_t names_cnt = 0;
@@ -183,8 +184,9 @@ extern void switch_p_job_start(job_record_t *job_ptr)
 		/* job_array_split() memcpy()s the meta job, switch_jobinfo
 		 * included: the pointer belongs to another record.  Drop it;
 		 * freeing it would free that record's state. */
-		sl_job_verbose(job_ptr->job_id,
-			       ": dropping a switch_jobinfo pointer copied from another job record");
+		sl_job_verbose(
+			job_ptr->job_id,
+			": dropping a switch_jobinfo pointer copied from another job record");
 		job_ptr->switch_jobinfo = NULL;
 	}
 

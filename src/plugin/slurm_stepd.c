@@ -156,15 +156,14 @@ static bool _node_drained(const char *node_name, char **reason)
 
 	*reason = NULL;
 	if (!node_name ||
-	    slurm_load_node_single(&msg, (char *) node_name, SHOW_ALL) ||
-	    !msg)
+	    slurm_load_node_single(&msg, (char *) node_name, SHOW_ALL) || !msg)
 		return false; /* unknown: drain as usual */
 	if (msg->record_count &&
 	    (msg->node_array[0].node_state & NODE_STATE_DRAIN)) {
 		drained = true;
-		*reason = xstrdup(msg->node_array[0].reason ?
-					  msg->node_array[0].reason :
-					  "");
+		*reason = xstrdup(msg->node_array[0].reason
+					  ? msg->node_array[0].reason
+					  : "");
 	}
 	slurm_free_node_info_msg(msg);
 	return drained;
@@ -208,10 +207,11 @@ extern int switch_p_job_postfini(stepd_step_rec_t *step)
 	}
 	slc_free(reason);
 	if (_node_drained(step->node_name, &old_reason)) {
-		sl_step_error(step->step_id.job_id, step->step_id.step_id,
-			      "step_postfini",
-			      ": node %s is drained already, its reason \"%s\" is kept; not set: %s",
-			      step->node_name, old_reason, drain_reason);
+		sl_step_error(
+			step->step_id.job_id, step->step_id.step_id,
+			"step_postfini",
+			": node %s is drained already, its reason \"%s\" is kept; not set: %s",
+			step->node_name, old_reason, drain_reason);
 	} else {
 		sl_step_error(step->step_id.job_id, step->step_id.step_id,
 			      "step_postfini", ": draining node %s: %s",

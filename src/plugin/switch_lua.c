@@ -66,7 +66,7 @@ const uint32_t plugin_id = SWITCHLUA_PLUGIN_ID;
  * can skip a record it does not understand while consuming exactly what
  * was written (Slurm fails the whole job record on a length mismatch).
  */
-#define SWITCHLUA_JOBINFO_FORMAT 1
+#define SWITCHLUA_JOBINFO_FORMAT  1
 #define SWITCHLUA_STEPINFO_FORMAT 1
 
 /* Logging of the core's lines.  They are complete and prefixed already. */
@@ -144,8 +144,9 @@ extern void switch_p_pack_jobinfo(void *switch_jobinfo, buf_t *buffer,
 	pack8(SWITCHLUA_JOBINFO_FORMAT, buffer);
 	slc_ctld_pack(switch_jobinfo, &bytes, &len);
 	if (len > MAX_PACK_MEM_LEN) {
-		sl_error("jobinfo of %zu bytes is too large to save, saving none",
-			 len);
+		sl_error(
+			"jobinfo of %zu bytes is too large to save, saving none",
+			len);
 		len = 0;
 	}
 	packmem(bytes, (uint32_t) len, buffer);
@@ -165,8 +166,9 @@ extern int switch_p_unpack_jobinfo(void **switch_jobinfo, buf_t *buffer,
 	safe_unpackmem_ptr(&bytes, &len, buffer);
 
 	if (format != SWITCHLUA_JOBINFO_FORMAT) {
-		sl_error("jobinfo record of unknown format %u (%u bytes) skipped; the job keeps no switch state",
-			 format, len);
+		sl_error(
+			"jobinfo record of unknown format %u (%u bytes) skipped; the job keeps no switch state",
+			format, len);
 		return SLURM_SUCCESS;
 	}
 	if (!len)
@@ -212,10 +214,11 @@ extern int switch_p_build_stepinfo(switchlua_stepinfo_t **stepinfo,
 	if (slc_ctld_stepinfo(job_ptr->switch_jobinfo, &bytes, &len) == 1 &&
 	    bytes && len) {
 		if (len > MAX_PACK_MEM_LEN) {
-			sl_step_error(job_ptr->job_id,
-				      step_ptr->step_id.step_id, NULL,
-				      ": stepinfo of %zu bytes is too large, step gets none",
-				      len);
+			sl_step_error(
+				job_ptr->job_id, step_ptr->step_id.step_id,
+				NULL,
+				": stepinfo of %zu bytes is too large, step gets none",
+				len);
 		} else {
 			*stepinfo = _stepinfo_new(bytes, (uint32_t) len);
 			sl_step_debug2(job_ptr->job_id,
@@ -268,8 +271,9 @@ extern int switch_p_unpack_stepinfo(switchlua_stepinfo_t **stepinfo,
 	safe_unpackmem_ptr(&bytes, &len, buffer);
 
 	if (format != SWITCHLUA_STEPINFO_FORMAT) {
-		sl_error("stepinfo record of unknown format %u (%u bytes) skipped",
-			 format, len);
+		sl_error(
+			"stepinfo record of unknown format %u (%u bytes) skipped",
+			format, len);
 		return SLURM_SUCCESS;
 	}
 	if (len)

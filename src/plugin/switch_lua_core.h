@@ -58,30 +58,31 @@ typedef struct slc_job {
 	uint32_t user_id;
 	uint32_t group_id;
 	uint32_t num_nodes;
-	uint32_t restart_count;   /* job_ptr->restart_cnt */
-	const char *user_name;    /* user_from_job() */
+	uint32_t restart_count; /* job_ptr->restart_cnt */
+	const char *user_name;  /* user_from_job() */
 	const char *name;
-	const char *nodes;        /* hostlist expression */
+	const char *nodes;             /* hostlist expression */
 	const char *const *node_names; /* expanded, node_names_count entries */
 	uint32_t node_names_count;
 	const char *partition;
-	const char *network;      /* job_ptr->network; the job is ours iff non-empty */
+	const char
+		*network; /* job_ptr->network; the job is ours iff non-empty */
 	const char *account;
-	const char *sluid;        /* sluid2str(job_ptr->db_index), or NULL */
-	bool batch;               /* job_ptr->batch_flag */
-	bool requeue_allowed;     /* batch and details->requeue */
-	int64_t submit_time;      /* details->submit_time (0 if no details) */
+	const char *sluid;    /* sluid2str(job_ptr->db_index), or NULL */
+	bool batch;           /* job_ptr->batch_flag */
+	bool requeue_allowed; /* batch and details->requeue */
+	int64_t submit_time;  /* details->submit_time (0 if no details) */
 	/* Issue 11: read-only facts for the script (see switch.lua(5)). */
-	const char *qos;          /* qos_ptr->name, or NULL */
-	uint32_t time_limit;      /* minutes; NO_VAL / INFINITE: nil */
-	uint32_t num_tasks;       /* details->num_tasks */
-	uint32_t num_cpus;        /* total_cpus, else details->min_cpus */
+	const char *qos;     /* qos_ptr->name, or NULL */
+	uint32_t time_limit; /* minutes; NO_VAL / INFINITE: nil */
+	uint32_t num_tasks;  /* details->num_tasks */
+	uint32_t num_cpus;   /* total_cpus, else details->min_cpus */
 	const char *tres_per_node;
 	const char *tres_per_task;
-	bool has_array;           /* array_task_id != NO_VAL */
+	bool has_array; /* array_task_id != NO_VAL */
 	uint32_t array_job_id;
 	uint32_t array_task_id;
-	bool has_het;             /* het_job_id != 0 */
+	bool has_het; /* het_job_id != 0 */
 	uint32_t het_job_id;
 	uint32_t het_job_offset;
 } slc_job_t;
@@ -97,9 +98,10 @@ typedef struct slc_step {
 	const char *node_name;
 	const char *user_name;
 	const char *nodes;
-	const char *id;           /* "JobId.StepId" as Slurm prints it, e.g. "1234.0" */
-	const char *partition;    /* the launch request's partition; NULL on a batch step */
-	const char *network;      /* the step's --network, if known */
+	const char *id; /* "JobId.StepId" as Slurm prints it, e.g. "1234.0" */
+	const char *
+		partition; /* the launch request's partition; NULL on a batch step */
+	const char *network; /* the step's --network, if known */
 	bool batch;
 } slc_step_t;
 
@@ -107,7 +109,7 @@ typedef struct slc_step {
  * slurmctld's conf R, job W, node W, fed R locks held, and must not take
  * them.  `nodes` is the job's hostlist as saved at job_start. */
 typedef struct slc_ctld_ops {
-	void (*lock)(void);   /* lock_slurmctld(conf R, job W, node W, fed R) */
+	void (*lock)(void); /* lock_slurmctld(conf R, job W, node W, fed R) */
 	void (*unlock)(void);
 	/* Setup over: prolog_running_decr() if the job still exists. */
 	void (*end_configuring)(uint32_t job_id);
@@ -146,10 +148,9 @@ void slc_set_slurm_user(uint32_t uid);
  * job_start then fails ("switch setup failed: ... could not load the
  * script: file:line: ...") until the file is fixed, without a restart.  `libexec_dir` holds switch-lua-supervisor and
  * switch-lua-runner. */
-int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char *slurmctld_params,
-                  const char *libexec_dir, const char *state_dir);
-/* Re-read SlurmctldParameters; on error keep the old values.  RET 0 / -1. */
-int slc_ctld_reconfigure(const char *slurmctld_params);
+int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path,
+		  const char *slurmctld_params, const char *libexec_dir,
+		  const char *state_dir);
 /* Kill every supervised child and stop the supervisor (switch_p_save before
  * a reconfigure re-exec, and fini). */
 void slc_ctld_stop_children(void);
@@ -216,8 +217,8 @@ void slc_free(void *p);
  * step_postfini" (step_id SLC_NO_STEP: no step; hook NULL: none; job_id 0:
  * no job, then ""). Written into buf (len bytes, NUL-terminated, cut if
  * too long); RET buf.  Never fails, allocates nothing the caller frees. */
-const char *slc_log_subject(char *buf, size_t len, uint32_t job_id, uint32_t step_id,
-                            const char *hook);
+const char *slc_log_subject(char *buf, size_t len, uint32_t job_id,
+			    uint32_t step_id, const char *hook);
 
 /* slurmstepd side.  Loads the script once per process; RET 0 / -1 (script
  * refused: logged; the hooks then do nothing). */
@@ -228,12 +229,14 @@ int slc_stepd_init(const char *script_path, slc_log_fn log);
 int slc_stepd_preinit(const slc_step_t *step, const char *stepinfo, size_t len);
 /* RET as preinit; environment changes through the callbacks (Slurm's own
  * SLURM_* names are never passed). */
-int slc_stepd_init_step(const slc_step_t *step, const char *stepinfo, size_t len,
-                        void (*set_env)(void *ctx, const char *name, const char *value),
-                        void (*unset_env)(void *ctx, const char *name), void *ctx);
+int slc_stepd_init_step(
+	const slc_step_t *step, const char *stepinfo, size_t len,
+	void (*set_env)(void *ctx, const char *name, const char *value),
+	void (*unset_env)(void *ctx, const char *name), void *ctx);
 /* RET 0, or -1: drain the node (stepd_drain_node with the returned reason in
  * *reason, malloc'd, free with slc_free). */
-int slc_stepd_postfini(const slc_step_t *step, const char *stepinfo, size_t len, char **reason);
+int slc_stepd_postfini(const slc_step_t *step, const char *stepinfo, size_t len,
+		       char **reason);
 
 #ifdef __cplusplus
 }

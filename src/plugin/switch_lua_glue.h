@@ -26,11 +26,11 @@
  */
 #define SWITCHLUA_LOG_PREFIX "switch/lua: "
 
-#define sl_error(fmt, ...) error(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
-#define sl_info(fmt, ...) info(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
+#define sl_error(fmt, ...)   error(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
+#define sl_info(fmt, ...)    info(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
 #define sl_verbose(fmt, ...) verbose(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
-#define sl_debug(fmt, ...) debug(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
-#define sl_debug2(fmt, ...) debug2(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
+#define sl_debug(fmt, ...)   debug(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
+#define sl_debug2(fmt, ...)  debug2(SWITCHLUA_LOG_PREFIX fmt, ##__VA_ARGS__)
 
 /*
  * A line about a job or one of its steps, stamped the way the core stamps
@@ -42,25 +42,25 @@
  * fmt continues the stamp, so it starts with ':' or ' '.
  */
 #define SL_SUBJECT_MAX 160
-#define sl_stamped_(logfn, job_id, step_id, hook, fmt, ...)                          \
-	do {                                                                         \
-		char sl_subject_[SL_SUBJECT_MAX];                                    \
-		logfn(SWITCHLUA_LOG_PREFIX "%s" fmt,                                 \
-		      slc_log_subject(sl_subject_, sizeof(sl_subject_), (job_id),    \
-				      (step_id), (hook)),                            \
-		      ##__VA_ARGS__);                                                \
+#define sl_stamped_(logfn, job_id, step_id, hook, fmt, ...)                    \
+	do {                                                                   \
+		char sl_subject_[SL_SUBJECT_MAX];                              \
+		logfn(SWITCHLUA_LOG_PREFIX "%s" fmt,                           \
+		      slc_log_subject(sl_subject_, sizeof(sl_subject_),        \
+				      (job_id), (step_id), (hook)),            \
+		      ##__VA_ARGS__);                                          \
 	} while (0)
-#define sl_job_error(job_id, fmt, ...) \
+#define sl_job_error(job_id, fmt, ...)                                         \
 	sl_stamped_(error, job_id, SLC_NO_STEP, NULL, fmt, ##__VA_ARGS__)
-#define sl_job_info(job_id, fmt, ...) \
+#define sl_job_info(job_id, fmt, ...)                                          \
 	sl_stamped_(info, job_id, SLC_NO_STEP, NULL, fmt, ##__VA_ARGS__)
-#define sl_job_verbose(job_id, fmt, ...) \
+#define sl_job_verbose(job_id, fmt, ...)                                       \
 	sl_stamped_(verbose, job_id, SLC_NO_STEP, NULL, fmt, ##__VA_ARGS__)
-#define sl_job_debug(job_id, fmt, ...) \
+#define sl_job_debug(job_id, fmt, ...)                                         \
 	sl_stamped_(debug, job_id, SLC_NO_STEP, NULL, fmt, ##__VA_ARGS__)
-#define sl_step_error(job_id, step_id, hook, fmt, ...) \
+#define sl_step_error(job_id, step_id, hook, fmt, ...)                         \
 	sl_stamped_(error, job_id, step_id, hook, fmt, ##__VA_ARGS__)
-#define sl_step_debug2(job_id, step_id, hook, fmt, ...) \
+#define sl_step_debug2(job_id, step_id, hook, fmt, ...)                        \
 	sl_stamped_(debug2, job_id, step_id, hook, fmt, ##__VA_ARGS__)
 
 /* The stepinfo record: the bytes slc_ctld_stepinfo() produced, opaque here.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "stepd/stepinfo.hpp"
 
+#include "common/msgpack_write.hpp"
 #include "common/record.hpp"
 
 #include <fmt/format.h>
@@ -18,19 +19,18 @@ std::string encode_stepinfo(const Stepinfo &s) {
   msgpack::sbuffer buf;
   msgpack::packer<msgpack::sbuffer> pk(buf);
   pk.pack_array(5);
-  pk.pack(kMagic);
+  pack_str(pk, kMagic);
   pk.pack(kStepinfoVersion);
-  pk.pack_bin(static_cast<std::uint32_t>(s.jobinfo.size()));
-  pk.pack_bin_body(s.jobinfo.data(), static_cast<std::uint32_t>(s.jobinfo.size()));
+  pack_bin(pk, s.jobinfo);
   if (s.sluid)
-    pk.pack(*s.sluid);
+    pack_str(pk, *s.sluid);
   else
     pk.pack_nil();
   pk.pack_map(2);
-  pk.pack(std::string_view("script"));
-  pk.pack(s.script_hash);
-  pk.pack(std::string_view("mismatch"));
-  pk.pack(std::string_view(s.mismatch_fails ? "fail" : "warn"));
+  pack_str(pk, "script");
+  pack_str(pk, s.script_hash);
+  pack_str(pk, "mismatch");
+  pack_str(pk, s.mismatch_fails ? "fail" : "warn");
   return std::string(buf.data(), buf.size());
 }
 
@@ -58,24 +58,17 @@ Expected<Stepinfo> decode_stepinfo(std::string_view bytes) {
   if (n == 5) {
     if (a[4].type != msgpack::type::MAP)
       return bad("provenance field is not a map");
-    const msgpack::object_map &m = a[4].via.map;
-    for (std::uint32_t i = 0; i < m.size; ++i) {
-      const msgpack::object &k = m.ptr[i].key, &v = m.ptr[i].val;
-      if (k.type != msgpack::type::STR)
-        continue;
-      const std::string_view key(k.via.str.ptr, k.via.str.size);
-      if (key != "script" && key != "mismatch")
-        continue; // a later addition
-      if (v.type != msgpack::type::STR)
-        return bad(fmt::format("provenance field '{}' is not text", key));
-      const std::string_view val(v.via.str.ptr, v.via.str.size);
-      if (key == "script")
-        s.script_hash = std::string(val);
-      else if (val == "fail" || val == "warn")
-        s.mismatch_fails = val == "fail";
-      else
-        return bad(fmt::format("provenance field 'mismatch' is '{}', not warn or fail", val));
-    }
+    // Fields of later versions are ignored; both of these are optional.
+    MapReader r(a[4], "switch/lua stepinfo: provenance");
+    if (auto script = r.opt_str("script"))
+      s.script_hash = std::move(*script);
+    const std::optional<std::string> mismatch = r.opt_str("mismatch");
+    if (r.error)
+      return fail(*r.error);
+    if (mismatch && *mismatch != "fail" && *mismatch != "warn")
+      return bad(fmt::format("provenance field 'mismatch' is '{}', not warn or fail", *mismatch));
+    if (mismatch)
+      s.mismatch_fails = *mismatch == "fail";
   }
   return s;
 }

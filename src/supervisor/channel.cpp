@@ -108,8 +108,4 @@ void FrameChannel::close() {
   socket_.close(ignored); // pending operations complete with operation_aborted
 }
 
-int FrameChannel::native_handle() {
-  return closed_ ? -1 : socket_.native_handle();
-}
-
 } // namespace switchlua

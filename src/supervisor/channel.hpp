@@ -56,8 +56,6 @@ public:
   std::size_t queued_bytes() const { return queued_bytes_; }
   /// Whether close() ran or the channel reported its end.
   bool closed() const { return closed_; }
-  /// The socket's fd (for shutdown(2)), or -1 once closed.
-  int native_handle();
 
   /// Prefer adopt(): start() needs the object owned by a shared_ptr.
   explicit FrameChannel(boost::asio::io_context &io, int fd);

@@ -49,7 +49,8 @@ inline constexpr std::chrono::seconds kWatchdogBound{5};
 /// Identifies one call for its lifetime in a client; never reused.
 using CallId = std::uint64_t;
 
-/// One job_start / job_complete call.
+/// One call of a slurmctld hook: job_start, job_complete, or one of the two
+/// start-up questions (block_job_complete, setup_special_steps).
 struct CallRequest {
   std::string script;         ///< path of switch.lua
   Hook hook = Hook::JobStart; ///< JobStart, JobComplete, BlockJobComplete or SetupSpecialSteps

@@ -8,6 +8,7 @@
 #include "supervisor/protocol.hpp"
 
 #include "common/msgpack_read.hpp"
+#include "common/msgpack_write.hpp"
 
 #include <fmt/format.h>
 #include <msgpack.hpp>
@@ -19,23 +20,6 @@ namespace switchlua {
 namespace {
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
-
-void pack_str(Packer &pk, std::string_view s) {
-  pk.pack_str(static_cast<std::uint32_t>(s.size()));
-  pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
-}
-
-void pack_bin(Packer &pk, std::string_view s) {
-  pk.pack_bin(static_cast<std::uint32_t>(s.size()));
-  pk.pack_bin_body(s.data(), static_cast<std::uint32_t>(s.size()));
-}
-
-void pack_opt_bin(Packer &pk, const std::optional<std::string> &s) {
-  if (s)
-    pack_bin(pk, *s);
-  else
-    pk.pack_nil();
-}
 
 /// Starts a frame map of `n` fields besides "v" and "t".
 void pack_header(Packer &pk, std::string_view type, std::uint32_t n) {
@@ -221,137 +205,12 @@ std::string encode_frame(const Frame &f) {
 
 namespace {
 
-std::string_view type_name(const msgpack::object &o) {
-  switch (o.type) {
-  case msgpack::type::NIL:
-    return "nil";
-  case msgpack::type::BOOLEAN:
-    return "a boolean";
-  case msgpack::type::POSITIVE_INTEGER:
-  case msgpack::type::NEGATIVE_INTEGER:
-    return "an integer";
-  case msgpack::type::FLOAT32:
-  case msgpack::type::FLOAT64:
-    return "a float";
-  case msgpack::type::STR:
-    return "a string";
-  case msgpack::type::BIN:
-    return "bytes";
-  case msgpack::type::ARRAY:
-    return "an array";
-  case msgpack::type::MAP:
-    return "a map";
-  default:
-    return "an extension";
-  }
-}
-
-/// Typed access to the fields of one msgpack map.  The first problem is kept
-/// in `error`; later getters return defaults, so a decoder reads every field
-/// and checks `error` once.
-class Reader {
-public:
-  Reader(const msgpack::object &map, std::string what) : what_(std::move(what)) {
-    if (map.type != msgpack::type::MAP) {
-      set_error(fmt::format("is {}, expected a map", type_name(map)));
-      return;
-    }
-    map_ = &map.via.map;
-  }
-
-  std::optional<std::string> error;
-
-  /// The field `key`, or nullptr (missing is an error when `required`).
-  const msgpack::object *get(std::string_view key, bool required = true) {
-    if (map_ == nullptr)
-      return nullptr;
-    for (std::uint32_t i = 0; i < map_->size; ++i) {
-      const msgpack::object &k = map_->ptr[i].key;
-      if (k.type == msgpack::type::STR && std::string_view(k.via.str.ptr, k.via.str.size) == key)
-        return &map_->ptr[i].val;
-    }
-    if (required)
-      set_error(fmt::format("field '{}' missing", key));
-    return nullptr;
-  }
-
-  /// The field when it has msgpack type `t` (or nil when `nil_ok`).
-  const msgpack::object *typed(std::string_view key, msgpack::type::object_type t,
-                               std::string_view want, bool nil_ok = false) {
-    const msgpack::object *o = get(key);
-    if (o == nullptr || (nil_ok && o->type == msgpack::type::NIL))
-      return nullptr;
-    const bool neg_ok = t == msgpack::type::NEGATIVE_INTEGER;
-    if (o->type == t || (neg_ok && o->type == msgpack::type::POSITIVE_INTEGER))
-      return o;
-    set_error(fmt::format("field '{}' is {}, expected {}", key, type_name(*o), want));
-    return nullptr;
-  }
-
-  std::uint64_t u64(std::string_view key) {
-    const auto *o = typed(key, msgpack::type::POSITIVE_INTEGER, "an unsigned integer");
-    return o ? o->via.u64 : 0;
-  }
-  std::int64_t i64(std::string_view key) {
-    const auto *o = typed(key, msgpack::type::NEGATIVE_INTEGER, "an integer");
-    if (o == nullptr)
-      return 0;
-    if (o->type == msgpack::type::POSITIVE_INTEGER) {
-      if (o->via.u64 > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        set_error(fmt::format("field '{}' is out of range", key));
-      return static_cast<std::int64_t>(o->via.u64);
-    }
-    return o->via.i64;
-  }
-  int i32(std::string_view key) {
-    const std::int64_t v = i64(key);
-    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
-      set_error(fmt::format("field '{}' is out of range", key));
-    return static_cast<int>(v);
-  }
-  bool flag(std::string_view key) {
-    const auto *o = typed(key, msgpack::type::BOOLEAN, "a boolean");
-    return o ? o->via.boolean : false;
-  }
-  std::string str(std::string_view key) {
-    const auto *o = typed(key, msgpack::type::STR, "a string");
-    return o ? std::string(o->via.str.ptr, o->via.str.size) : std::string();
-  }
-  std::string bin(std::string_view key) {
-    const auto *o = typed(key, msgpack::type::BIN, "bytes");
-    return o ? std::string(o->via.bin.ptr, o->via.bin.size) : std::string();
-  }
-  std::optional<std::string> opt_bin(std::string_view key) {
-    const auto *o = typed(key, msgpack::type::BIN, "bytes or nil", true);
-    if (o == nullptr)
-      return std::nullopt;
-    return std::string(o->via.bin.ptr, o->via.bin.size);
-  }
-  /// The elements of an array field (empty on error).
-  std::vector<const msgpack::object *> array(std::string_view key) {
-    std::vector<const msgpack::object *> out;
-    if (const auto *o = typed(key, msgpack::type::ARRAY, "an array"))
-      for (std::uint32_t i = 0; i < o->via.array.size; ++i)
-        out.push_back(&o->via.array.ptr[i]);
-    return out;
-  }
-
-  void set_error(std::string what) {
-    if (!error)
-      error = fmt::format("protocol: {}: {}", what_, what);
-  }
-
-private:
-  std::string what_;
-  const msgpack::object_map *map_ = nullptr;
-};
-
 std::string as_string(const msgpack::object &o) {
   return o.type == msgpack::type::STR ? std::string(o.via.str.ptr, o.via.str.size) : std::string();
 }
 
-HookReturn read_hook_return(Reader &parent, const msgpack::object &o, const std::string &where) {
-  Reader r(o, where);
+HookReturn read_hook_return(MapReader &parent, const msgpack::object &o, const std::string &where) {
+  MapReader r(o, "protocol: " + where);
   HookReturn ret;
   const std::string hook = r.str("hook");
   if (auto h = hook_from_name(hook))
@@ -363,10 +222,8 @@ HookReturn read_hook_return(Reader &parent, const msgpack::object &o, const std:
   ret.jobinfo = r.opt_bin("jobinfo");
   ret.jobinfo_error = r.str("jobinfo_error");
   ret.has_env = r.flag("has_env");
-  if (const msgpack::object *m = r.get("message", false); m && m->type != msgpack::type::STR)
-    r.set_error("field 'message' is not a string");
-  else if (m)
-    ret.message = as_string(*m);
+  if (auto m = r.opt_str("message"))
+    ret.message = std::move(*m);
   for (const msgpack::object *e : r.array("env")) {
     const bool ok = e->type == msgpack::type::ARRAY && e->via.array.size == 3;
     const msgpack::object *f = ok ? e->via.array.ptr : nullptr;
@@ -391,13 +248,13 @@ HookReturn read_hook_return(Reader &parent, const msgpack::object &o, const std:
   return ret;
 }
 
-Expected<Frame> finish(Reader &r, Frame f) {
+Expected<Frame> finish(MapReader &r, Frame f) {
   if (r.error)
     return fail(*r.error);
   return f;
 }
 
-Expected<Frame> read_request(Reader &r) {
+Expected<Frame> read_request(MapReader &r) {
   RequestFrame f;
   f.id = r.u64("id");
   f.script = r.str("script");
@@ -434,7 +291,7 @@ Expected<Frame> read_request(Reader &r) {
   return finish(r, f);
 }
 
-Expected<Frame> read_started(Reader &r) {
+Expected<Frame> read_started(MapReader &r) {
   StartedFrame f;
   f.id = r.u64("id");
   f.queued_ms = r.i64("queued_ms");
@@ -448,7 +305,7 @@ std::optional<LogLevel> level_from_name(std::string_view s) {
   return std::nullopt;
 }
 
-Expected<Frame> read_log(Reader &r) {
+Expected<Frame> read_log(MapReader &r) {
   LogFrame f;
   f.id = r.u64("id");
   const std::string level = r.str("level");
@@ -460,7 +317,7 @@ Expected<Frame> read_log(Reader &r) {
   return finish(r, f);
 }
 
-Expected<Frame> read_result(Reader &r) {
+Expected<Frame> read_result(MapReader &r) {
   ResultFrame f;
   const std::string kind = r.str("kind");
   bool known = false;
@@ -480,7 +337,7 @@ Expected<Frame> read_result(Reader &r) {
   return finish(r, f);
 }
 
-Expected<Frame> read_outcome(Reader &r) {
+Expected<Frame> read_outcome(MapReader &r) {
   OutcomeFrame f;
   Outcome &o = f.outcome;
   f.id = r.u64("id");
@@ -517,7 +374,7 @@ Expected<Frame> read_outcome(Reader &r) {
 }
 
 Expected<Frame> read_frame(const msgpack::object &root) {
-  Reader r(root, "frame");
+  MapReader r(root, "protocol: frame");
   const std::uint64_t v = r.u64("v");
   if (r.error)
     return fail(*r.error);
@@ -526,7 +383,7 @@ Expected<Frame> read_frame(const msgpack::object &root) {
   const std::string t = r.str("t");
   if (r.error)
     return fail(*r.error);
-  Reader body(root, fmt::format("{} frame", t));
+  MapReader body(root, fmt::format("protocol: {} frame", t));
   if (t == "request")
     return read_request(body);
   if (t == "log")

@@ -145,7 +145,7 @@ using Frame = std::variant<RequestFrame, LogFrame, ResultFrame, OutcomeFrame, St
 std::string encode_frame(const Frame &f);
 
 /// Decodes one body (without the length prefix).  Errors as described above,
-/// e.g. "protocol: frame version 2, expected 1" or "protocol: log frame: field
+/// e.g. "protocol: frame version 1, expected 2" or "protocol: log frame: field
 /// 'text' missing".
 Expected<Frame> decode_body(std::string_view body);
 

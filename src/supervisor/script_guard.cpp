@@ -3,6 +3,7 @@
 // File: supervisor/script_guard.cpp
 #include "supervisor/script_guard.hpp"
 
+#include "common/atomic_file.hpp"
 #include "lua/trust.hpp"
 
 #include <fmt/format.h>
@@ -10,7 +11,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -29,7 +29,7 @@ bool same_file_state(const struct stat &a, const struct stat &b) {
 
 std::optional<ScriptGuard::Candidate> ScriptGuard::check(const std::string &path) {
   Entry &e = entries_[path];
-  struct stat st {};
+  struct stat st{};
   if (::stat(path.c_str(), &st) != 0) {
     // Gone or unreadable: a candidate whose validation reports why.
     // Refused already (settle()): not again, or every dispatch would start
@@ -134,7 +134,7 @@ std::optional<std::string> header_field(std::string_view s, std::size_t &pos,
 } // namespace
 
 Expected<GoodCopy> read_good_copy(const std::string &copy) {
-  struct stat st {};
+  struct stat st{};
   if (::lstat(copy.c_str(), &st) != 0 && errno == ENOENT)
     return fail("missing");
   auto bytes = read_trusted_file(copy, slurm_user());
@@ -166,34 +166,12 @@ Expected<void> write_good_copy(const std::string &copy, const GoodCopy &c) {
   const std::string text = fmt::format("{}script {}\ngood {}\nrefused {}\n\n", kCopyMagic, c.script,
                                        c.hash, c.refused.empty() ? "-" : c.refused) +
                            c.bytes;
-  const std::string tmp = fmt::format("{}.tmp.{}", copy, ::getpid()); // one per writer
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0)
-    return fail(fmt::format("open {}: {}", tmp, std::strerror(errno)));
-  std::size_t off = 0;
-  while (off < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return fail(fmt::format("write {}: {}", tmp, std::strerror(err)));
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  ::fchmod(fd, 0600); // an existing .tmp keeps its mode otherwise
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return fail(fmt::format("fsync {}: {}", tmp, std::strerror(err)));
-  }
-  if (::rename(tmp.c_str(), copy.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return fail(fmt::format("rename {} to {}: {}", tmp, copy, std::strerror(err)));
-  }
+  auto w = write_file_atomically(copy, text);
+  if (!w && !w.error().replaced)
+    return fail(w.error().message);
+  // Replaced but the folder not synced: the copy is in place for this run;
+  // a power loss may bring back the previous one, which is still a good
+  // version whose hash the header states.
   return {};
 }
 

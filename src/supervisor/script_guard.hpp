@@ -21,7 +21,7 @@
 // file themselves and fail to load, as before any check.
 //
 // The copy.  With set_copy(PATH) the guard writes its state to PATH after
-// every verdict (atomically: PATH.tmp.<pid>, fsync, rename; mode 0600), and
+// every verdict (atomically, common/atomic_file.hpp; mode 0600), and
 // load_copy() seeds a fresh guard from it, so a supervisor started later
 // (replaced by the watchdog, or in the slurmctld that `scontrol
 // reconfigure` re-executes) keeps the last good version and does not log
@@ -34,8 +34,8 @@
 //   <the good version's bytes>
 #pragma once
 
-#include "common/expected.hpp"
 #include "common/content_hash.hpp"
+#include "common/expected.hpp"
 
 #include <map>
 #include <optional>
@@ -92,7 +92,7 @@ public:
 private:
   struct Entry {
     bool seen = false;
-    struct stat st {};
+    struct stat st{};
     std::optional<Version> good;
     std::string refused_hash;
   };
@@ -117,8 +117,10 @@ struct GoodCopy {
 /// does not exist.
 Expected<GoodCopy> read_good_copy(const std::string &copy);
 
-/// Writes `c` to `copy` atomically (copy.tmp.<pid>, fsync, rename), mode 0600.
-/// Errors: the failing system call and errno.
+/// Writes `c` to `copy` atomically, mode 0600 (common/atomic_file.hpp: a
+/// failure leaves the previous copy as it was).  Errors: "a newline in the
+/// script's path", or write_file_atomically()'s message (the failing step,
+/// the path and errno).
 Expected<void> write_good_copy(const std::string &copy, const GoodCopy &c);
 
 /// Environment variable with which a slurmctld tells the process that

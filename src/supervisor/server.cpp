@@ -89,11 +89,11 @@ int Server::run() {
 
 void Server::start_read_client() {
   client_ = FrameChannel::adopt(io_, config_.client_fd);
-  client_->start([this](Frame f) { on_client_frame(std::move(f)); },
+  client_->start([this](Frame f) { on_client_frame(f); },
                  [this](std::optional<Error>) { on_client_closed(); });
 }
 
-void Server::on_client_frame(Frame f) {
+void Server::on_client_frame(Frame &f) {
   if (const auto *ping = std::get_if<PingFrame>(&f)) { // the client's watchdog
     if (!stopping_)
       client_->send(encode_frame(PongFrame{ping->seq}));

@@ -80,7 +80,7 @@ public:
 
 private:
   void start_read_client();
-  void on_client_frame(Frame f);
+  void on_client_frame(Frame &f);
   void on_client_closed();
   void start_wait_sigchld();
   void on_sigchld();

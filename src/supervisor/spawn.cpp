@@ -92,7 +92,7 @@ struct inherit_channel {
 /// parent can run in the child before this.
 struct default_signals {
   error_code on_exec_setup(Launcher &, const Path &, Argv) {
-    struct sigaction sa {};
+    struct sigaction sa{};
     sa.sa_handler = SIG_DFL;
     ::sigemptyset(&sa.sa_mask);
     for (int sig = 1; sig < NSIG; ++sig)

@@ -112,8 +112,9 @@ protected:
                            const std::string &reason = "") {
     for (const auto &[name, n] : j["result"]["nodes"].items()) {
       EXPECT_EQ(n["state"], state) << name;
-      if (!reason.empty())
+      if (!reason.empty()) { // braces: EXPECT_NE is an if/else of its own
         EXPECT_NE(n["reason"].get<std::string>().find(reason), std::string::npos) << n["reason"];
+      }
     }
   }
 };

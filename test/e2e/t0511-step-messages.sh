@@ -11,9 +11,11 @@
 # srun_net NETWORK NODES: srun -N NODES -w node1[,node2] printing the task's
 # HALF / GOOD_NAME / BAD names; sets OUT, RC, ID.
 srun_net() {
-	local name=e2e-msg-$(e2e_uniq) nodes=node1
+	local name nodes=node1
+	name=e2e-msg-$(e2e_uniq)
 	[ "$2" = 2 ] && nodes=node1,node2
 	RC=0
+	# shellcheck disable=SC2016 # expanded by the task's shell, not here
 	OUT=$(run_srun -N "$2" -w "$nodes" -J "$name" --network="$1" \
 		sh -c 'echo "HALF=${HALF:-unset} GOOD_NAME=${GOOD_NAME:-unset} bad=$(env | grep -c "^BAD" || true)"') || RC=$?
 	ID=$(job_named "$name")

@@ -14,12 +14,14 @@ PKG_PLUGIN=/usr/lib/x86_64-linux-gnu/slurm-wlm/switch_lua.so
 
 # pkg_version: the version of slurm-switch-lua installed in the chroot
 # (empty if none).
+# shellcheck disable=SC2016 # a dpkg-query format, not a shell expansion
 pkg_version() { c_root dpkg-query -W -f='${db:Status-Abbrev}${Version}' slurm-switch-lua 2>/dev/null | sed -n 's/^ii *//p'; }
 # the .deb of build-deb/ (scripts/test builds it), or skip
 built_deb() {
 	local d
-	d=$(ls "$E2E_REPO"/build-deb/slurm-switch-lua_*.deb 2>/dev/null | head -n1)
-	[ -n "$d" ] || skip "no package in build-deb/ (run scripts/deb)"
+	local debs=("$E2E_REPO"/build-deb/slurm-switch-lua_*.deb)
+	d=${debs[0]}
+	[ -e "$d" ] || skip "no package in build-deb/ (run scripts/deb)"
 	echo "$d"
 }
 deb_field() { c_root dpkg-deb -f "/repo/${1#"$E2E_REPO"/}" "$2"; }
@@ -48,6 +50,7 @@ t_pkg_files() {
 		c_root dpkg -S "$f" >/dev/null || fail "$f is not in the package"
 		[ -e "$E2E_ROOT$f" ] || fail "$f is not installed"
 	done
+	# shellcheck disable=SC2016 # a dpkg-query format
 	slurmv=$(c_root dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins)
 	assert_contains "slurm-wlm-basic-plugins (= $slurmv)" "$(deb_field "$deb" Depends)" "Depends"
 	# The installed checker finds its definitions.

@@ -87,9 +87,10 @@ _field_or_absent() { field_of "$1" "$2" || echo "<absent>"; }
 
 e2e_test "switch/lua: job and step tables: every field job_start and step_init get matches scontrol show job and the step's own SLURM_* variables" t_args
 t_args() {
-	local tag id line f st want_min
+	local tag id line f st
 	tag=a$(e2e_uniq)
 	rm -f "$E2E_ROOT"/tmp/switch-lua-e2e-args."$tag".*
+	# shellcheck disable=SC2016 # expanded by the step's shell
 	id=$(submit -N2 -n4 -c1 -t 7 --array=3 -A e2eacct -J "e2e-args-$tag" --network="guard:dump:$tag" \
 		--wrap='srun -l sh -c "echo \$SLURM_STEP_ID \$SLURM_STEP_NUM_TASKS \$SLURM_NODEID \$SLURM_STEP_NODELIST \$SLURMD_NODENAME"')
 	wait_job "$id" COMPLETED 40

@@ -19,14 +19,15 @@
 
 static int failures;
 
-#define CHECK(cond, what)                                                                  \
-	do {                                                                               \
-		if (cond) {                                                                \
-			printf("ok   %s\n", what);                                       \
-		} else {                                                                   \
-			printf("FAIL %s (%s:%d: %s)\n", what, __FILE__, __LINE__, #cond); \
-			failures++;                                                        \
-		}                                                                          \
+#define CHECK(cond, what)                                                      \
+	do {                                                                   \
+		if (cond) {                                                    \
+			printf("ok   %s\n", what);                             \
+		} else {                                                       \
+			printf("FAIL %s (%s:%d: %s)\n", what, __FILE__,        \
+			       __LINE__, #cond);                               \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 /* ---- a fake slurmctld: records what the core asks of it */
@@ -63,14 +64,37 @@ static int get(const int *n)
 	pthread_mutex_unlock(&mu);
 	return r;
 }
-static void nop(void) {}
-static void on_end(uint32_t id) { count(&ended); }
-static void on_requeue(uint32_t id, const char *r) { count(&requeued); }
-static void on_cancel(uint32_t id, const char *r) { count(&cancelled); }
-static void on_hold(uint32_t id, const char *n, bool h) { count(&held); }
-static void on_release(uint32_t id, const char *n, bool r) { count(&released); }
-static void on_drain(const char *n, const char *r) { count(&drained); }
-static void on_forget(uint32_t id) { count(&forgotten); }
+static void nop(void)
+{
+}
+static void on_end(uint32_t id)
+{
+	count(&ended);
+}
+static void on_requeue(uint32_t id, const char *r)
+{
+	count(&requeued);
+}
+static void on_cancel(uint32_t id, const char *r)
+{
+	count(&cancelled);
+}
+static void on_hold(uint32_t id, const char *n, bool h)
+{
+	count(&held);
+}
+static void on_release(uint32_t id, const char *n, bool r)
+{
+	count(&released);
+}
+static void on_drain(const char *n, const char *r)
+{
+	count(&drained);
+}
+static void on_forget(uint32_t id)
+{
+	count(&forgotten);
+}
 
 static const slc_ctld_ops_t ops = {
 	.lock = nop,
@@ -108,22 +132,27 @@ static void records_outside_slurmctld(void)
 	void *h = (void *) 1;
 	slc_ctld_pack(NULL, &buf, &len);
 	CHECK(buf && len > 0, "pack(NULL) gives the absent record");
-	CHECK(slc_ctld_unpack(buf, len, &h) == 0 && h != NULL, "a record is kept outside slurmctld");
+	CHECK(slc_ctld_unpack(buf, len, &h) == 0 && h != NULL,
+	      "a record is kept outside slurmctld");
 	char *again = NULL;
 	size_t again_len = 0;
 	slc_ctld_pack(h, &again, &again_len);
-	CHECK(again_len == len && memcmp(again, buf, len) == 0, "and packed again byte for byte");
+	CHECK(again_len == len && memcmp(again, buf, len) == 0,
+	      "and packed again byte for byte");
 	slc_free(buf);
 	slc_free(again);
 
 	const char garbage[] = "\xc1\xff not msgpack";
-	CHECK(slc_ctld_unpack(garbage, sizeof(garbage), &h) == 0, "unreadable bytes are kept too");
+	CHECK(slc_ctld_unpack(garbage, sizeof(garbage), &h) == 0,
+	      "unreadable bytes are kept too");
 	slc_ctld_pack(h, &again, &again_len);
-	CHECK(again_len == sizeof(garbage) && memcmp(again, garbage, again_len) == 0,
+	CHECK(again_len == sizeof(garbage) &&
+		      memcmp(again, garbage, again_len) == 0,
 	      "and given back unchanged");
 	slc_free(again);
 
-	CHECK(slc_ctld_stepinfo(NULL, &buf, &len) == 0 && buf == NULL && len == 0,
+	CHECK(slc_ctld_stepinfo(NULL, &buf, &len) == 0 && buf == NULL &&
+		      len == 0,
 	      "no stepinfo without a handle");
 }
 
@@ -133,14 +162,17 @@ static void stepd_missing_script(void)
 	      "slurmstepd refuses a missing script");
 	CHECK(logged("switch/lua") && logged("/nonexistent/switch.lua"),
 	      "and its log line names switch/lua and the file");
-	slc_step_t step = {.job_id = 9, .step_id = 0, .num_nodes = 1, .num_tasks = 1};
-	CHECK(slc_stepd_preinit(&step, NULL, 0) == 0, "a step without stepinfo proceeds (fail-open)");
+	slc_step_t step = {
+		.job_id = 9, .step_id = 0, .num_nodes = 1, .num_tasks = 1};
+	CHECK(slc_stepd_preinit(&step, NULL, 0) == 0,
+	      "a step without stepinfo proceeds (fail-open)");
 }
 
 static void ctld_bad_parameter(const char *script)
 {
 	unsetenv("SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS");
-	CHECK(slc_ctld_init(&ops, script, "switch_timeout=0", SWITCHLUA_LIBEXEC, NULL) == -1,
+	CHECK(slc_ctld_init(&ops, script, "switch_timeout=0", SWITCHLUA_LIBEXEC,
+			    NULL) == -1,
 	      "slurmctld start refuses switch_timeout=0");
 	CHECK(logged("switch_timeout"), "and the error names the setting");
 }
@@ -161,26 +193,33 @@ static void ctld_one_job(const char *script)
 		.submit_time = 1000,
 	};
 	unsetenv("SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS");
-	CHECK(slc_ctld_init(&ops, script, "switch_timeout=30", SWITCHLUA_LIBEXEC, NULL) == 0,
+	CHECK(slc_ctld_init(&ops, script, "switch_timeout=30",
+			    SWITCHLUA_LIBEXEC, NULL) == 0,
 	      "slurmctld init with a good script");
-	CHECK(slc_ctld_block_job_complete(), "block_job_complete() as the script answers");
+	CHECK(slc_ctld_block_job_complete(),
+	      "block_job_complete() as the script answers");
 	slc_job_t plain = job;
 	plain.job_id = 43;
 	plain.network = NULL;
-	CHECK(slc_ctld_job_start(&plain) == NULL, "a job without --network is not ours");
+	CHECK(slc_ctld_job_start(&plain) == NULL,
+	      "a job without --network is not ours");
 	void *h = slc_ctld_job_start(&job);
 	CHECK(h != NULL, "a job with --network is ours");
 	CHECK(wait_for(&ended, 1), "its setup ends CONFIGURING");
 	char *info = NULL;
 	size_t len = 0;
-	CHECK(slc_ctld_stepinfo(h, &info, &len) == 1 && len > 0, "a set-up job has stepinfo");
+	CHECK(slc_ctld_stepinfo(h, &info, &len) == 1 && len > 0,
+	      "a set-up job has stepinfo");
 	slc_free(info);
 	slc_ctld_job_complete(42, h);
 	CHECK(wait_for(&released, 1), "its teardown releases what it held");
-	CHECK(get(&held) == 1 && get(&drained) == 0 && get(&requeued) == 0 && get(&cancelled) == 0,
+	CHECK(get(&held) == 1 && get(&drained) == 0 && get(&requeued) == 0 &&
+		      get(&cancelled) == 0,
 	      "held once, nothing drained, requeued or cancelled");
-	CHECK(wait_for(&forgotten, 1), "and the job record forgets its switch state");
-	CHECK(logged("torn down ok"), "job_complete ran with the jobinfo job_start returned");
+	CHECK(wait_for(&forgotten, 1),
+	      "and the job record forgets its switch state");
+	CHECK(logged("torn down ok"),
+	      "job_complete ran with the jobinfo job_start returned");
 	slc_ctld_fini();
 }
 
@@ -188,16 +227,21 @@ static void log_subject_from_c(void)
 {
 	char buf[64], tiny[8];
 
-	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 42, SLC_NO_STEP, NULL), "JobId=42") == 0,
+	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 42, SLC_NO_STEP, NULL),
+		     "JobId=42") == 0,
 	      "a job line's subject is JobId=N");
-	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 42, 0xfffffffbu, "step_postfini"),
+	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 42, 0xfffffffbu,
+				     "step_postfini"),
 		     "JobId=42 StepId=42.batch step_postfini") == 0,
 	      "a batch step is StepId=N.batch, as Slurm writes it");
-	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 42, 3, NULL), "JobId=42 StepId=42.3") == 0,
+	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 42, 3, NULL),
+		     "JobId=42 StepId=42.3") == 0,
 	      "a numbered step is StepId=N.M");
-	CHECK(strcmp(slc_log_subject(tiny, sizeof(tiny), 1234567, 3, NULL), "JobId=1") == 0,
+	CHECK(strcmp(slc_log_subject(tiny, sizeof(tiny), 1234567, 3, NULL),
+		     "JobId=1") == 0,
 	      "a subject longer than the buffer is cut, NUL-terminated");
-	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 0, SLC_NO_STEP, NULL), "") == 0,
+	CHECK(strcmp(slc_log_subject(buf, sizeof(buf), 0, SLC_NO_STEP, NULL),
+		     "") == 0,
 	      "no job, no subject");
 }
 

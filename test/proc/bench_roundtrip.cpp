@@ -24,9 +24,9 @@
 #include <functional>
 #include <mutex>
 #include <numeric>
-#include <thread>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <thread>
 #include <vector>
 
 using namespace switchlua;

@@ -150,7 +150,7 @@ TEST(LastGood, TheCopyCarriesTheLastGoodVersionToTheNextSupervisorAndTheRefusalI
   EXPECT_EQ(kept->script, path);
   EXPECT_EQ(kept->hash, content_hash(kept->bytes));
   EXPECT_NE(kept->refused, "");
-  struct stat st {};
+  struct stat st{};
   ASSERT_EQ(::stat(copy.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   {

@@ -317,7 +317,8 @@ TEST(Persist, ScriptHashRoundTripsAndAWrongTypeIsRefused) {
   rec.replace(pos + 7, 2, "\x07");
   auto bad = decode_job_state(rec);
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message, "switch/lua job state: field 'script' has the wrong type");
+  EXPECT_EQ(bad.error().message,
+            "switch/lua job state: field 'script' is an integer, expected a string");
 }
 
 TEST(Persist, UnknownStateNameIsRefused) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 using namespace switchlua;
 namespace fs = std::filesystem;
@@ -188,7 +189,7 @@ TEST(Journal, OpenTruncatesATornTailWithOneLogLine) {
   EXPECT_NE(log.lines[0].second.find(d.file()), std::string::npos);
   // The file now holds only good records.
   EXPECT_EQ(scan_journal(read_file(d.file())).status, JournalScan::Status::Clean);
-  EXPECT_FALSE(fs::exists(d.file() + ".tmp"));
+  EXPECT_FALSE(fs::exists(d.file() + ".tmp." + std::to_string(::getpid())));
 }
 
 TEST(Journal, OpenMovesACorruptJournalAsideAndStartsEmpty) {

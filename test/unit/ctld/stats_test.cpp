@@ -233,7 +233,8 @@ TEST(Stats, PublisherWritesTheFileAtomically) {
     const json j = json::parse(in);
     EXPECT_EQ(j["hooks"]["job_start"]["outcomes"]["ok"], 3);
     EXPECT_EQ(j["journal_bytes"], 123);
-    EXPECT_FALSE(std::filesystem::exists(path + ".tmp")) << "renamed into place";
+    EXPECT_FALSE(std::filesystem::exists(path + ".tmp." + std::to_string(::getpid())))
+        << "renamed into place";
     st.action(ActionKind::Requeue);
   } // the destructor writes a last time
   std::ifstream in(path);
@@ -251,6 +252,8 @@ TEST(Stats, PublisherSaysOnceWhyItCannotWrite) {
   pub.publish();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0], "switch/lua: status file: cannot create "
-                      "/nonexistent-dir/switch_lua.status.tmp: No such file or directory; "
-                      "switch-lua status cannot show the counters until it can be written");
+                      "/nonexistent-dir/switch_lua.status.tmp." +
+                          std::to_string(::getpid()) +
+                          ": No such file or directory; "
+                          "switch-lua status cannot show the counters until it can be written");
 }

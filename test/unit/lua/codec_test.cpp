@@ -280,7 +280,8 @@ TEST(Codec, PushMsgpackRejectsEmptyTruncatedAndTrailingInput) {
   auto bytes = encode(L, "{a = 'hello', b = {1, 2}}");
   ASSERT_TRUE(bytes);
   EXPECT_EQ(decode_error(L, ""), "msgpack: empty input");
-  EXPECT_EQ(decode_error(L, bytes->substr(0, bytes->size() - 1)), "msgpack: truncated value (13 bytes)");
+  EXPECT_EQ(decode_error(L, bytes->substr(0, bytes->size() - 1)),
+            "msgpack: truncated value (13 bytes)");
   EXPECT_EQ(decode_error(L, *bytes + "\x01"), "msgpack: 1 trailing bytes after the value");
   EXPECT_EQ(decode_error(L, *bytes), "");
 }
