@@ -46,7 +46,7 @@ t_load_logged() {
 	need_seed
 	local log
 	log=$(ctld_log)
-	grep -F 'switch/lua: script /etc/slurm/switch.lua (switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes switch_kill_grace=2 switch_max_calls=512 switch_max_queue=10000 switch_lua_memory=256 switch_status_interval=0 switch_script_mismatch=warn switch_max_setup_failures=0 switch_interactive_wait=3, block_job_complete=false)' "$log" >/dev/null ||
+	grep -F "switch/lua: script /etc/slurm/switch.lua ($(settings_line), block_job_complete=false)" "$log" >/dev/null ||
 		fail "no settings line in slurmctld.log: $(grep 'switch/lua: script' "$log" || true)"
 	grep -F 'switch/lua: active in slurmctld, script /etc/slurm/switch.lua' "$log" >/dev/null ||
 		fail "slurmctld.log does not say the plugin is active"
