@@ -25,8 +25,8 @@ t_chunk_refused() {
 	assert_srun_told "srun: switch setup failed: switch/lua job_start could not load the script: /etc/slurm/switch.lua: the chunk returned -1, not slurm.SUCCESS: script refused" "$out"
 	wait_job "$id" CANCELLED 10
 	assert_job_reason "$id" '^switch setup failed: switch/lua job_start could not load the script: /etc/slurm/switch.lua: the chunk returned -1, not slurm.SUCCESS: script refused'
-	ctld_job "$id" ' job_start script did not load: /etc/slurm/switch.lua: the chunk returned -1' >/dev/null ||
-		fail "no 'job_start script did not load' line for JobId=$id"
+	ctld_job "$id" ' job_start could not load the script: /etc/slurm/switch.lua: the chunk returned -1' >/dev/null ||
+		fail "no 'job_start could not load the script' line for JobId=$id"
 	ctld_job "$id" ' cancelled: switch setup failed: ' >/dev/null || fail "no 'cancelled' line for JobId=$id"
 	if ctld_job "$id" ' job_complete started'; then fail "job_complete ran after a failed setup"; fi
 	# A failed setup drains nothing.

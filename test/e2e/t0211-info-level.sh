@@ -30,8 +30,8 @@ t_info_error() {
 	local id
 	id=$(submit --no-requeue --network=crash --wrap=true)
 	wait_job "$id" CANCELLED 30
-	ctld_grep "\] error: switch/lua: JobId=$id job_start raised a Lua error: /etc/slurm/switch.lua:9: fabric manager refused the VNI \(queued [0-9]+ ms, ran [0-9]+ ms; script /etc/slurm/switch.lua content fnv1a64:[0-9a-f]{16}\)$" >/dev/null ||
-		fail "no error-level 'raised a Lua error' line"
+	ctld_grep "\] error: switch/lua: JobId=$id job_start raised an error: /etc/slurm/switch.lua:9: fabric manager refused the VNI \(queued [0-9]+ ms, ran [0-9]+ ms; script /etc/slurm/switch.lua content fnv1a64:[0-9a-f]{16}\)$" >/dev/null ||
+		fail "no error-level 'raised an error' line"
 	ctld_grep "\] error: switch/lua: JobId=$id job_start traceback: stack traceback:$" >/dev/null ||
 		fail "no traceback header"
 	ctld_grep "\] error: switch/lua: JobId=$id job_start traceback: .*/etc/slurm/switch.lua:9: in (upvalue|local|function) '?fabric_call'?$" >/dev/null ||
