@@ -7,7 +7,7 @@
 // The settings, their ranges, units and defaults are the rows of the table
 // kKeys in config.cpp and nothing else: slurmctld_settings() gives them to
 // the CLI (`switch-lua settings`), to the e2e tests and to the test that
-// checks their entries in switch_lua.conf(5) (test/unit/ctld/man_facts_test.cpp),
+// checks their entries in switch_lua.conf(5) (test/unit/ctld/settings_man_test.cpp),
 // where each setting is explained.
 //
 // switch_max_calls and switch_max_queue are read when the plugin starts
