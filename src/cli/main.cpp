@@ -4,8 +4,10 @@
 //   switch-lua check FILE
 //   switch-lua simulate FILE --network STR [options]
 //   switch-lua status [--json] [--file PATH]
+//   switch-lua settings [PARAMS]
 #include "cli/simulate.hpp"
 #include "cli/status.hpp"
+#include "ctld/config.hpp"
 #include "lua/trust.hpp"
 
 #include <CLI/CLI.hpp>
@@ -61,12 +63,51 @@ struct CliArgs {
   std::string check_file;
   bool check_json = false;
   std::string slurm_user;
-  int timeout = 10, retries = 3;
-  int kill_grace = static_cast<int>(switchlua::kDefaultSwitchKillGrace.count());
-  std::string bjc = "auto", drain = "yes";
+  int timeout = static_cast<int>(switchlua::CtldConfig{}.switch_timeout.count());
+  int retries = static_cast<int>(switchlua::CtldConfig{}.switch_retries);
+  int kill_grace = static_cast<int>(switchlua::CtldConfig{}.switch_kill_grace.count());
+  std::string bjc = "auto";
+  std::string drain = switchlua::slurmctld_setting("switch_drain_on_failure").default_value;
   std::string status_file;
   bool status_json = false;
+  std::string settings_params;
 };
+
+/// switch_drain_on_failure's words, {off, on}.
+std::array<std::string_view, 2> drain_words() {
+  return switchlua::slurmctld_setting("switch_drain_on_failure").words;
+}
+
+/// The CLI11 range check of an integer setting, from the settings table.
+CLI::Range setting_range(std::string_view name) {
+  const auto &s = switchlua::slurmctld_setting(name);
+  return CLI::Range(static_cast<double>(s.lo), static_cast<double>(s.hi));
+}
+
+/// `switch-lua settings [PARAMS]`: the settings line the plugin logs at
+/// start-up for SlurmctldParameters=PARAMS (the defaults without PARAMS), on
+/// stdout; the warnings it would log, on stderr.  A bad value: its error
+/// on stderr, exit status 1.
+int run_settings(const std::string &params) {
+  for (const std::string &w : switchlua::slurmctld_parameters_warnings(params))
+    std::cerr << w << '\n';
+  auto c = switchlua::parse_slurmctld_parameters(params);
+  if (!c) {
+    std::cerr << c.error().message << '\n';
+    return 1;
+  }
+  std::cout << switchlua::describe(*c) << '\n';
+  return 0;
+}
+
+CLI::App *add_settings(CLI::App &app, CliArgs &a) {
+  auto *st = app.add_subcommand("settings", "print the switch_* settings line that slurmctld "
+                                            "logs at start-up for these SlurmctldParameters");
+  st->add_option("PARAMS", a.settings_params,
+                 "a SlurmctldParameters value, e.g. switch_timeout=5,enable_configless "
+                 "(default: none, the defaults)");
+  return st;
+}
 
 const char *const kSlurmUserHelp =
     "SlurmUser (name or uid) who may own the script, the directories above it and its "
@@ -133,17 +174,17 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   hj->needs(ho);
   ho->needs(hj);
   sim->add_option("--timeout", a.timeout, "switch_timeout, seconds")
-      ->check(CLI::Range(1, 86400))
+      ->check(setting_range("switch_timeout"))
       ->capture_default_str();
   sim->add_option("--kill-grace", a.kill_grace,
                   "switch_kill_grace, seconds between SIGTERM and SIGKILL at the deadline")
-      ->check(CLI::Range(0, 300))
+      ->check(setting_range("switch_kill_grace"))
       ->capture_default_str();
   sim->add_option("--retries", a.retries, "switch_retries")
-      ->check(CLI::Range(0, 1000))
+      ->check(setting_range("switch_retries"))
       ->capture_default_str();
   sim->add_option("--drain-on-failure", a.drain, "switch_drain_on_failure")
-      ->check(CLI::IsMember({"yes", "no"}))
+      ->check(CLI::IsMember({std::string(drain_words()[1]), std::string(drain_words()[0])}))
       ->capture_default_str();
   sim->add_option("--block-job-complete", a.bjc, "override the script's block_job_complete")
       ->check(CLI::IsMember({"auto", "true", "false"}))
@@ -168,8 +209,12 @@ int main(int argc, char **argv) {
   auto *check = add_check(app, a);
   add_simulate(app, a, so);
   auto *status = add_status(app, a);
+  auto *settings = add_settings(app, a);
 
   CLI11_PARSE(app, argc, argv);
+
+  if (settings->parsed())
+    return run_settings(a.settings_params);
 
   if (status->parsed()) {
     auto path = switchlua::status_file_path(a.status_file);
@@ -192,7 +237,7 @@ int main(int argc, char **argv) {
   so.config.switch_timeout = std::chrono::seconds(a.timeout);
   so.config.switch_retries = static_cast<std::uint32_t>(a.retries);
   so.config.switch_kill_grace = std::chrono::seconds(a.kill_grace);
-  so.config.drain_on_failure = a.drain == "yes";
+  so.config.drain_on_failure = a.drain == drain_words()[1];
   if (so.no_requeue)
     so.batch = true;
   if (a.bjc != "auto")

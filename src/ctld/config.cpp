@@ -10,6 +10,7 @@
 #include <charconv>
 #include <fmt/format.h>
 #include <optional>
+#include <stdexcept>
 
 namespace switchlua {
 namespace {
@@ -189,6 +190,27 @@ std::string describe(const CtldConfig &c) {
 
 std::string to_slurmctld_parameters(const CtldConfig &c) {
   return join_settings(c, ",");
+}
+
+std::vector<SettingSpec> slurmctld_settings() {
+  const CtldConfig defaults;
+  std::vector<SettingSpec> out;
+  for (const Key &k : kKeys) {
+    std::string_view unit = k.unit;
+    if (unit.starts_with("number of "))
+      unit.remove_prefix(10);
+    out.push_back(
+        SettingSpec{k.name, k.hi == 0, k.lo, k.hi, unit, k.words, value_text(k, k.get(defaults))});
+  }
+  return out;
+}
+
+const SettingSpec &slurmctld_setting(std::string_view name) {
+  static const std::vector<SettingSpec> all = slurmctld_settings();
+  for (const SettingSpec &s : all)
+    if (s.name == name)
+      return s;
+  throw std::out_of_range(fmt::format("switch/lua: {} is not a setting in config.cpp", name));
 }
 
 } // namespace switchlua

@@ -3,41 +3,12 @@
 // File: ctld/config.hpp
 //
 // The controller settings of switch/lua, read from slurm.conf's
-// SlurmctldParameters (a comma-separated list of key or key=value tokens):
-//
-//   switch_timeout=<seconds>        job_start / job_complete kill deadline;
-//                                   integer 1..86400, default 10
-//   switch_retries=<count>          job_complete EAGAIN retries before the
-//                                   nodes are drained; integer 0..1000, default 3
-//   switch_drain_on_failure=yes|no  drain the job's nodes when job_complete
-//                                   fails; default yes
-//   switch_kill_grace=<seconds>     at the deadline the call's process group
-//                                   gets SIGTERM, then SIGKILL this much
-//                                   later; integer 0..300, default 2
-//   switch_max_calls=<count>        hook calls running at once; integer
-//                                   1..4096, default 512
-//   switch_max_queue=<count>        calls waiting per lane (teardown,
-//                                   interactive, batch); integer 1..100000,
-//                                   default 10000
-//   switch_lua_memory=<MiB>         memory bound of the Lua state of each
-//                                   job_start / job_complete call; integer
-//                                   1..65536, default 256
-//   switch_status_interval=<seconds> seconds between the one-line status
-//                                   summaries in slurmctld.log; integer
-//                                   0..86400, default 0 (none)
-//   switch_script_mismatch=warn|fail what a slurmstepd does when the script it
-//                                   loads is not the one that ran job_start:
-//                                   log a warning (default) or fail the step
-//   switch_interactive_wait=<ms>    how long the allocation of an interactive
-//                                   job (srun, salloc) may wait, slurmctld's
-//                                   locks held, for its job_start to return,
-//                                   so that the job is never CONFIGURING;
-//                                   integer 0..100, default 3, 0 = never
-//   switch_max_setup_failures=<count>  after this many consecutive failed
-//                                   setups a requeueable job is requeued
-//                                   held (admin hold) instead; integer
-//                                   0..1000, default 0 = off (the contract:
-//                                   requeued without limit)
+// SlurmctldParameters (a comma-separated list of key or key=value tokens).
+// The settings, their ranges, units and defaults are the rows of the table
+// kKeys in config.cpp and nothing else: slurmctld_settings() gives them to
+// the CLI (`switch-lua settings`), to the e2e tests and to the test that
+// checks their entries in switch_lua.conf(5) (test/unit/ctld/settings_man_test.cpp),
+// where each setting is explained.
 //
 // switch_max_calls and switch_max_queue are read when the plugin starts
 // (slurmctld's start and every reconfigure, which restarts it in 24.11):
@@ -55,6 +26,7 @@
 
 #include "common/expected.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -117,14 +89,36 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params);
 /// ...): check its spelling".  Empty when there is none.
 std::vector<std::string> slurmctld_parameters_warnings(std::string_view params);
 
-/// "switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes
-/// switch_kill_grace=2 switch_max_calls=512 switch_max_queue=10000 switch_lua_memory=256
-/// switch_status_interval=0 switch_script_mismatch=warn".
+/// Every setting as KEY=VALUE in table order, separated by spaces, as the
+/// plugin logs it at start-up ("switch_timeout=10 switch_retries=3
+/// switch_drain_on_failure=yes ..."; `switch-lua settings` prints it).
 std::string describe(const CtldConfig &c);
 
 /// The same settings as a SlurmctldParameters string that
 /// parse_slurmctld_parameters() reads back to `c`:
 /// "switch_timeout=10,switch_retries=3,...,switch_lua_memory=256".
 std::string to_slurmctld_parameters(const CtldConfig &c);
+
+/// One row of the settings table (config.cpp), as switch_lua.conf(5)
+/// documents it.  An integer setting is valid in [lo, hi] and counts `unit`
+/// ("seconds", "count", "MiB", "milliseconds"); a word setting (`is_word`)
+/// takes words[1] (on) or words[0] (off), e.g. yes/no, fail/warn.
+/// `default_value` is the default as describe() writes it ("10", "yes").
+struct SettingSpec {
+  std::string_view name;
+  bool is_word;
+  std::uint64_t lo, hi;
+  std::string_view unit;
+  std::array<std::string_view, 2> words;
+  std::string default_value;
+};
+
+/// Every setting of the table, in table (and describe()) order.
+std::vector<SettingSpec> slurmctld_settings();
+
+/// The row of `name` (exact, lower case, e.g. "switch_timeout"); throws
+/// std::out_of_range for a name that is not in the table (a programming
+/// error: callers name settings of ours).
+const SettingSpec &slurmctld_setting(std::string_view name);
 
 } // namespace switchlua

@@ -4,6 +4,7 @@
 // for a call's outcome, as the log lines, reasons and switch.lua(5) spell
 // them (job_fsm.hpp).
 #include "ctld/job_fsm.hpp"
+#include "supervisor/outcome_words.hpp"
 
 #include <array>
 #include <fmt/format.h>
@@ -51,39 +52,25 @@ std::string rc_text(std::int64_t rc) {
 
 } // namespace
 
-/// What a call ended with, for reasons and logs ("returned rc=-1",
-/// "raised: switch.lua:12: boom", "timed out after 10 s").
+/// What a call ended with, for reasons and the decision lines ("returned
+/// rc=-1", "raised an error: switch.lua:12: boom", "timed out after 10004 ms
+/// and was killed with its process group"): outcome_words(), the words the
+/// call's log line uses too (supervisor/outcome_words.hpp), and what only a
+/// reason adds.
 std::string outcome_text(const Outcome &o) {
-  // Reasons and log lines carry the first line; the traceback is logged
-  // once, with the outcome, by the engine.
-  std::string first = o.message.substr(0, o.message.find('\n'));
+  const std::string words = outcome_words(o);
   switch (o.kind) {
   case OutcomeKind::Returned:
     if (!o.ret.jobinfo_error.empty())
-      return fmt::format("returned a jobinfo that cannot be saved: {}",
-                         o.ret.jobinfo_error.substr(0, o.ret.jobinfo_error.find('\n')));
+      return fmt::format("{} {}", words, jobinfo_unsaved_words(o.ret.jobinfo_error));
     if (o.ret.hook == Hook::JobStart && o.ret.rc != kSuccess && !o.ret.message.empty())
-      return fmt::format("returned {}: {}", rc_text(o.ret.rc), o.ret.message);
-    return "returned " + rc_text(o.ret.rc);
-  case OutcomeKind::LuaError:
-    return "raised an error: " + first;
-  case OutcomeKind::BadReturn:
-    return "broke the return convention: " + first;
-  case OutcomeKind::LoadFailed:
-    return "could not load the script: " + first;
-  case OutcomeKind::SpawnFailed:
-    return "could not be started: " + first;
-  case OutcomeKind::ExitedWithoutReturn:
-    return fmt::format("exited with status {} without returning", o.exit_status);
-  case OutcomeKind::Signaled:
-    return fmt::format("died on signal {}", o.signal);
+      return fmt::format("{} {}: {}", words, rc_text(o.ret.rc), o.ret.message);
+    return fmt::format("{} {}", words, rc_text(o.ret.rc));
   case OutcomeKind::TimedOut:
-    return fmt::format("timed out after {} ms and was killed with its process group",
-                       o.elapsed.count());
-  case OutcomeKind::Abandoned:
-    return "was abandoned: " + first;
+    return words + " and was killed with its process group";
+  default:
+    return words;
   }
-  return "ended";
 }
 
 } // namespace switchlua

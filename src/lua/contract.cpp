@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 #include <variant>
 
 namespace switchlua {
@@ -40,12 +41,12 @@ constexpr HookInfo kHooks[] = {
   {Hook::JobComplete, "job_complete", "slurm_switch_job_complete",
    HookHost::Supervised, "(job, jobinfo)", false, 1, "rc", "returns slurm.SUCCESS"},
   {Hook::StepPreinit, "step_preinit", "slurm_switch_step_preinit",
-   HookHost::Slurmstepd, "(step, jobinfo)", false, 2, "rc[, message]", "returns slurm.SUCCESS"},
+   HookHost::Slurmstepd, "(step, stepinfo)", false, 2, "rc[, message]", "returns slurm.SUCCESS"},
   {Hook::StepInit, "step_init", "slurm_switch_step_init",
-   HookHost::Slurmstepd, "(step, jobinfo)", false, 2, "rc, env|nil (or rc < 0, message)",
+   HookHost::Slurmstepd, "(step, stepinfo)", false, 2, "rc, env|nil (or rc < 0, message)",
    "returns slurm.SUCCESS"},
   {Hook::StepPostfini, "step_postfini", "slurm_switch_step_postfini",
-   HookHost::Slurmstepd, "(step, jobinfo)", false, 2, "rc[, message]", "returns slurm.SUCCESS"},
+   HookHost::Slurmstepd, "(step, stepinfo)", false, 2, "rc[, message]", "returns slurm.SUCCESS"},
 };
 // clang-format on
 
@@ -53,7 +54,7 @@ constexpr HookInfo kHooks[] = {
 template <class T>
 using Member = std::variant<std::uint32_t T::*, std::optional<std::string> T::*, bool T::*,
                             std::vector<std::string> T::*, std::int64_t T::*,
-                            std::optional<std::uint32_t> T::*>;
+                            std::optional<std::uint32_t> T::*, std::string T::*>;
 template <class T> struct Field {
   const char *name;
   Member<T> member;
@@ -135,6 +136,10 @@ bool push_member(lua_State *L, const std::optional<std::string> &v) {
   if (!v)
     return false;
   lua_pushlstring(L, v->data(), v->size());
+  return true;
+}
+bool push_member(lua_State *L, const std::string &v) {
+  lua_pushlstring(L, v.data(), v.size());
   return true;
 }
 bool push_member(lua_State *L, const std::vector<std::string> &v) {
@@ -235,6 +240,12 @@ Expected<void> read_member(const msgpack::object &o, std::optional<std::string> 
     return fail(fmt::format("expected a string or nil, got {}", msgpack_type_name(o)));
   return {};
 }
+Expected<void> read_member(const msgpack::object &o, std::string &out) {
+  if (o.type != object_type::STR)
+    return fail(fmt::format("expected a string, got {}", msgpack_type_name(o)));
+  out.assign(o.via.str.ptr, o.via.str.size);
+  return {};
+}
 Expected<void> read_member(const msgpack::object &o, std::vector<std::string> &out) {
   if (o.type != object_type::ARRAY)
     return fail(fmt::format("expected an array of strings, got {}", msgpack_type_name(o)));
@@ -268,7 +279,32 @@ Expected<void> read_job_field(const msgpack::object_kv &kv, JobArgs &out, std::v
   return fail(fmt::format("unknown field {}", detail::quote(key)));
 }
 
+/// The Lua type of each alternative of Member, in its order, and whether
+/// that alternative may be nil.
+constexpr std::pair<std::string_view, bool> kMemberTypes[] = {
+    {"integer", false}, {"string", true},  {"boolean", false}, {"string[]", false},
+    {"integer", false}, {"integer", true}, {"string", false},
+};
+static_assert(std::size(kMemberTypes) == std::variant_size_v<Member<JobArgs>>);
+
+template <class T, std::size_t N> std::vector<ArgField> arg_fields(const Field<T> (&fields)[N]) {
+  std::vector<ArgField> out;
+  for (const Field<T> &f : fields) {
+    const auto &[type, nil] = kMemberTypes[f.member.index()];
+    out.push_back(ArgField{f.name, type, nil});
+  }
+  return out;
+}
+
 } // namespace
+
+std::vector<ArgField> job_fields() {
+  return arg_fields(kJobFields);
+}
+
+std::vector<ArgField> step_fields() {
+  return arg_fields(kStepFields);
+}
 
 const HookInfo &hook_info(Hook h) {
   for (const auto &i : kHooks)

@@ -96,6 +96,22 @@ std::string_view hook_function(Hook h);
 /// Inverse of hook_name(); nullopt for an unknown name.
 std::optional<Hook> hook_from_name(std::string_view name);
 
+/// One field of the job or step table as the code defines it (the tables
+/// kJobFields / kStepFields of contract.cpp, the one source that push(),
+/// the msgpack codec, switch.lua(5) and the LuaLS definitions
+/// lua/switch-lua-meta/slurm.lua are checked against): its key, its Lua type
+/// ("integer", "string", "boolean", "string[]") and whether it may be nil.
+struct ArgField {
+  std::string_view name;
+  std::string_view lua_type;
+  bool may_be_nil;
+};
+
+/// The fields of the `job` table, in table order.
+std::vector<ArgField> job_fields();
+/// The fields of the `step` table, in table order.
+std::vector<ArgField> step_fields();
+
 /// Return codes exposed as slurm.SUCCESS / slurm.ERROR / slurm.EAGAIN.
 /// EAGAIN is Linux's errno value; positive, so "other positive values" of
 /// job_complete (only logged) must differ from it.
@@ -161,8 +177,9 @@ struct StepArgs {
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
   /// The step in Slurm's own text, "JobId.StepId" ("1234.0", "1234.batch";
-  /// "1234+1.0" for a component of a heterogeneous job).
-  std::optional<std::string> id;
+  /// "1234+1.0" for a component of a heterogeneous job); never nil (the
+  /// glue always builds it, switch.lua(5)).
+  std::string id;
   std::optional<std::string> sluid;
   std::optional<std::string> partition; ///< nil on a batch step (contract)
   std::optional<std::string> node_name; ///< this node

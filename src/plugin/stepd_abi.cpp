@@ -88,7 +88,7 @@ std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *inf
   a.node_name = opt(step->node_name);
   a.user_name = opt(step->user_name);
   a.nodes = opt(step->nodes);
-  a.id = opt(step->id);
+  a.id = step->id ? step->id : "";
   a.partition = opt(step->partition);
   a.network = opt(step->network);
   a.batch = step->batch;

@@ -5,6 +5,7 @@
 // classify(): Observation -> Outcome, and describe(): Outcome -> one line.
 // Both pure; the rules are those documented in outcome.hpp.
 #include "supervisor/outcome.hpp"
+#include "supervisor/outcome_words.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -92,16 +93,6 @@ Outcome classify(const Observation &obs) {
 
 namespace {
 
-std::string first_line(std::string_view s) {
-  const auto nl = s.find('\n');
-  return std::string(nl == std::string_view::npos ? s : s.substr(0, nl));
-}
-
-std::string signal_text(int sig) {
-  const char *abbrev = sigabbrev_np(sig);
-  return abbrev ? fmt::format("{} (SIG{})", sig, abbrev) : std::to_string(sig);
-}
-
 std::string describe_return(const HookReturn &r) {
   switch (r.hook) {
   case Hook::BlockJobComplete:
@@ -111,7 +102,7 @@ std::string describe_return(const HookReturn &r) {
     if (r.jobinfo)
       return fmt::format("rc={} with jobinfo", r.rc);
     if (!r.jobinfo_error.empty())
-      return fmt::format("rc={}, jobinfo not saved: {}", r.rc, r.jobinfo_error);
+      return fmt::format("rc={} with {}", r.rc, jobinfo_unsaved_words(r.jobinfo_error));
     if (!r.message.empty())
       return fmt::format("rc={}: {}", r.rc, r.message);
     return fmt::format("rc={} without jobinfo", r.rc);
@@ -120,35 +111,23 @@ std::string describe_return(const HookReturn &r) {
   }
 }
 
+/// The log's words: outcome_words() and what only the log adds.
 std::string describe_kind(const Outcome &o) {
-  const long long ms = o.elapsed.count();
+  const std::string words = outcome_words(o);
   switch (o.kind) {
   case OutcomeKind::Returned:
-    return fmt::format("returned {}", describe_return(o.ret));
-  case OutcomeKind::LuaError:
-    return fmt::format("raised a Lua error: {}", first_line(o.message));
-  case OutcomeKind::BadReturn:
-    return fmt::format("bad return: {}", first_line(o.message));
-  case OutcomeKind::ExitedWithoutReturn:
-    return fmt::format("exited with status {} without returning", o.exit_status);
+    return fmt::format("{} {}", words, describe_return(o.ret));
   case OutcomeKind::Signaled:
-    return fmt::format("killed by signal {}, not sent by the supervisor", signal_text(o.signal));
+    return words + ", not sent by the supervisor";
   case OutcomeKind::TimedOut:
     if (o.late_return)
-      return fmt::format("timed out after {} ms (late result: {})", ms,
-                         describe_return(*o.late_return));
+      return fmt::format("{} (late result: {})", words, describe_return(*o.late_return));
     if (o.late_exit)
-      return fmt::format("timed out after {} ms (late exit with status {} without returning)", ms,
-                         o.exit_status);
-    return fmt::format("timed out after {} ms", ms);
-  case OutcomeKind::SpawnFailed:
-    return fmt::format("could not start the runner: {}", first_line(o.message));
-  case OutcomeKind::Abandoned:
-    return fmt::format("abandoned: {}", first_line(o.message));
-  case OutcomeKind::LoadFailed:
-    return fmt::format("script did not load: {}", first_line(o.message));
+      return fmt::format("{} (late exit with status {} without returning)", words, o.exit_status);
+    return words;
+  default:
+    return words;
   }
-  return "unknown outcome";
 }
 
 } // namespace

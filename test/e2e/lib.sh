@@ -58,6 +58,11 @@
 #                     ctld_count RE (lines matching, 0 if none)
 #                     e2e_uniq (a tag unique to this test run, digits only)
 #                     need_seed (skip unless the contract script was found)
+#                     switch_lua_cli (the switch-lua under test, chroot path)
+#                     settings_line [PARAMS] (the switch_* settings line the
+#                     plugin logs for PARAMS, by default the cluster's
+#                     SlurmctldParameters; from `switch-lua settings`)
+#                     ere_quote TEXT (TEXT as a grep -E pattern that matches it)
 #   generated scripts e2e_generate_scripts (the runner calls it) writes into
 #                     $E2E_GEN (host path; $E2E_GEN_CL inside the chroot):
 #                       seed.lua        the contract script with
@@ -429,6 +434,35 @@ need_seed() {
 	*) fail "the contract script cannot be used: $st" ;;
 	esac
 }
+
+# switch_lua_cli: the switch-lua of the plugin under test, as a path inside
+# the chroot (a source build when SWITCHLUA_PLUGIN_DIR is set, else the
+# package's).
+switch_lua_cli() {
+	if [ -n "${SWITCHLUA_PLUGIN_DIR:-}" ] && [ -x "$E2E_ROOT/opt/switch-lua/bin/switch-lua" ]; then
+		echo /opt/switch-lua/bin/switch-lua
+	else
+		echo switch-lua
+	fi
+}
+
+# settings_line [PARAMS]: "switch_timeout=10 switch_retries=3 ...", the
+# settings as the plugin logs them at start-up for SlurmctldParameters=PARAMS
+# (default: the value in the cluster's slurm.conf now), printed by
+# `switch-lua settings` from the parser's own table (src/ctld/config.cpp).
+settings_line() {
+	local params
+	if [ $# -gt 0 ]; then
+		params=$1
+	else
+		params=$(sed -n 's/^SlurmctldParameters=//p' "$E2E_ROOT/etc/slurm/slurm.conf" | tail -n1)
+	fi
+	c_root "$(switch_lua_cli)" settings "$params" 2>/dev/null ||
+		fail "switch-lua settings '$params' failed"
+}
+
+# ere_quote TEXT: TEXT with every character special to grep -E escaped.
+ere_quote() { printf '%s' "$1" | sed 's/[][\\.^$*+?(){}|]/\\&/g'; }
 
 # e2e_generate_scripts: write the generated switch.lua copies into $E2E_GEN
 # (see the header) and seed.status: "ok", "absent: PATH", or what is wrong.

@@ -25,8 +25,8 @@ t_chunk_refused() {
 	assert_srun_told "srun: switch setup failed: switch/lua job_start could not load the script: /etc/slurm/switch.lua: the chunk returned -1, not slurm.SUCCESS: script refused" "$out"
 	wait_job "$id" CANCELLED 10
 	assert_job_reason "$id" '^switch setup failed: switch/lua job_start could not load the script: /etc/slurm/switch.lua: the chunk returned -1, not slurm.SUCCESS: script refused'
-	ctld_job "$id" ' job_start script did not load: /etc/slurm/switch.lua: the chunk returned -1' >/dev/null ||
-		fail "no 'job_start script did not load' line for JobId=$id"
+	ctld_job "$id" ' job_start could not load the script: /etc/slurm/switch.lua: the chunk returned -1' >/dev/null ||
+		fail "no 'job_start could not load the script' line for JobId=$id"
 	ctld_job "$id" ' cancelled: switch setup failed: ' >/dev/null || fail "no 'cancelled' line for JobId=$id"
 	if ctld_job "$id" ' job_complete started'; then fail "job_complete ran after a failed setup"; fi
 	# A failed setup drains nothing.
@@ -46,7 +46,7 @@ t_load_logged() {
 	need_seed
 	local log
 	log=$(ctld_log)
-	grep -F 'switch/lua: script /etc/slurm/switch.lua (switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes switch_kill_grace=2 switch_max_calls=512 switch_max_queue=10000 switch_lua_memory=256 switch_status_interval=0 switch_script_mismatch=warn switch_max_setup_failures=0 switch_interactive_wait=3, block_job_complete=false)' "$log" >/dev/null ||
+	grep -F "switch/lua: script /etc/slurm/switch.lua ($(settings_line), block_job_complete=false)" "$log" >/dev/null ||
 		fail "no settings line in slurmctld.log: $(grep 'switch/lua: script' "$log" || true)"
 	grep -F 'switch/lua: active in slurmctld, script /etc/slurm/switch.lua' "$log" >/dev/null ||
 		fail "slurmctld.log does not say the plugin is active"

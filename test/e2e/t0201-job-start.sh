@@ -173,8 +173,8 @@ t_start_crash() {
 	assert_srun_told "srun: switch setup failed: switch/lua job_start raised an error: /etc/slurm/switch.lua:" "$out"
 	wait_job "$id" CANCELLED 10
 	assert_job_reason "$id" '^switch setup failed: switch/lua job_start raised an error: /etc/slurm/switch.lua:[0-9]+: switchlua: deliberate error in job_start'
-	ctld_job "$id" ' job_start raised a Lua error: /etc/slurm/switch.lua:[0-9]+: switchlua: deliberate error in job_start' >/dev/null ||
-		fail "no 'raised a Lua error' line"
+	ctld_job "$id" ' job_start raised an error: /etc/slurm/switch.lua:[0-9]+: switchlua: deliberate error in job_start' >/dev/null ||
+		fail "no 'raised an error' line"
 	if ctld_job "$id" ' job_complete'; then fail "job_complete ran after a failed setup"; fi
 	expect_not_drained node1 node2
 }

@@ -88,7 +88,7 @@ t_killed_teardown() {
 	wait_for 20 test -s "$E2E_ROOT/tmp/switch-lua-e2e.$tag.pid" || fail "job_complete never started"
 	pid=$(cat "$E2E_ROOT/tmp/switch-lua-e2e.$tag.pid")
 	c_root kill -9 "$pid"
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete died on signal 9: nodes held, running it again at the next periodic check \(retry 1 of [0-9]+\)" 15
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete died on signal 9 \(SIGKILL\): nodes held, running it again at the next periodic check \(retry 1 of [0-9]+\)" 15
 	assert_match '^completing' "$(node_state "$node")" "state of $node while the retry waits"
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete returned rc=0 \(slurm.SUCCESS\)" 30
 	wait_job "$id" COMPLETED 15
@@ -97,8 +97,8 @@ t_killed_teardown() {
 	led=$(ledger "$tag")
 	assert_eq 2 "$(grep -c '^complete ' <<<"$led")" "job_complete calls (the killed one, then the retry)"
 	# One outcome line per call; the retry decision is its own line.
-	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete killed by signal 9 \(SIGKILL\), not sent by the supervisor \(queued [0-9]+ ms, ran [0-9]+ ms; script [^)]+\)\$")" "outcome lines of the killed call"
-	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete died on signal 9: nodes held, running it again")" "retry decision lines"
+	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete died on signal 9 \(SIGKILL\), not sent by the supervisor \(queued [0-9]+ ms, ran [0-9]+ ms; script [^)]+\)\$")" "outcome lines of the killed call"
+	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete died on signal 9 \(SIGKILL\): nodes held, running it again")" "retry decision lines"
 	assert_eq 3 "$(ctld_count "switch/lua: JobId=$id job_complete (killed|died|returned|raised|timed|abandoned|exited|was)")" "job_complete lines: outcome, decision, the retry's outcome"
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete returned rc=0 \(slurm\.SUCCESS\) \(script [^)]+\)\$")" "outcome lines of the retry"
 }

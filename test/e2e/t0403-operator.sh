@@ -29,7 +29,7 @@ t_drain_reason_head() {
 	wait_job "$id" COMPLETED 15
 	# One outcome line (with its traceback lines after it), then the drain.
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete raised")" "outcome lines of the failed job_complete"
-	ctld_job "$id" " job_complete raised a Lua error: /etc/slurm/switch\\.lua:[0-9]+: e2e crash: the fabric refused the teardown \\(queued [0-9]+ ms, ran [0-9]+ ms; script [^)]+\\)\$" >/dev/null ||
+	ctld_job "$id" " job_complete raised an error: /etc/slurm/switch\\.lua:[0-9]+: e2e crash: the fabric refused the teardown \\(queued [0-9]+ ms, ran [0-9]+ ms; script [^)]+\\)\$" >/dev/null ||
 		fail "no outcome line for the failed job_complete"
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id draining node3: switch teardown failed: JobId=$id switch/lua job_complete raised an error: ")" "lines for the drain"
 	resume node3

@@ -11,7 +11,7 @@
 e2e_test "switch/lua: example conf/switch.lua: --network=vni gives every task of srun -N2 FABRIC_VNI; job_complete releases it" t_example_vni
 t_example_vni() {
 	local name id vni out n
-	grep -F 'switch/lua: script /etc/slurm/switch.lua (switch_timeout=10 switch_retries=3 switch_drain_on_failure=yes switch_kill_grace=2 switch_max_calls=512 switch_max_queue=10000 switch_lua_memory=256 switch_status_interval=0 switch_script_mismatch=warn switch_max_setup_failures=0 switch_interactive_wait=3, block_job_complete=true)' \
+	grep -F "switch/lua: script /etc/slurm/switch.lua ($(settings_line), block_job_complete=true)" \
 		"$(ctld_log)" >/dev/null || fail "slurmctld did not log the example's block_job_complete=true"
 	# The example's "fabric manager" is a folder that the hooks, running as
 	# SlurmUser, must be able to write; `switch-lua simulate` run as root

@@ -13,16 +13,6 @@ SCRIPT_H=$E2E_ROOT/etc/slurm/switch.lua
 RULE='it must be owned by root or SlurmUser \(slurm\) and not writable by group or others \(switch\.lua\(5\)\)'
 REFUSED="/etc/slurm/switch.lua: owned by uid 0 \(root\), mode 0666: refused; $RULE"
 
-# The switch-lua of the plugin under test (a source build when
-# SWITCHLUA_PLUGIN_DIR is set, else the package's).
-switch_lua_cli() {
-	if [ -n "${SWITCHLUA_PLUGIN_DIR:-}" ] && [ -x "$E2E_ROOT/opt/switch-lua/bin/switch-lua" ]; then
-		echo /opt/switch-lua/bin/switch-lua
-	else
-		echo switch-lua
-	fi
-}
-
 e2e_test "switch/lua: trust: switch.lua made 0666 under a running controller is refused once, calls keep the last good version, the nodes skip the step hooks, check says why" t_chmod_running
 t_chmod_running() {
 	local id out

@@ -14,15 +14,6 @@
 
 SCRIPT_H=$E2E_ROOT/etc/slurm/switch.lua
 
-# The switch-lua of the plugin under test (as t0811-trust).
-switch_lua_cli() {
-	if [ -n "${SWITCHLUA_PLUGIN_DIR:-}" ] && [ -x "$E2E_ROOT/opt/switch-lua/bin/switch-lua" ]; then
-		echo /opt/switch-lua/bin/switch-lua
-	else
-		echo switch-lua
-	fi
-}
-
 # jval JSON DOTTED.PATH: one value of a JSON text.
 jval() {
 	c_root python3 -c 'import json, sys

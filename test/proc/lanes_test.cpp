@@ -147,7 +147,7 @@ TEST(Lanes, AFullLaneRefusesTheCallAndNamesTheSetting) {
   EXPECT_EQ(r->outcome.message, "the supervisor's batch queue is full (2 calls waiting, "
                                 "SlurmctldParameters switch_max_queue=2)");
   EXPECT_EQ(describe(r->outcome),
-            "could not start the runner: the supervisor's batch queue is full (2 calls waiting, "
+            "could not be started: the supervisor's batch queue is full (2 calls waiting, "
             "SlurmctldParameters switch_max_queue=2)");
   // Each lane has its own bound: a teardown still queues.
   const CallId teardown = c.submit(gated("/", Hook::JobComplete, true));

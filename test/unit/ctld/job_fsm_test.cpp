@@ -923,14 +923,15 @@ TEST(JobFsm, R_COMPLETE_KILLED_TheLogLineSaysItRunsAgain) {
   JobSwitchState h = state(S::TeardownRunning);
   h.nodes_held = true;
   StepResult r = step(h, Event{.kind = E::TeardownResult, .outcome = &killed}, cfg);
-  EXPECT_EQ(log_of(r), "JobId=42 job_complete died on signal 9: nodes held, running it again at "
-                       "the next periodic check (retry 1 of 3)");
+  EXPECT_EQ(log_of(r),
+            "JobId=42 job_complete died on signal 9 (SIGKILL): nodes held, running it again at "
+            "the next periodic check (retry 1 of 3)");
   JobSwitchState u = state(S::SetupUndoing);
   u.job.attempt = 7;
   r = step(u, Event{.kind = E::TeardownResult, .outcome = &killed}, cfg);
   EXPECT_EQ(r.rule, "R_UNDO_KILLED");
   EXPECT_EQ(log_of(r), "JobId=42 job_complete for the killed job_start of attempt 7 died on "
-                       "signal 9: running it again (retry 1 of 3)");
+                       "signal 9 (SIGKILL): running it again (retry 1 of 3)");
 }
 
 // One log line per teardown outcome: the controller logs a job_complete
@@ -1121,8 +1122,9 @@ TEST(JobFsm, R_COMPLETE_KILLED_LogSaysItRunsAgain) {
   for (const Action &a : r.actions)
     if (a.kind == A::Log)
       logged += a.reason;
-  EXPECT_NE(logged.find("job_complete died on signal 9: nodes held, running it again at the next "
-                        "periodic check (retry 1 of 3)"),
+  EXPECT_NE(logged.find(
+                "job_complete died on signal 9 (SIGKILL): nodes held, running it again at the next "
+                "periodic check (retry 1 of 3)"),
             std::string::npos)
       << logged;
 }

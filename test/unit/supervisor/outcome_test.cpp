@@ -147,11 +147,11 @@ TEST(Describe, OneLinePerKind) {
   Outcome s;
   s.kind = OutcomeKind::Signaled;
   s.signal = SIGSEGV;
-  EXPECT_EQ(describe(s), "killed by signal 11 (SIGSEGV), not sent by the supervisor");
+  EXPECT_EQ(describe(s), "died on signal 11 (SIGSEGV), not sent by the supervisor");
   Outcome e;
   e.kind = OutcomeKind::LuaError;
   e.message = "x.lua:3: boom\nstack traceback:\n\t...";
-  EXPECT_EQ(describe(e), "raised a Lua error: x.lua:3: boom");
+  EXPECT_EQ(describe(e), "raised an error: x.lua:3: boom");
   Outcome r;
   r.kind = OutcomeKind::Returned;
   r.ret = returned_rc(0);
