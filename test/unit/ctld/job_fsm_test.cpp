@@ -898,9 +898,9 @@ TEST(JobFsm, R_COMPLETE_KILLED_UNHELD_TheLogLineSaysTheNodesAreNotHeld) {
   for (const Action &a : r.actions)
     if (a.kind == A::Log)
       logs.push_back(a.reason);
-  EXPECT_EQ(logs, std::vector<std::string>{"JobId=42 job_complete died on signal 9: its nodes are "
-                                           "not held (block_job_complete is false), so it is not "
-                                           "run again: a failed teardown"});
+  EXPECT_EQ(logs, std::vector<std::string>{"JobId=42 job_complete died on signal 9 (SIGKILL): its "
+                                           "nodes are not held (block_job_complete is false), so "
+                                           "it is not run again: a failed teardown"});
   EXPECT_EQ(std::count_if(r.actions.begin(), r.actions.end(),
                           [](const Action &a) { return a.kind == A::ScheduleRetry; }),
             0);

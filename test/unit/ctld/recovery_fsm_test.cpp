@@ -170,7 +170,7 @@ TEST(Recovery, R_ORPHAN_FAIL_AKillFromOutsideOrALostSupervisorIsAFailure) {
   TeardownDecision d = orphan_result(signaled(9));
   EXPECT_EQ(d.rule, "R_ORPHAN_FAIL");
   EXPECT_TRUE(d.drain);
-  EXPECT_EQ(d.what, "died on signal 9");
+  EXPECT_EQ(d.what, "died on signal 9 (SIGKILL)");
   d = orphan_result(Outcome{.kind = OutcomeKind::Abandoned, .message = "supervisor died"});
   EXPECT_EQ(d.rule, "R_ORPHAN_FAIL");
   EXPECT_TRUE(d.drain && d.forget);
