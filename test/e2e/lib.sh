@@ -63,6 +63,8 @@
 #                     plugin logs for PARAMS, by default the cluster's
 #                     SlurmctldParameters; from `switch-lua settings`)
 #                     ere_quote TEXT (TEXT as a grep -E pattern that matches it)
+#                     our_supervisor (pid of this cluster's switch-lua-supervisor)
+#                     proc_state PID (the one-letter state of /proc/PID/stat)
 #   generated scripts e2e_generate_scripts (the runner calls it) writes into
 #                     $E2E_GEN (host path; $E2E_GEN_CL inside the chroot):
 #                       seed.lua        the contract script with
@@ -463,6 +465,30 @@ settings_line() {
 
 # ere_quote TEXT: TEXT with every character special to grep -E escaped.
 ere_quote() { printf '%s' "$1" | sed 's/[][\\.^$*+?(){}|]/\\&/g'; }
+
+# our_supervisor: the pid of this cluster's switch-lua-supervisor.  Other
+# testbeds may run their own on the same host: only a process whose root is
+# this testbed's chroot is ours.
+our_supervisor() {
+	local p root
+	root=$(realpath "$E2E_ROOT")
+	# Only ours (other testbeds may run clusters); never a failing status.
+	for p in $(pgrep -f 'switch-lua-supervisor --channel-fd' || true); do
+		if [ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ]; then echo "$p"; fi
+	done | head -n1
+}
+
+# proc_state PID: the state letter of /proc/PID/stat (R, S, T, Z, ...);
+# "gone" when there is no such process.
+proc_state() {
+	local st
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || {
+		echo gone
+		return 0
+	}
+	st=${st##*) } # after the command name, which may hold spaces
+	echo "${st%% *}"
+}
 
 # e2e_generate_scripts: write the generated switch.lua copies into $E2E_GEN
 # (see the header) and seed.status: "ok", "absent: PATH", or what is wrong.

@@ -12,17 +12,6 @@
 # e2e-config: --switch-type switch/lua --script test/e2e/lua/failsafe.lua --slurmctld-params switch_timeout=3,switch_kill_grace=3
 
 SCRIPT_H=$E2E_ROOT/etc/slurm/switch.lua
-# our_supervisor: the pid of this cluster's switch-lua-supervisor.  Other
-# testbeds may run their own on the same host: only a process whose root is
-# this testbed's chroot is ours.
-our_supervisor() {
-	local p root
-	root=$(realpath "$E2E_ROOT")
-	# Only ours (other testbeds may run clusters); never a failing status.
-	for p in $(pgrep -f 'switch-lua-supervisor --channel-fd' || true); do
-		if [ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ]; then echo "$p"; fi
-	done | head -n1
-}
 CONF_H=$E2E_ROOT/etc/slurm/slurm.conf
 
 e2e_test "switch/lua: failsafe: a broken edit of switch.lua is refused once, jobs keep running the last good version; nothing drained, requeued or cancelled" t_bad_edit
