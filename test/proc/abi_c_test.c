@@ -147,6 +147,45 @@ static void stepd_missing_script(void)
 	CHECK(slc_stepd_preinit(&step, NULL, 0) == 0, "a step without stepinfo proceeds (fail-open)");
 }
 
+/* Whether batch and interactive steps run step_init is the script's
+ * setup_special_steps(), asked once by each process, and only where Slurm
+ * honours it (slc_set_slurm_special_steps: 25.11+). */
+static void special_steps(void)
+{
+	const char *script = SWITCHLUA_FIXTURES "/special_steps.lua";
+
+	slc_set_slurm_special_steps(false);
+	CHECK(slc_stepd_init(script, on_log) == 0 &&
+		      !slc_stepd_setup_special_steps(),
+	      "24.11: slurmstepd does not take setup_special_steps");
+	CHECK(!logged("special_steps fixture: setup_special_steps asked"),
+	      "24.11: and does not ask it");
+	unsetenv("SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS");
+	CHECK(slc_ctld_init(&ops, script, "switch_timeout=30", SWITCHLUA_LIBEXEC,
+			    NULL) == 0 &&
+		      !slc_ctld_setup_special_steps(),
+	      "24.11: a true answer is not taken by slurmctld either");
+	CHECK(logged("but Slurm 24.11 never calls the step init"),
+	      "24.11: slurmctld says the answer is ignored");
+	slc_ctld_fini();
+
+	slc_set_slurm_special_steps(true);
+	CHECK(slc_stepd_init(script, on_log) == 0 &&
+		      slc_stepd_setup_special_steps(),
+	      "25.11+: slurmstepd takes the script's setup_special_steps");
+	CHECK(logged("special_steps fixture: block_job_complete asked") &&
+		      logged("special_steps fixture: setup_special_steps asked"),
+	      "25.11+: slurmstepd asks both questions when it loads the script");
+	CHECK(slc_ctld_init(&ops, script, "switch_timeout=30", SWITCHLUA_LIBEXEC,
+			    NULL) == 0 &&
+		      slc_ctld_setup_special_steps(),
+	      "25.11+: slurmctld takes it too");
+	CHECK(logged("batch and interactive steps get a stepinfo"),
+	      "25.11+: and says so");
+	slc_ctld_fini();
+	slc_set_slurm_special_steps(false);
+}
+
 static void ctld_bad_parameter(const char *script)
 {
 	unsetenv("SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS");
@@ -275,6 +314,7 @@ int main(int argc, char **argv)
 	log_subject_from_c();
 	records_outside_slurmctld();
 	stepd_missing_script();
+	special_steps();
 	ctld_bad_parameter(script);
 	ctld_one_job(script);
 	stepmgr_from_relayed_record();
