@@ -5,9 +5,9 @@
  * The one place where the Slurm series the glue supports differ in the
  * Slurm internals it calls.  The switch hooks themselves (names and
  * signatures of switch_p_*) differ per switch ABI generation and live in
- * one export file each: switch_ops_2411.c, switch_ops_2511.c,
- * switch_ops_2605.c, of which src/plugin/meson.build compiles the one of
- * the configured tree.  Every other glue file is the same for all series.
+ * one export file each: switch_ops_2411.c, switch_ops_2505.c,
+ * switch_ops_2511.c, switch_ops_2605.c, of which src/plugin/meson.build
+ * compiles the one of the configured tree.  Every other glue file is the same for all series.
  *
  * Read from the trees of 24.11.5, 25.11.7 and 26.05.3 ("=": as before):
  *
@@ -44,8 +44,9 @@
  *     extern_step_fini(job_id) yes              yes              stepmgr_init,
  *                                                                stepmgr_fini(
  *                                                                job_id)
- * (25.05 has a switch ABI of its own, 21 symbols; it is not supported:
- * meson refuses it.)
+ * 25.05 (read from the tag slurm-25-05-8-1; built here, not run live) is
+ * 24.11 in every row but one: its switch ABI (switch_ops_2505.c, 21
+ * symbols) adds switch_p_free_jobinfo(job_ptr), as 25.11's jobinfo_free.
  *
  * Include after Slurm's headers (it names their types).  Nothing here is
  * exported.
@@ -61,13 +62,13 @@
 	(SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER) * 100 +                     \
 	 SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER))
 
-#if SLURM_COMPAT_SERIES != 2411 && SLURM_COMPAT_SERIES != 2511 &&              \
-	SLURM_COMPAT_SERIES != 2605
-#error "switch/lua supports the Slurm series 24.11, 25.11 and 26.05 only"
+#if SLURM_COMPAT_SERIES != 2411 && SLURM_COMPAT_SERIES != 2505 &&              \
+	SLURM_COMPAT_SERIES != 2511 && SLURM_COMPAT_SERIES != 2605
+#error "switch/lua supports the Slurm series 24.11, 25.05, 25.11 and 26.05 only"
 #endif
 
-/* ---- 24.11 ------------------------------------------------------------ */
-#if SLURM_COMPAT_SERIES == 2411
+/* ---- 24.11 and 25.05 -------------------------------------------------- */
+#if SLURM_COMPAT_SERIES == 2411 || SLURM_COMPAT_SERIES == 2505
 
 /*
  * job_requeue() of the job `job_id` (its het job leader for a het job) by
@@ -78,8 +79,8 @@
 #define slurm_compat_job_requeue(job_id, flags)                                \
 	job_requeue(0, (job_id), NULL, false, (flags))
 
-/* The job's SLUID (sluid_t), 0 when it has none yet: 24.11 keeps it in
- * db_index (job_record_set_sluid()). */
+/* The job's SLUID (sluid_t), 0 when it has none yet: 24.11 and 25.05 keep
+ * it in db_index (job_record_set_sluid()). */
 #define slurm_compat_job_sluid(job_ptr)                                        \
 	(((job_ptr)->db_index && ((job_ptr)->db_index != NO_VAL64))            \
 		 ? (sluid_t) (job_ptr)->db_index                               \
@@ -89,8 +90,8 @@
 #define SLURM_COMPAT_STEPD_DRAIN_H "src/slurmd/slurmstepd/slurmstepd.h"
 
 /* Whether slurmstepd runs job_init for batch and interactive steps when
- * setup_special_steps is true (slc_set_slurm_special_steps()): 24.11 has
- * no such hook and never does. */
+ * setup_special_steps is true (slc_set_slurm_special_steps()): 24.11 and
+ * 25.05 have no such hook and never do. */
 #define SLURM_COMPAT_SPECIAL_STEPS false
 
 /* ---- 25.11 and 26.05 -------------------------------------------------- */

@@ -5,8 +5,8 @@
  * The switch_p_* symbols of the Slurm 24.11 switch ABI (syms[] of
  * src/interfaces/switch.c: 20 hooks besides plugin_id), with 24.11's
  * signatures, over the version-free glue (switch_lua_glue.h).  meson
- * compiles this file for a 24.11 tree only; switch_ops_2511.c and
- * switch_ops_2605.c are the later generations.  No logic beyond what
+ * compiles this file for a 24.11 tree only; switch_ops_2505.c,
+ * switch_ops_2511.c and switch_ops_2605.c are the later generations.  No logic beyond what
  * 24.11's callers need lives here.
  */
 

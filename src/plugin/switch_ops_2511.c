@@ -6,7 +6,7 @@
  * src/interfaces/switch.c: 22 hooks besides plugin_id), with 25.11's
  * signatures, over the version-free glue (switch_lua_glue.h).  meson
  * compiles this file for a 25.11 tree only (switch_ops_2411.c,
- * switch_ops_2605.c: the other generations).  25.11 has no stepmgr_init:
+ * switch_ops_2505.c, switch_ops_2605.c: the other generations).  25.11 has no stepmgr_init:
  * the job's stepmgr slurmstepd is the only slurmstepd that builds
  * stepinfo, so it enters stepmgr mode at its first stepinfo_build, and
  * leaves it when the extern step ends (extern_step_fini).

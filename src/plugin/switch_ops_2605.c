@@ -6,7 +6,7 @@
  * src/interfaces/switch.c: 23 hooks besides plugin_id), with 26.05's
  * signatures, over the version-free glue (switch_lua_glue.h).  meson
  * compiles this file for a 26.05 tree only (switch_ops_2411.c,
- * switch_ops_2511.c: the earlier generations).  26.05 replaces
+ * switch_ops_2505.c, switch_ops_2511.c: the earlier generations).  26.05 replaces
  * extern_step_fini with stepmgr_init / stepmgr_fini.
  */
 
