@@ -190,8 +190,9 @@ unpack_error:
 }
 
 /*
- * 25.11+: Slurm frees a job record (job_record.c, _job_record_delete()),
- * in every process that holds one, and hands us the record.
+ * 25.05+: Slurm frees a job record (job_record.c, _job_record_delete()),
+ * in every process that holds one, and hands us the record (25.05:
+ * free_jobinfo, 25.11: jobinfo_free).
  * job_array_split() memcpy()s a record, switch_jobinfo included, so one
  * handle can sit in several records: the core frees it only for the record
  * that owns it, once (slc_jobinfo_free()), and never reads a pointer it
@@ -241,8 +242,10 @@ extern int switchlua_stepinfo_build(switchlua_stepinfo_t **stepinfo,
 	if (!switch_jobinfo)
 		return SLURM_SUCCESS;
 	job_id = slc_jobinfo_job_id(switch_jobinfo);
-	if (step_ptr)
+	if (step_ptr) {
+		job_id = step_ptr->step_id.job_id;
 		step_id = step_ptr->step_id.step_id;
+	}
 
 	if (slc_ctld_stepinfo(switch_jobinfo, &bytes, &len) == 1 && bytes &&
 	    len) {

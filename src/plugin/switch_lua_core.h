@@ -224,10 +224,11 @@ int slc_ctld_unpack(const char *buf, size_t len, void **handle);
  * (the handle slc_ctld_unpack kept as bytes); 0 anywhere else. */
 int slc_ctld_stepinfo(void *handle, char **buf, size_t *len);
 
-/* Slurm 25.11+ frees job records with their switch_jobinfo
- * (switch_p_jobinfo_free), and job_array_split() copies the pointer into
- * other records, so one handle can be handed to this several times, under
- * several job ids, even after it was freed.  The handle is freed only when
+/* Slurm 25.05+ frees job records with their switch_jobinfo
+ * (switch_p_free_jobinfo; 25.11: switch_p_jobinfo_free), and
+ * job_array_split() copies the pointer into other records, so one handle
+ * can be handed to this several times, under several job ids, even after
+ * it was freed.  The handle is freed only when
  * it is a live handle of this core (pointers it never handed out, or
  * freed already, are never dereferenced) and, in slurmctld, belongs to
  * `job_id` (the record it was made for); its job's switch state in the

@@ -101,7 +101,7 @@ extern void switchlua_jobinfo_pack(void *switch_jobinfo, buf_t *buffer,
 				   uint16_t protocol_version);
 extern int switchlua_jobinfo_unpack(void **switch_jobinfo, buf_t *buffer,
 				    uint16_t protocol_version);
-/* 25.11+: job_ptr's record is being freed; frees the handle only if the
+/* 25.05+: job_ptr's record is being freed; frees the handle only if the
  * record owns it (job_array_split() copies the pointer), then sets
  * job_ptr->switch_jobinfo = NULL. */
 extern void switchlua_jobinfo_free(job_record_t *job_ptr);
