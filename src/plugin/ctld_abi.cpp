@@ -119,6 +119,11 @@ void retire(Handle *h) {
   delete h;
 }
 
+/// setup_special_steps() as slurmctld takes the script's answer: only where
+/// Slurm honours it (slc_set_slurm_special_steps), logged either way when
+/// true (switch.lua contract: setup_special_steps).
+bool take_setup_special_steps(const slc_ctld_ops_t &ops, bool answer);
+
 /// The stepmgr slurmstepd's settings (slc_stepmgr_init), while it is one.
 struct Stepmgr {
   bool active = false;
@@ -248,6 +253,16 @@ std::optional<CtldConfig> settings_at_init(const slc_ctld_ops_t *ops, const char
   return out;
 }
 
+bool take_setup_special_steps(const slc_ctld_ops_t &ops, bool answer) {
+  if (answer && !g_slurm_special_steps)
+    ops.log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true, but Slurm 24.11 "
+                          "never calls the step init for batch or interactive steps: ignored");
+  else if (answer)
+    ops.log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true: batch and "
+                          "interactive steps get a stepinfo and run step_init");
+  return answer && g_slurm_special_steps;
+}
+
 /// One error line of the stepmgr slurmstepd (slc_stepmgr_init's log).
 void stepmgr_log(const std::string &line) {
   if (g_stepmgr.log)
@@ -332,13 +347,7 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
       c->block_job_complete = o.block_job_complete;
       bool sss = ask_boolean_hook_or_false(probe, script_path, Hook::SetupSpecialSteps,
                                            o.config.switch_timeout, log_error);
-      if (sss && !g_slurm_special_steps)
-        ops->log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true, but Slurm 24.11 "
-                               "never calls the step init for batch or interactive steps: ignored");
-      else if (sss)
-        ops->log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true: batch and "
-                               "interactive steps get a stepinfo and run step_init");
-      c->setup_special_steps = sss && g_slurm_special_steps;
+      c->setup_special_steps = take_setup_special_steps(*ops, sss);
       probe.shutdown();
     }
     ops->log(SLC_LOG_INFO, log_line({}, "script {} ({}, block_job_complete={})", script_path,
