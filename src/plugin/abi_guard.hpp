@@ -23,6 +23,10 @@
 
 namespace switchlua::cabi {
 
+/// What slc_set_slurm_special_steps() was told (ctld_abi.cpp): whether the
+/// Slurm built for runs job_init for batch and interactive steps.
+bool slurm_special_steps() noexcept;
+
 /// Runs `body` for the extern "C" entry point `entry` (a string such as
 /// "reconfigure", or a callable making one, e.g. "JobId=42 job_start", so
 /// that building it happens inside the guard).  Any exception becomes one

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 
 namespace switchlua {
 namespace {
@@ -88,33 +89,87 @@ struct Ctld {
   std::mutex handles_mu;
   std::map<std::uint32_t, Handle *> handles; // job id -> the handle slurmctld holds
   bool block_job_complete = false;
+  bool setup_special_steps = false; ///< as answered at init, when Slurm honours it
   std::string good_copy; // the last good script's copy (script_guard.hpp), "" without a state dir
 };
 Ctld *g_ctld = nullptr;
 
-void CPort::forget(std::uint32_t id) {
-  ops_.forget(id);
-  std::lock_guard g(g_ctld->handles_mu);
-  auto it = g_ctld->handles.find(id);
-  if (it != g_ctld->handles.end()) {
-    delete it->second;
-    g_ctld->handles.erase(it);
-  }
+/// Every handle this core handed out and has not freed, in any process:
+/// Slurm 25.11+ frees job records with their switch_jobinfo, and
+/// job_array_split() copies the pointer into other records, so a pointer
+/// Slurm hands back is only dereferenced once it is found here.  Whoever
+/// takes a handle out of this set deletes it (retire(), slc_jobinfo_free).
+std::mutex g_live_mu;
+std::unordered_set<const Handle *> g_live;
+
+Handle *track(Handle *h) {
+  std::lock_guard g(g_live_mu);
+  g_live.insert(h);
+  return h;
 }
 
+/// Deletes h unless someone else took it out of g_live first.
+void retire(Handle *h) {
+  {
+    std::lock_guard g(g_live_mu);
+    if (g_live.erase(h) == 0)
+      return;
+  }
+  delete h;
+}
+
+/// setup_special_steps() as slurmctld takes the script's answer: only where
+/// Slurm honours it (slc_set_slurm_special_steps), logged either way when
+/// true (switch.lua contract: setup_special_steps).
+bool take_setup_special_steps(const slc_ctld_ops_t &ops, bool answer);
+
+/// The stepmgr slurmstepd's settings (slc_stepmgr_init), while it is one.
+struct Stepmgr {
+  bool active = false;
+  bool mismatch_fails = false;
+  slc_log_fn log = nullptr;
+};
+Stepmgr g_stepmgr;
+bool g_slurm_special_steps = false; ///< slc_set_slurm_special_steps
+
+void CPort::forget(std::uint32_t id) {
+  ops_.forget(id);
+  Handle *h = nullptr;
+  {
+    std::lock_guard g(g_ctld->handles_mu);
+    auto it = g_ctld->handles.find(id);
+    if (it != g_ctld->handles.end()) {
+      h = it->second;
+      g_ctld->handles.erase(it);
+    }
+  }
+  if (h)
+    retire(h);
+}
+
+/// p as a handle if it is a live one of ours, else nullptr; never reads *p
+/// otherwise.
 Handle *handle_of(void *p) {
   auto *h = static_cast<Handle *>(p);
-  return (h && h->magic == kHandleMagic) ? h : nullptr;
+  if (!h)
+    return nullptr;
+  std::lock_guard g(g_live_mu);
+  return (g_live.count(h) && h->magic == kHandleMagic) ? h : nullptr;
 }
 
 Handle *new_handle(std::uint32_t job_id) {
-  auto *h = new Handle{.job_id = job_id};
-  std::lock_guard g(g_ctld->handles_mu);
-  auto [it, fresh] = g_ctld->handles.emplace(job_id, h);
-  if (!fresh) { // a new run of the same job: the old handle is replaced
-    delete it->second;
-    it->second = h;
+  auto *h = track(new Handle{.job_id = job_id});
+  Handle *old = nullptr;
+  {
+    std::lock_guard g(g_ctld->handles_mu);
+    auto [it, fresh] = g_ctld->handles.emplace(job_id, h);
+    if (!fresh) { // a new run of the same job: the old handle is replaced
+      old = it->second;
+      it->second = h;
+    }
   }
+  if (old)
+    retire(old);
   return h;
 }
 
@@ -197,7 +252,49 @@ std::optional<CtldConfig> settings_at_init(const slc_ctld_ops_t *ops, const char
   return out;
 }
 
+bool take_setup_special_steps(const slc_ctld_ops_t &ops, bool answer) {
+  if (answer && !g_slurm_special_steps)
+    ops.log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true, but Slurm 24.11 "
+                          "never calls the step init for batch or interactive steps: ignored");
+  else if (answer)
+    ops.log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true: batch and "
+                          "interactive steps get a stepinfo and run step_init");
+  return answer && g_slurm_special_steps;
+}
+
+/// One error line of the stepmgr slurmstepd (slc_stepmgr_init's log).
+void stepmgr_log(const std::string &line) {
+  if (g_stepmgr.log)
+    g_stepmgr.log(SLC_LOG_ERROR, utf8_sanitize(line).c_str());
+}
+
+/// The stepinfo of a step the stepmgr slurmstepd creates, from the jobinfo
+/// record slurmctld relayed (kept as bytes by slc_ctld_unpack): what
+/// slurmctld's slc_ctld_stepinfo builds from its state, with this process's
+/// switch_script_mismatch (slc_stepmgr_init).  RET as slc_ctld_stepinfo.
+int stepmgr_stepinfo(Handle &h, char **buf, std::size_t *len) {
+  auto s = decode_job_state(h.raw);
+  if (!s) {
+    stepmgr_log(log_line({}, "stepmgr: {}; the step gets no stepinfo", s.error().message));
+    return 0;
+  }
+  if (!*s || !(*s)->jobinfo)
+    return 0;
+  h.job_id = (*s)->job.job_id;
+  copy_out(encode_stepinfo({.jobinfo = *(*s)->jobinfo,
+                            .sluid = (*s)->job.sluid,
+                            .script_hash = (*s)->script_hash,
+                            .mismatch_fails = g_stepmgr.mismatch_fails}),
+           buf, len);
+  return 1;
+}
+
 } // namespace
+
+bool cabi::slurm_special_steps() noexcept {
+  return g_slurm_special_steps;
+}
+
 } // namespace switchlua
 
 using namespace switchlua;
@@ -248,9 +345,7 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
       c->block_job_complete = o.block_job_complete;
       bool sss = ask_boolean_hook_or_false(probe, script_path, Hook::SetupSpecialSteps,
                                            o.config.switch_timeout, log_error);
-      if (sss)
-        ops->log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true, but Slurm 24.11 "
-                               "never calls the step init for batch or interactive steps: ignored");
+      c->setup_special_steps = take_setup_special_steps(*ops, sss);
       probe.shutdown();
     }
     ops->log(SLC_LOG_INFO, log_line({}, "script {} ({}, block_job_complete={})", script_path,
@@ -279,6 +374,14 @@ void slc_ctld_fini(void) {
 
 bool slc_ctld_block_job_complete(void) {
   return g_ctld && g_ctld->block_job_complete;
+}
+
+bool slc_ctld_setup_special_steps(void) {
+  return g_ctld && g_ctld->setup_special_steps;
+}
+
+void slc_set_slurm_special_steps(bool supported) {
+  g_slurm_special_steps = supported;
 }
 
 void *slc_ctld_job_start(const slc_job_t *job) {
@@ -347,7 +450,7 @@ int slc_ctld_unpack(const char *buf, size_t len, void **handle) {
     std::string_view bytes(buf ? buf : "", buf ? len : 0);
     if (!g_ctld || !g_ctld->core) { // slurmd / slurmstepd (stepmgr): keep, never interpret
       if (!bytes.empty())
-        *handle = new Handle{.raw_only = true, .raw = std::string(bytes)};
+        *handle = track(new Handle{.raw_only = true, .raw = std::string(bytes)});
       return 0;
     }
     auto s = decode_job_state(bytes);
@@ -373,7 +476,9 @@ int slc_ctld_stepinfo(void *handle, char **buf, size_t *len) {
   *len = 0;
   return cabi::guarded("stepinfo", "the step gets no stepinfo", 0, ctld_log, [&] {
     Handle *h = handle_of(handle);
-    if (!h || !g_ctld || !g_ctld->core)
+    if (h && h->raw_only && g_stepmgr.active) // the stepmgr slurmstepd
+      return stepmgr_stepinfo(*h, buf, len);
+    if (!h || h->raw_only || !g_ctld || !g_ctld->core)
       return 0;
     auto s = g_ctld->core->state_of(h->job_id);
     if (!s || !s->jobinfo)
@@ -385,6 +490,59 @@ int slc_ctld_stepinfo(void *handle, char **buf, size_t *len) {
              buf, len);
     return 1;
   });
+}
+
+int slc_jobinfo_free(void *handle, uint32_t job_id) {
+  if (!handle)
+    return 0;
+  return cabi::guarded([&] { return log_subject({.job_id = job_id, .hook = "jobinfo_free"}); },
+                       "the handle is kept", 0, ctld_log,
+                       [&] {
+                         auto *h = static_cast<Handle *>(handle);
+                         {
+                           std::lock_guard g(g_live_mu);
+                           if (!g_live.count(h) || h->magic != kHandleMagic)
+                             return 0; // never ours, or freed already: not read
+                           if (!h->raw_only && h->job_id != job_id)
+                             return 0; // another record's (job_array_split copied it)
+                           g_live.erase(h);
+                         }
+                         if (g_ctld && !h->raw_only) {
+                           std::lock_guard g(g_ctld->handles_mu);
+                           auto it = g_ctld->handles.find(h->job_id);
+                           if (it != g_ctld->handles.end() && it->second == h)
+                             g_ctld->handles.erase(it);
+                         }
+                         delete h;
+                         return 1;
+                       });
+}
+
+uint32_t slc_jobinfo_job_id(void *handle) {
+  Handle *h = handle_of(handle);
+  return h ? h->job_id : 0;
+}
+
+int slc_stepmgr_init(const char *params, slc_log_fn log) {
+  g_stepmgr.log = log;
+  return cabi::guarded("stepmgr_init", "the steps of this stepmgr get no stepinfo", -1, stepmgr_log,
+                       [&] {
+                         auto cfg = parse_slurmctld_parameters(params ? params : "");
+                         if (!cfg) {
+                           stepmgr_log(log_line({},
+                                                "stepmgr_init: {}; the steps of this stepmgr "
+                                                "get no stepinfo",
+                                                cfg.error().message));
+                           return -1;
+                         }
+                         g_stepmgr.mismatch_fails = cfg->mismatch_fails;
+                         g_stepmgr.active = true;
+                         return 0;
+                       });
+}
+
+void slc_stepmgr_fini(uint32_t /*job_id: named in the glue's log line*/) {
+  g_stepmgr.active = false;
 }
 
 void slc_free(void *p) {

@@ -2,7 +2,7 @@
 /*
  * File: plugin/ctld_actions.c
  *
- * The actions of switch/lua on jobs and nodes in slurmctld (Slurm 24.11)
+ * The actions of switch/lua on jobs and nodes in slurmctld
  * that hold nothing: requeue, cancel, drain, forget a job's state, save
  * the state.  Slurm's conf R, job W, node W, fed R locks are held by the
  * caller in every one of them.
@@ -34,6 +34,7 @@
 #include "src/slurmctld/state_save.h"
 #include "src/stepmgr/srun_comm.h"
 
+#include "slurm_compat.h"
 #include "switch_lua_glue.h"
 #include "ctld_internal.h"
 
@@ -88,9 +89,10 @@ static void _kill_job(job_record_t *job_ptr, const char *reason)
 }
 
 /*
- * The job's reason set, then job_requeue() with `flags` of the job (of its
- * het job leader for a het job component).  RET false when the job is gone
- * (logged: nothing to requeue), true with job_requeue()'s return in *rc.
+ * The job's reason set, then job_requeue() (slurm_compat_job_requeue())
+ * with `flags` of the job (of its het job leader for a het job component).
+ * RET false when the job is gone (logged: nothing to requeue), true with
+ * job_requeue()'s return in *rc.
  */
 static bool _requeue(uint32_t job_id, const char *reason, uint32_t flags,
 		     int *rc)
@@ -102,8 +104,8 @@ static bool _requeue(uint32_t job_id, const char *reason, uint32_t flags,
 		return false;
 	}
 	_set_reason(job_ptr, reason);
-	*rc = job_requeue(0, job_ptr->het_job_id ? job_ptr->het_job_id : job_id,
-			  NULL, false, flags);
+	*rc = slurm_compat_job_requeue(
+		job_ptr->het_job_id ? job_ptr->het_job_id : job_id, flags);
 	return true;
 }
 

@@ -2,12 +2,13 @@
 /*
  * File: plugin/slurm_ctld.c
  *
- * The slurmctld half of switch/lua for Slurm 24.11: switch_p_job_start,
- * switch_p_job_complete, switch_p_restore, switch_p_save, the slurmctld
- * half of init()/fini(), and the table of the actions the core asks of
- * slurmctld (slc_ctld_ops_t).  Every decision is the core's; the glue only
- * knows how to make Slurm do it, one file per mechanism (see the 24.11
- * source notes):
+ * The slurmctld half of switch/lua, every supported Slurm series: the
+ * glue of job_start, job_complete, restore and save (called by the
+ * switch_p_* of switch_ops_<gen>.c), the slurmctld half of init()/fini(),
+ * and the table of the actions the core asks of slurmctld
+ * (slc_ctld_ops_t).  Every decision is the core's; the glue only knows how
+ * to make Slurm do it, one file per mechanism (see the 24.11 source notes;
+ * what moved in 25.11 and 26.05 is in slurm_compat.h):
  *   ctld_launch.c   launch delay: details->prolog_running + JOB_CONFIGURING,
  *                   and the count of our outstanding increments.
  *   ctld_holds.c    job and node holds, and the service thread that
@@ -48,6 +49,7 @@
 #include "src/slurmctld/slurmctld.h"
 #include "src/slurmctld/state_save.h"
 
+#include "slurm_compat.h"
 #include "switch_lua_core.h"
 #include "switch_lua_glue.h"
 #include "ctld_internal.h"
@@ -168,13 +170,14 @@ static void _settle_or_delay_launch(job_record_t *job_ptr)
 		     ": launch delayed until the switch setup is over");
 }
 
-extern void switch_p_job_start(job_record_t *job_ptr)
+extern void switchlua_job_start(job_record_t *job_ptr)
 {
 	slc_job_t job = {0};
 	hostlist_t *hl = NULL;
 	char **names = NULL, *name;
 	uint32_t names_cnt = 0;
 	char *user_name = NULL, *sluid = NULL;
+	sluid_t job_sluid;
 	void *handle;
 
 	if (!ctld_active)
@@ -203,8 +206,8 @@ extern void switch_p_job_start(job_record_t *job_ptr)
 		FREE_NULL_HOSTLIST(hl);
 	}
 	user_name = user_from_job(job_ptr);
-	if (job_ptr->db_index && (job_ptr->db_index != NO_VAL64))
-		sluid = sluid2str(job_ptr->db_index);
+	if ((job_sluid = slurm_compat_job_sluid(job_ptr)))
+		sluid = sluid2str(job_sluid);
 
 	_job_fill(&job, job_ptr, names, names_cnt, user_name, sluid);
 
@@ -225,7 +228,7 @@ extern void switch_p_job_start(job_record_t *job_ptr)
 
 /* From deallocate_nodes() only (job W + node W), before EpilogSlurmctld
  * and make_node_comp(); again for COMPLETING jobs after a restart. */
-extern void switch_p_job_complete(job_record_t *job_ptr)
+extern void switchlua_job_complete(job_record_t *job_ptr)
 {
 	if (!ctld_active || !job_ptr->switch_jobinfo)
 		return;
@@ -234,7 +237,7 @@ extern void switch_p_job_complete(job_record_t *job_ptr)
 
 /* Under config_write_lock, before read_slurm_conf(): job_list is not
  * loaded yet (or, after a failed reconfigure, is loaded and unchanged). */
-extern int switch_p_restore(bool recover)
+extern int switchlua_restore(bool recover)
 {
 	if (!ctld_active)
 		return SLURM_SUCCESS;
@@ -243,7 +246,7 @@ extern int switch_p_restore(bool recover)
 
 /* The last hook before a reconfigure re-exec (fini is not called then),
  * and at shutdown.  No locks held. */
-extern int switch_p_save(void)
+extern int switchlua_save(void)
 {
 	if (ctld_active)
 		slc_ctld_stop_children();

@@ -2,15 +2,18 @@
 /*
  * File: plugin/slurm_stepd.c
  *
- * The slurmstepd half of switch/lua for Slurm 24.11: job_preinit,
- * job_init and job_postfini, run as root in mgr.c: job_manager() for the
+ * The slurmstepd half of switch/lua, every supported Slurm series: the
+ * glue of job_preinit, job_init and job_postfini (called by the switch_p_*
+ * of switch_ops_<gen>.c), run as root in mgr.c: job_manager() for the
  * normal steps of a job the plugin manages (its steps carry stepinfo).
  *
  * 24.11 calls preinit for !batch && !extern && !interactive, init for
  * !batch && !interactive && argv, postfini for !batch && !interactive
  * (the extern step has returned by then).  The same conditions are
  * checked here again, so a change on Slurm's side cannot make the hooks
- * run where the contract says they do not.
+ * run where the contract says they do not.  25.11+ also calls init for
+ * the batch and interactive steps when setup_special_steps() is true;
+ * that is still only the core's to allow (slc_stepd_init_step).
  */
 
 #include "config.h"
@@ -34,6 +37,9 @@
 #include "src/slurmd/slurmstepd/slurmstepd.h"
 #include "src/slurmd/slurmstepd/slurmstepd_job.h"
 
+#include "slurm_compat.h"
+#include SLURM_COMPAT_STEPD_DRAIN_H
+
 #include "switch_lua_core.h"
 #include "switch_lua_glue.h"
 
@@ -47,15 +53,23 @@ extern int switchlua_stepd_init(const char *script_path)
 	return SLURM_SUCCESS;
 }
 
-/* The stepinfo of a normal step of a managed job, else NULL. */
-static switchlua_stepinfo_t *_managed_step(stepd_step_rec_t *step)
+/*
+ * The stepinfo of a normal step of a managed job, else NULL.  With
+ * `special` (step_init only), also of its batch or interactive step when
+ * the script's setup_special_steps() said true here and Slurm honours it
+ * (slc_stepd_setup_special_steps(): 25.11+); never of the extern step.
+ */
+static switchlua_stepinfo_t *_managed_step(stepd_step_rec_t *step,
+					   bool special)
 {
 	switchlua_stepinfo_t *si;
+	bool is_special = step->batch ||
+			  (step->step_id.step_id == SLURM_BATCH_SCRIPT) ||
+			  (step->step_id.step_id == SLURM_INTERACTIVE_STEP);
 
-	if (!stepd_active || step->batch ||
-	    (step->step_id.step_id == SLURM_BATCH_SCRIPT) ||
-	    (step->step_id.step_id == SLURM_EXTERN_CONT) ||
-	    (step->step_id.step_id == SLURM_INTERACTIVE_STEP))
+	if (!stepd_active || (step->step_id.step_id == SLURM_EXTERN_CONT))
+		return NULL;
+	if (is_special && !(special && slc_stepd_setup_special_steps()))
 		return NULL;
 	if (!step->switch_step || !(si = step->switch_step->data))
 		return NULL;
@@ -99,9 +113,9 @@ static int _step_failed(stepd_step_rec_t *step, const char *hook)
 	return SLURM_ERROR;
 }
 
-extern int switch_p_job_preinit(stepd_step_rec_t *step)
+extern int switchlua_job_preinit(stepd_step_rec_t *step)
 {
-	switchlua_stepinfo_t *si = _managed_step(step);
+	switchlua_stepinfo_t *si = _managed_step(step, false);
 	slc_step_t s;
 	char id[64];
 
@@ -130,9 +144,9 @@ static void _unset_env(void *ctx, const char *name)
 	unsetenvp(step->env, name);
 }
 
-extern int switch_p_job_init(stepd_step_rec_t *step)
+extern int switchlua_job_init(stepd_step_rec_t *step)
 {
-	switchlua_stepinfo_t *si = _managed_step(step);
+	switchlua_stepinfo_t *si = _managed_step(step, true);
 	slc_step_t s;
 	char id[64];
 
@@ -179,9 +193,9 @@ static bool _node_drained(const char *node_name, char **reason)
  * slurmctld): a node that is drained already keeps its reason.  So we look
  * first, and only log when an admin's reason is in place.
  */
-extern int switch_p_job_postfini(stepd_step_rec_t *step)
+extern int switchlua_job_postfini(stepd_step_rec_t *step)
 {
-	switchlua_stepinfo_t *si = _managed_step(step);
+	switchlua_stepinfo_t *si = _managed_step(step, false);
 	slc_step_t s;
 	char id[64];
 	char *reason = NULL, *drain_reason, *old_reason = NULL;

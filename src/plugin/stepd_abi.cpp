@@ -26,6 +26,7 @@ struct Stepd {
   std::optional<StepHooks> hooks;
   bool compared = false; ///< provenance checked (once per slurmstepd: one step)
   bool mismatch_fails_step = false;
+  bool setup_special_steps = false; ///< the script's answer at init (Slurm 25.11+)
 };
 Stepd g_stepd;
 
@@ -106,6 +107,19 @@ std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *inf
   return call(a, &si->jobinfo);
 }
 
+/// The script's answer to a boolean hook, in this process (switch.lua
+/// contract: every slurmstepd asks block_job_complete() and
+/// setup_special_steps() when it starts); an error is logged, false.
+bool ask_boolean(Hook h) {
+  auto r = g_stepd.hooks->script().call(h, nullptr, nullptr, nullptr);
+  if (!r) {
+    stepd_log(LogLevel::Error,
+              fmt::format("{}: {}; taken as false", hook_name(h), r.error().message));
+    return false;
+  }
+  return r->flag;
+}
+
 } // namespace
 } // namespace switchlua
 
@@ -127,8 +141,16 @@ int slc_stepd_init(const char *script_path, slc_log_fn log) {
           return -1;
         }
         g_stepd.hooks.emplace(std::move(*h));
+        if (cabi::slurm_special_steps()) {
+          (void)ask_boolean(Hook::BlockJobComplete); // asked, as every slurmstepd does; unused
+          g_stepd.setup_special_steps = ask_boolean(Hook::SetupSpecialSteps);
+        }
         return 0;
       });
+}
+
+bool slc_stepd_setup_special_steps(void) {
+  return g_stepd.hooks && g_stepd.setup_special_steps;
 }
 
 int slc_stepd_preinit(const slc_step_t *step, const char *info, size_t len) {

@@ -2,11 +2,14 @@
 /*
  * File: plugin/switch_lua.c
  *
- * switch/lua for Slurm 24.11: the plugin identity, init()/fini(), and the
- * switch_p_* hooks that only move bytes (jobinfo and stepinfo packing) or
- * do nothing.  The slurmctld hooks are in slurm_ctld.c, the slurmstepd
- * hooks in slurm_stepd.c; everything with a decision in it is in the C++
- * core behind switch_lua_core.h.
+ * switch/lua, every supported Slurm series: the plugin identity,
+ * init()/fini(), and the glue of the hooks that only move bytes (jobinfo
+ * and stepinfo packing, freeing) or answer a question every process asks
+ * (setup_special_steps).  The switch_p_* symbols Slurm looks up are in the
+ * export file of the tree's switch ABI generation (switch_ops_<gen>.c),
+ * which calls these; the slurmctld hooks are in slurm_ctld.c, the
+ * slurmstepd hooks in slurm_stepd.c; everything with a decision in it is
+ * in the C++ core behind switch_lua_core.h.
  *
  * Which process does what (Slurm loads the plugin in all of them):
  *   slurmctld   init() starts the core (script check, supervisor);
@@ -37,6 +40,7 @@
 #include "src/common/xstring.h"
 #include "src/interfaces/switch.h"
 
+#include "slurm_compat.h"
 #include "switch_lua_core.h"
 #include "switch_lua_glue.h"
 
@@ -108,6 +112,7 @@ extern int init(void)
 	int rc = SLURM_SUCCESS;
 
 	slc_set_slurm_user(slurm_conf.slurm_user_id);
+	slc_set_slurm_special_steps(SLURM_COMPAT_SPECIAL_STEPS);
 	if (running_in_slurmctld()) {
 		script = get_extra_conf_path("switch.lua");
 		rc = switchlua_ctld_init(script);
@@ -130,13 +135,14 @@ extern int fini(void)
 }
 
 /*
- * jobinfo.  24.11 calls pack for every job, NULL included, and unpack for
- * every record carrying our id, in slurmctld (state file) and in the
- * stepmgr slurmstepd / slurmd (job record relay).  The core packs NULL as
- * its own "absent" record; outside slurmctld it keeps the bytes unread.
+ * jobinfo.  24.11 calls pack for every job, NULL included (25.11 only for
+ * a non-NULL one), and unpack for every record carrying our id, in
+ * slurmctld (state file) and in the stepmgr slurmstepd / slurmd (job
+ * record relay).  The core packs NULL as its own "absent" record; outside
+ * slurmctld it keeps the bytes unread.
  */
-extern void switch_p_pack_jobinfo(void *switch_jobinfo, buf_t *buffer,
-				  uint16_t protocol_version)
+extern void switchlua_jobinfo_pack(void *switch_jobinfo, buf_t *buffer,
+				   uint16_t protocol_version)
 {
 	char *bytes = NULL;
 	size_t len = 0;
@@ -153,8 +159,8 @@ extern void switch_p_pack_jobinfo(void *switch_jobinfo, buf_t *buffer,
 	slc_free(bytes);
 }
 
-extern int switch_p_unpack_jobinfo(void **switch_jobinfo, buf_t *buffer,
-				   uint16_t protocol_version)
+extern int switchlua_jobinfo_unpack(void **switch_jobinfo, buf_t *buffer,
+				    uint16_t protocol_version)
 {
 	uint8_t format = 0;
 	char *bytes = NULL;
@@ -185,6 +191,26 @@ unpack_error:
 	return SLURM_ERROR;
 }
 
+/*
+ * 25.05+: Slurm frees a job record (job_record.c, _job_record_delete()),
+ * in every process that holds one, and hands us the record (25.05:
+ * free_jobinfo, 25.11: jobinfo_free).
+ * job_array_split() memcpy()s a record, switch_jobinfo included, so one
+ * handle can sit in several records: the core frees it only for the record
+ * that owns it, once (slc_jobinfo_free()), and never reads a pointer it
+ * did not hand out.
+ */
+extern void switchlua_jobinfo_free(job_record_t *job_ptr)
+{
+	if (!job_ptr || !job_ptr->switch_jobinfo)
+		return;
+	if (!slc_jobinfo_free(job_ptr->switch_jobinfo, job_ptr->job_id))
+		sl_job_debug(
+			job_ptr->job_id,
+			": jobinfo_free: the switch_jobinfo pointer is not this record's (copied by job_array_split or already freed), left alone");
+	job_ptr->switch_jobinfo = NULL;
+}
+
 /* stepinfo: a copy of the bytes the core derives from the job's jobinfo. */
 static switchlua_stepinfo_t *_stepinfo_new(const char *data, uint32_t len)
 {
@@ -199,30 +225,40 @@ static switchlua_stepinfo_t *_stepinfo_new(const char *data, uint32_t len)
 	return si;
 }
 
-extern int switch_p_build_stepinfo(switchlua_stepinfo_t **stepinfo,
-				   slurm_step_layout_t *step_layout,
-				   step_record_t *step_ptr)
+/*
+ * The stepinfo of a step of the job whose jobinfo is `switch_jobinfo`:
+ * from slurmctld, or from the stepmgr slurmstepd (25.11+, after
+ * stepmgr_init).  `step_ptr` is NULL for the batch and extern credentials
+ * (25.11+, only when setup_special_steps is true).  Never fails: a job
+ * without jobinfo, or a stepinfo too large, gives the step none.
+ */
+extern int switchlua_stepinfo_build(switchlua_stepinfo_t **stepinfo,
+				    void *switch_jobinfo,
+				    step_record_t *step_ptr)
 {
-	job_record_t *job_ptr = step_ptr ? step_ptr->job_ptr : NULL;
+	uint32_t job_id, step_id = SLC_NO_STEP;
 	char *bytes = NULL;
 	size_t len = 0;
 
 	*stepinfo = NULL;
-	if (!job_ptr || !job_ptr->switch_jobinfo)
+	if (!switch_jobinfo)
 		return SLURM_SUCCESS;
+	job_id = slc_jobinfo_job_id(switch_jobinfo);
+	if (step_ptr) {
+		job_id = step_ptr->step_id.job_id;
+		step_id = step_ptr->step_id.step_id;
+	}
 
-	if (slc_ctld_stepinfo(job_ptr->switch_jobinfo, &bytes, &len) == 1 &&
-	    bytes && len) {
+	if (slc_ctld_stepinfo(switch_jobinfo, &bytes, &len) == 1 && bytes &&
+	    len) {
 		if (len > MAX_PACK_MEM_LEN) {
 			sl_step_error(
-				job_ptr->job_id, step_ptr->step_id.step_id,
-				NULL,
+				job_id, step_id, "stepinfo_build",
 				": stepinfo of %zu bytes is too large, step gets none",
 				len);
 		} else {
 			*stepinfo = _stepinfo_new(bytes, (uint32_t) len);
-			sl_step_debug2(job_ptr->job_id,
-				       step_ptr->step_id.step_id, NULL,
+			sl_step_debug2(job_id, step_id, "stepinfo_build",
 				       ": stepinfo of %zu bytes", len);
 		}
 	}
@@ -230,15 +266,15 @@ extern int switch_p_build_stepinfo(switchlua_stepinfo_t **stepinfo,
 	return SLURM_SUCCESS;
 }
 
-extern void switch_p_duplicate_stepinfo(switchlua_stepinfo_t *source,
-					switchlua_stepinfo_t **dest)
+extern void switchlua_stepinfo_duplicate(switchlua_stepinfo_t *source,
+					 switchlua_stepinfo_t **dest)
 {
 	*dest = NULL;
 	if (source && (source->magic == SWITCHLUA_STEPINFO_MAGIC))
 		*dest = _stepinfo_new(source->data, source->len);
 }
 
-extern void switch_p_free_stepinfo(switchlua_stepinfo_t *stepinfo)
+extern void switchlua_stepinfo_free(switchlua_stepinfo_t *stepinfo)
 {
 	if (!stepinfo)
 		return;
@@ -248,8 +284,8 @@ extern void switch_p_free_stepinfo(switchlua_stepinfo_t *stepinfo)
 }
 
 /* May get NULL: batch and extern credentials, job end. */
-extern void switch_p_pack_stepinfo(switchlua_stepinfo_t *stepinfo,
-				   buf_t *buffer, uint16_t protocol_version)
+extern void switchlua_stepinfo_pack(switchlua_stepinfo_t *stepinfo,
+				    buf_t *buffer, uint16_t protocol_version)
 {
 	pack8(SWITCHLUA_STEPINFO_FORMAT, buffer);
 	if (stepinfo && (stepinfo->magic == SWITCHLUA_STEPINFO_MAGIC) &&
@@ -259,8 +295,8 @@ extern void switch_p_pack_stepinfo(switchlua_stepinfo_t *stepinfo,
 		packmem(NULL, 0, buffer);
 }
 
-extern int switch_p_unpack_stepinfo(switchlua_stepinfo_t **stepinfo,
-				    buf_t *buffer, uint16_t protocol_version)
+extern int switchlua_stepinfo_unpack(switchlua_stepinfo_t **stepinfo,
+				     buf_t *buffer, uint16_t protocol_version)
 {
 	uint8_t format = 0;
 	char *bytes = NULL;
@@ -285,33 +321,43 @@ unpack_error:
 	return SLURM_ERROR;
 }
 
-/* The hooks switch/lua has no use for in 24.11. */
-
-extern int switch_p_job_attach(switchlua_stepinfo_t *stepinfo, char ***env,
-			       uint32_t nodeid, uint32_t procid,
-			       uint32_t nnodes, uint32_t nprocs, uint32_t rank)
+/*
+ * 25.11+: whether step_init also runs for the batch and interactive steps
+ * (which then get a stepinfo).  slurmctld asks before it builds the batch
+ * and extern credentials and the interactive step; slurmstepd before
+ * job_init and, as stepmgr, before it builds the interactive step.  The
+ * script's answer, as asked once per process (slurmctld at init, every
+ * slurmstepd when it loads the script); false elsewhere.
+ */
+extern bool switchlua_setup_special_steps(void)
 {
-	return SLURM_SUCCESS;
+	if (running_in_slurmctld())
+		return slc_ctld_setup_special_steps();
+	if (running_in_slurmstepd())
+		return slc_stepd_setup_special_steps();
+	return false;
 }
 
-extern int switch_p_job_step_complete(switchlua_stepinfo_t *stepinfo,
-				      char *nodelist)
+/*
+ * 26.05: this slurmstepd became the job's stepmgr (it unpacked the job
+ * record, with our jobinfo as raw bytes): from now on it builds the
+ * stepinfo of the steps it creates from those bytes, with slurmctld's
+ * SlurmctldParameters (switch_script_mismatch).
+ */
+extern void switchlua_stepmgr_init(void)
 {
-	return SLURM_SUCCESS;
+	if (slc_stepmgr_init(slurm_conf.slurmctld_params, switchlua_log_line))
+		sl_error(
+			"stepmgr_init: this slurmstepd cannot build stepinfo; the steps it creates get none");
+	else
+		sl_debug(
+			"stepmgr_init: this slurmstepd builds the stepinfo of the steps it creates");
 }
 
-extern int switch_p_fs_init(stepd_step_rec_t *step)
+/* 26.05: the job's extern step ends in its stepmgr slurmstepd. */
+extern void switchlua_stepmgr_fini(uint32_t job_id)
 {
-	return SLURM_SUCCESS;
-}
-
-/* The extern step carries no stepinfo: its stepd runs no switch hook. */
-extern void switch_p_extern_stepinfo(switchlua_stepinfo_t **stepinfo,
-				     job_record_t *job_ptr)
-{
-	*stepinfo = NULL;
-}
-
-extern void switch_p_extern_step_fini(uint32_t job_id)
-{
+	slc_stepmgr_fini(job_id);
+	sl_job_debug(job_id,
+		     ": stepmgr_fini: this slurmstepd builds no more stepinfo");
 }

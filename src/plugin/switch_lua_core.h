@@ -141,6 +141,17 @@ typedef struct slc_ctld_ops {
  * group or others (switch.lua(5)), or they are refused. */
 void slc_set_slurm_user(uint32_t uid);
 
+/* Whether the Slurm this plugin was built for calls job_init for batch and
+ * interactive steps when setup_special_steps() is true (switch.lua(5):
+ * SETUP_SPECIAL_STEPS; Slurm 25.11 and later: true, 24.11: false, the
+ * default).  From init() in every process, before slc_ctld_init /
+ * slc_stepd_init: with false, slurmctld logs that a true answer is
+ * ignored and slurmstepd does not ask; with true, slurmctld keeps the
+ * answer for slc_ctld_setup_special_steps() and every slurmstepd asks
+ * block_job_complete() and setup_special_steps() when it loads the script.
+ * Set by the glue from slurm_compat.h; the core reads no Slurm version. */
+void slc_set_slurm_special_steps(bool supported);
+
 /* `state_dir`: StateSaveLocation, where the journal switch_lua.journal
  * lives (NULL: no journal).
  * RET 0, or -1 after logging why (bad SlurmctldParameters).  A script that
@@ -157,6 +168,11 @@ void slc_ctld_stop_children(void);
 void slc_ctld_fini(void);
 /* block_job_complete as the script answered at init. */
 bool slc_ctld_block_job_complete(void);
+/* setup_special_steps as the script answered at init; false when
+ * slc_set_slurm_special_steps(false) or before init.  switch.lua contract:
+ * setup_special_steps (Slurm 25.11+: slurmctld builds stepinfo for the
+ * batch and extern credentials and the interactive step iff true). */
+bool slc_ctld_setup_special_steps(void);
 
 /* switch_p_job_start.  RET the handle for job_ptr->switch_jobinfo when the job
  * is ours (the glue then sets CONFIGURING, prolog_running++), else NULL. */
@@ -203,8 +219,37 @@ int slc_ctld_unpack(const char *buf, size_t len, void **handle);
 
 /* switch_p_build_stepinfo: the stepinfo record for a step of the job (the
  * jobinfo + sluid), malloc'd into *buf and *len.  RET 1 when the job has
- * jobinfo (a managed, set-up job), 0 when not (no stepinfo: *buf NULL). */
+ * jobinfo (a managed, set-up job), 0 when not (no stepinfo: *buf NULL).
+ * In slurmctld from the core's state; in the job's stepmgr slurmstepd
+ * (after slc_stepmgr_init) from the jobinfo record slurmctld relayed
+ * (the handle slc_ctld_unpack kept as bytes); 0 anywhere else. */
 int slc_ctld_stepinfo(void *handle, char **buf, size_t *len);
+
+/* Slurm 25.05+ frees job records with their switch_jobinfo
+ * (switch_p_free_jobinfo; 25.11: switch_p_jobinfo_free), and
+ * job_array_split() copies the pointer into other records, so one handle
+ * can be handed to this several times, under several job ids, even after
+ * it was freed.  The handle is freed only when
+ * it is a live handle of this core (pointers it never handed out, or
+ * freed already, are never dereferenced) and, in slurmctld, belongs to
+ * `job_id` (the record it was made for); its job's switch state in the
+ * core (journal included) is not touched.  RET 1 when freed, 0 when left
+ * alone.  Any process; safe after slc_ctld_fini. */
+int slc_jobinfo_free(void *handle, uint32_t job_id);
+/* The job id of a live handle, for log lines; 0 when unknown (a record
+ * kept as bytes and not read yet) or not a live handle. */
+uint32_t slc_jobinfo_job_id(void *handle);
+
+/* The job's stepmgr slurmstepd (Slurm 25.11+, SlurmctldParameters=
+ * enable_stepmgr): from now on slc_ctld_stepinfo() builds stepinfo in this
+ * process from the relayed jobinfo records, with switch_script_mismatch
+ * from `slurmctld_params` (slurm_conf.slurmctld_params, as slurmctld
+ * reads it); `log` receives this process's stepinfo errors.  RET 0, or -1
+ * after logging why (the steps then get no stepinfo). */
+int slc_stepmgr_init(const char *slurmctld_params, slc_log_fn log);
+/* The job's extern step ended in its stepmgr slurmstepd: no more stepinfo
+ * is built in this process. */
+void slc_stepmgr_fini(uint32_t job_id);
 
 void slc_free(void *p);
 
@@ -221,8 +266,16 @@ const char *slc_log_subject(char *buf, size_t len, uint32_t job_id,
 			    uint32_t step_id, const char *hook);
 
 /* slurmstepd side.  Loads the script once per process; RET 0 / -1 (script
- * refused: logged; the hooks then do nothing). */
+ * refused: logged; the hooks then do nothing).  With
+ * slc_set_slurm_special_steps(true), then asks the script's
+ * block_job_complete() and setup_special_steps() (switch.lua contract:
+ * every slurmstepd asks both when it starts; an error or a non-boolean is
+ * logged and taken as false). */
 int slc_stepd_init(const char *script_path, slc_log_fn log);
+/* setup_special_steps as this slurmstepd's script answered at
+ * slc_stepd_init; false without a script or without
+ * slc_set_slurm_special_steps(true). */
+bool slc_stepd_setup_special_steps(void);
 /* stepinfo = the record built by slc_ctld_stepinfo (NULL/0: none; the
  * hooks do not run for a job without stepinfo: contract).
  * RET 0 proceed, -1 fail the step (ESLURM_INTERCONNECT_FAILURE). */

@@ -3,8 +3,9 @@
  * File: plugin/switch_lua_glue.h
  *
  * Private to the C files of the Slurm glue (switch_lua.c, slurm_ctld.c
- * and its ctld_*.c, slurm_stepd.c).  Include it after Slurm's headers: the
- * logging macros below expand to Slurm's info()/error()/debug().
+ * and its ctld_*.c, slurm_stepd.c, switch_ops_<gen>.c).  Include it after
+ * Slurm's headers: the logging macros below expand to Slurm's
+ * info()/error()/debug(), and the hook glue names Slurm's types.
  *
  * Nothing here is part of the interface with the C++ core; that is
  * switch_lua_core.h.
@@ -14,6 +15,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* buf_t, job_record_t, step_record_t, stepd_step_rec_t */
+#include "src/interfaces/switch.h"
 
 #include "switch_lua_core.h" /* slc_log_subject() for the stamps below */
 
@@ -85,5 +89,50 @@ extern bool switchlua_ctld_active(void);
 
 /* slurm_stepd.c: the slurmstepd half of init(). */
 extern int switchlua_stepd_init(const char *script_path);
+
+/*
+ * The hook glue, the same for every Slurm series: the switch_p_* symbols of
+ * the tree's switch ABI generation (switch_ops_2411.c, switch_ops_2505.c,
+ * switch_ops_2511.c, switch_ops_2605.c) call these with what their Slurm hands them.  Return
+ * values are Slurm's (SLURM_SUCCESS / SLURM_ERROR) unless said.
+ */
+/* switch_lua.c: jobinfo and stepinfo records (Slurm's pack/unpack/free). */
+extern void switchlua_jobinfo_pack(void *switch_jobinfo, buf_t *buffer,
+				   uint16_t protocol_version);
+extern int switchlua_jobinfo_unpack(void **switch_jobinfo, buf_t *buffer,
+				    uint16_t protocol_version);
+/* 25.05+: job_ptr's record is being freed; frees the handle only if the
+ * record owns it (job_array_split() copies the pointer), then sets
+ * job_ptr->switch_jobinfo = NULL. */
+extern void switchlua_jobinfo_free(job_record_t *job_ptr);
+/* step_ptr NULL: the batch or extern credential (25.11+). */
+extern int switchlua_stepinfo_build(switchlua_stepinfo_t **stepinfo,
+				    void *switch_jobinfo,
+				    step_record_t *step_ptr);
+extern void switchlua_stepinfo_duplicate(switchlua_stepinfo_t *source,
+					 switchlua_stepinfo_t **dest);
+extern void switchlua_stepinfo_free(switchlua_stepinfo_t *stepinfo);
+extern void switchlua_stepinfo_pack(switchlua_stepinfo_t *stepinfo,
+				    buf_t *buffer, uint16_t protocol_version);
+extern int switchlua_stepinfo_unpack(switchlua_stepinfo_t **stepinfo,
+				     buf_t *buffer, uint16_t protocol_version);
+/* 25.11+: the script's setup_special_steps() as this process asked it
+ * (slurmctld, slurmstepd); false elsewhere. */
+extern bool switchlua_setup_special_steps(void);
+/* 25.11+: this slurmstepd is the job's stepmgr / its extern step ends. */
+extern void switchlua_stepmgr_init(void);
+extern void switchlua_stepmgr_fini(uint32_t job_id);
+
+/* slurm_ctld.c: slurmctld.  job_start: once per allocation, under the
+ * scheduler's locks (25.11+: the test_only call never gets here). */
+extern void switchlua_job_start(job_record_t *job_ptr);
+extern void switchlua_job_complete(job_record_t *job_ptr);
+extern int switchlua_restore(bool recover);
+extern int switchlua_save(void);
+
+/* slurm_stepd.c: slurmstepd, as root in job_manager(). */
+extern int switchlua_job_preinit(stepd_step_rec_t *step);
+extern int switchlua_job_init(stepd_step_rec_t *step);
+extern int switchlua_job_postfini(stepd_step_rec_t *step);
 
 #endif

@@ -154,6 +154,16 @@ static void records_outside_slurmctld(void)
 	CHECK(slc_ctld_stepinfo(NULL, &buf, &len) == 0 && buf == NULL &&
 		      len == 0,
 	      "no stepinfo without a handle");
+
+	/* Slurm 25.11+ frees job records with their switch_jobinfo: a kept
+   * record is freed once, whatever record hands it back. */
+	CHECK(slc_jobinfo_free(h, 7) == 1,
+	      "a kept record is freed with its job record");
+	CHECK(slc_jobinfo_free(h, 7) == 0,
+	      "and never twice (the pointer is not read again)");
+	int never_ours = 0;
+	CHECK(slc_jobinfo_free(&never_ours, 7) == 0,
+	      "a pointer the core never handed out is left alone");
 }
 
 static void stepd_missing_script(void)
@@ -168,6 +178,45 @@ static void stepd_missing_script(void)
 	      "a step without stepinfo proceeds (fail-open)");
 }
 
+/* Whether batch and interactive steps run step_init is the script's
+ * setup_special_steps(), asked once by each process, and only where Slurm
+ * honours it (slc_set_slurm_special_steps: 25.11+). */
+static void special_steps(void)
+{
+	const char *script = SWITCHLUA_FIXTURES "/special_steps.lua";
+
+	slc_set_slurm_special_steps(false);
+	CHECK(slc_stepd_init(script, on_log) == 0 &&
+		      !slc_stepd_setup_special_steps(),
+	      "24.11: slurmstepd does not take setup_special_steps");
+	CHECK(!logged("special_steps fixture: setup_special_steps asked"),
+	      "24.11: and does not ask it");
+	unsetenv("SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS");
+	CHECK(slc_ctld_init(&ops, script, "switch_timeout=30", SWITCHLUA_LIBEXEC,
+			    NULL) == 0 &&
+		      !slc_ctld_setup_special_steps(),
+	      "24.11: a true answer is not taken by slurmctld either");
+	CHECK(logged("but Slurm 24.11 never calls the step init"),
+	      "24.11: slurmctld says the answer is ignored");
+	slc_ctld_fini();
+
+	slc_set_slurm_special_steps(true);
+	CHECK(slc_stepd_init(script, on_log) == 0 &&
+		      slc_stepd_setup_special_steps(),
+	      "25.11+: slurmstepd takes the script's setup_special_steps");
+	CHECK(logged("special_steps fixture: block_job_complete asked") &&
+		      logged("special_steps fixture: setup_special_steps asked"),
+	      "25.11+: slurmstepd asks both questions when it loads the script");
+	CHECK(slc_ctld_init(&ops, script, "switch_timeout=30", SWITCHLUA_LIBEXEC,
+			    NULL) == 0 &&
+		      slc_ctld_setup_special_steps(),
+	      "25.11+: slurmctld takes it too");
+	CHECK(logged("batch and interactive steps get a stepinfo"),
+	      "25.11+: and says so");
+	slc_ctld_fini();
+	slc_set_slurm_special_steps(false);
+}
+
 static void ctld_bad_parameter(const char *script)
 {
 	unsetenv("SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS");
@@ -176,6 +225,10 @@ static void ctld_bad_parameter(const char *script)
 	      "slurmctld start refuses switch_timeout=0");
 	CHECK(logged("switch_timeout"), "and the error names the setting");
 }
+
+/* ctld_one_job() leaves these for stepmgr_from_relayed_record(). */
+static char *relayed, *ctld_info;
+static size_t relayed_len, ctld_info_len;
 
 static void ctld_one_job(const char *script)
 {
@@ -210,7 +263,11 @@ static void ctld_one_job(const char *script)
 	size_t len = 0;
 	CHECK(slc_ctld_stepinfo(h, &info, &len) == 1 && len > 0,
 	      "a set-up job has stepinfo");
-	slc_free(info);
+	CHECK(slc_jobinfo_job_id(h) == 42, "the handle names its job");
+	/* What slurmctld relays to the job's stepmgr slurmstepd. */
+	slc_ctld_pack(h, &relayed, &relayed_len);
+	ctld_info = info;
+	ctld_info_len = len;
 	slc_ctld_job_complete(42, h);
 	CHECK(wait_for(&released, 1), "its teardown releases what it held");
 	CHECK(get(&held) == 1 && get(&drained) == 0 && get(&requeued) == 0 &&
@@ -220,7 +277,53 @@ static void ctld_one_job(const char *script)
 	      "and the job record forgets its switch state");
 	CHECK(logged("torn down ok"),
 	      "job_complete ran with the jobinfo job_start returned");
+
+	/* job_array_split() copies switch_jobinfo into the new meta record
+	 * (another job id): Slurm 25.11+ frees both records. */
+	slc_job_t task = job;
+	task.job_id = 44;
+	void *t = slc_ctld_job_start(&task);
+	CHECK(t != NULL && wait_for(&ended, 2), "a second job is set up");
+	CHECK(slc_jobinfo_free(t, 45) == 0,
+	      "a copy in another job's record is not freed");
+	CHECK(slc_jobinfo_free(t, 44) == 1, "the owning record frees it");
+	CHECK(slc_jobinfo_free(t, 44) == 0 && slc_jobinfo_free(t, 45) == 0,
+	      "once: neither record frees it again");
+	CHECK(slc_ctld_stepinfo(t, &info, &len) == 0 && info == NULL,
+	      "a freed handle is not read");
+	CHECK(slc_jobinfo_job_id(t) == 0, "nor named");
 	slc_ctld_fini();
+}
+
+/* The job's stepmgr slurmstepd (Slurm 25.11+) builds its steps' stepinfo
+ * from the relayed record, as slurmctld would, and only between
+ * slc_stepmgr_init and slc_stepmgr_fini. */
+static void stepmgr_from_relayed_record(void)
+{
+	void *h = NULL;
+	char *info = NULL;
+	size_t len = 0;
+
+	CHECK(relayed && relayed_len > 0, "slurmctld packed the job's record");
+	CHECK(slc_ctld_unpack(relayed, relayed_len, &h) == 0 && h != NULL,
+	      "the stepmgr keeps it as bytes");
+	CHECK(slc_ctld_stepinfo(h, &info, &len) == 0 && info == NULL,
+	      "no stepinfo before stepmgr_init");
+	CHECK(slc_stepmgr_init("switch_timeout=30", on_log) == 0,
+	      "stepmgr_init");
+	CHECK(slc_ctld_stepinfo(h, &info, &len) == 1 && len == ctld_info_len &&
+		      memcmp(info, ctld_info, len) == 0,
+	      "the stepmgr's stepinfo is slurmctld's, byte for byte");
+	CHECK(slc_jobinfo_job_id(h) == 42, "and names the job");
+	slc_free(info);
+	info = NULL;
+	slc_stepmgr_fini(42);
+	CHECK(slc_ctld_stepinfo(h, &info, &len) == 0 && info == NULL,
+	      "no stepinfo after stepmgr_fini");
+	CHECK(slc_jobinfo_free(h, 42) == 1,
+	      "the relayed record is freed with its job record");
+	slc_free(relayed);
+	slc_free(ctld_info);
 }
 
 static void log_subject_from_c(void)
@@ -252,8 +355,10 @@ int main(int argc, char **argv)
 	log_subject_from_c();
 	records_outside_slurmctld();
 	stepd_missing_script();
+	special_steps();
 	ctld_bad_parameter(script);
 	ctld_one_job(script);
+	stepmgr_from_relayed_record();
 	if (failures)
 		fprintf(stderr, "%d check(s) failed; log:\n%s", failures, logs);
 	return failures ? 1 : 0;

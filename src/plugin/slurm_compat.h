@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * File: plugin/slurm_compat.h
+ *
+ * The one place where the Slurm series the glue supports differ in the
+ * Slurm internals it calls.  The switch hooks themselves (names and
+ * signatures of switch_p_*) differ per switch ABI generation and live in
+ * one export file each: switch_ops_2411.c, switch_ops_2505.c,
+ * switch_ops_2511.c, switch_ops_2605.c, of which src/plugin/meson.build
+ * compiles the one of the configured tree.  Every other glue file is the same for all series.
+ *
+ * Read from the trees of 24.11.5, 25.11.7 and 26.05.3 ("=": as before):
+ *
+ *   what differs               24.11            25.11            26.05
+ *   -------------------------- ---------------- ---------------- ------------
+ *   requeue from slurmctld     job_requeue(uid, job_requeue_     =
+ *                              job_id, msg,     internal(uid,
+ *                              preempt, flags)  job_ptr, preempt,
+ *                                               flags)
+ *   the job's SLUID            db_index         step_id.sluid    =
+ *                                               (db_index changes
+ *                                               on a resize)
+ *   stepd_drain_node() in      slurmstepd.h     slurmstepd/mgr.h =
+ *   slurmctld_lock_t           conf job node    =                + select_node
+ *                              part fed                          (ours NO_LOCK,
+ *                                                                as the prolog
+ *                                                                paths take)
+ *   switch ABI: symbols        20               22               23
+ *   (switch_ops_<gen>.c)       (with plugin_id)
+ *     record hooks named       pack_jobinfo,    jobinfo_pack,    =
+ *                              build_stepinfo.. stepinfo_build..
+ *     Slurm frees the jobinfo  never            jobinfo_free(    =
+ *                                               job_ptr)
+ *     stepinfo build gets      step_layout,     jobinfo, step    =
+ *                              step             (NULL: batch and
+ *                                               extern creds)
+ *     a NULL jobinfo packed    by the plugin    no (length 0)    =
+ *     job_start                void (job)       int (job,        =
+ *                                               test_only),
+ *                                               called twice
+ *     setup_special_steps,     absent           added            =
+ *     job_channel
+ *     extern_stepinfo          yes              dropped          -
+ *     extern_step_fini(job_id) yes              yes              stepmgr_init,
+ *                                                                stepmgr_fini(
+ *                                                                job_id)
+ * 25.05 (read from the tag slurm-25-05-8-1; built here, not run live) is
+ * 24.11 in every row but one: its switch ABI (switch_ops_2505.c, 21
+ * symbols) adds switch_p_free_jobinfo(job_ptr), as 25.11's jobinfo_free.
+ *
+ * Include after Slurm's headers (it names their types).  Nothing here is
+ * exported.
+ */
+#ifndef SWITCH_LUA_SLURM_COMPAT_H
+#define SWITCH_LUA_SLURM_COMPAT_H
+
+#include <stdint.h>
+
+#include "slurm/slurm_version.h"
+
+#define SLURM_COMPAT_SERIES                                                    \
+	(SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER) * 100 +                     \
+	 SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER))
+
+#if SLURM_COMPAT_SERIES != 2411 && SLURM_COMPAT_SERIES != 2505 &&              \
+	SLURM_COMPAT_SERIES != 2511 && SLURM_COMPAT_SERIES != 2605
+#error "switch/lua supports the Slurm series 24.11, 25.05, 25.11 and 26.05 only"
+#endif
+
+/* ---- 24.11 and 25.05 -------------------------------------------------- */
+#if SLURM_COMPAT_SERIES == 2411 || SLURM_COMPAT_SERIES == 2505
+
+/*
+ * job_requeue() of the job `job_id` (its het job leader for a het job) by
+ * SlurmUser, not preempting, with JOB_REQUEUE_* `flags`.  RET Slurm's
+ * error code (ESLURM_INVALID_JOB_ID when the job is gone).  Slurm's
+ * conf R, job W, node W, fed R locks held.
+ */
+#define slurm_compat_job_requeue(job_id, flags)                                \
+	job_requeue(0, (job_id), NULL, false, (flags))
+
+/* The job's SLUID (sluid_t), 0 when it has none yet: 24.11 and 25.05 keep
+ * it in db_index (job_record_set_sluid()). */
+#define slurm_compat_job_sluid(job_ptr)                                        \
+	(((job_ptr)->db_index && ((job_ptr)->db_index != NO_VAL64))            \
+		 ? (sluid_t) (job_ptr)->db_index                               \
+		 : (sluid_t) 0)
+
+/* Where stepd_drain_node() is declared (slurm_stepd.c). */
+#define SLURM_COMPAT_STEPD_DRAIN_H "src/slurmd/slurmstepd/slurmstepd.h"
+
+/* Whether slurmstepd runs job_init for batch and interactive steps when
+ * setup_special_steps is true (slc_set_slurm_special_steps()): 24.11 and
+ * 25.05 have no such hook and never do. */
+#define SLURM_COMPAT_SPECIAL_STEPS false
+
+/* ---- 25.11 and 26.05 -------------------------------------------------- */
+#else
+
+#define slurm_compat_job_requeue(job_id, flags)                                \
+	({                                                                     \
+		job_record_t *compat_job_ = find_job_record(job_id);           \
+		compat_job_                                                    \
+			? job_requeue_internal(0, compat_job_, false, (flags)) \
+			: ESLURM_INVALID_JOB_ID;                               \
+	})
+
+/* 25.11 keeps the SLUID in step_id.sluid (db_index changes on a resize). */
+#define slurm_compat_job_sluid(job_ptr) ((job_ptr)->step_id.sluid)
+
+#define SLURM_COMPAT_STEPD_DRAIN_H "src/slurmd/slurmstepd/mgr.h"
+
+#define SLURM_COMPAT_SPECIAL_STEPS true
+
+#endif
+
+#endif
