@@ -59,8 +59,7 @@ extern int switchlua_stepd_init(const char *script_path)
  * the script's setup_special_steps() said true here and Slurm honours it
  * (slc_stepd_setup_special_steps(): 25.11+); never of the extern step.
  */
-static switchlua_stepinfo_t *_managed_step(stepd_step_rec_t *step,
-					   bool special)
+static switchlua_stepinfo_t *_managed_step(stepd_step_rec_t *step, bool special)
 {
 	switchlua_stepinfo_t *si;
 	bool is_special = step->batch ||

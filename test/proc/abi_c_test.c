@@ -192,8 +192,8 @@ static void special_steps(void)
 	CHECK(!logged("special_steps fixture: setup_special_steps asked"),
 	      "24.11: and does not ask it");
 	unsetenv("SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS");
-	CHECK(slc_ctld_init(&ops, script, "switch_timeout=30", SWITCHLUA_LIBEXEC,
-			    NULL) == 0 &&
+	CHECK(slc_ctld_init(&ops, script, "switch_timeout=30",
+			    SWITCHLUA_LIBEXEC, NULL) == 0 &&
 		      !slc_ctld_setup_special_steps(),
 	      "24.11: a true answer is not taken by slurmctld either");
 	CHECK(logged("but Slurm 24.11 never calls the step init"),
@@ -207,8 +207,8 @@ static void special_steps(void)
 	CHECK(logged("special_steps fixture: block_job_complete asked") &&
 		      logged("special_steps fixture: setup_special_steps asked"),
 	      "25.11+: slurmstepd asks both questions when it loads the script");
-	CHECK(slc_ctld_init(&ops, script, "switch_timeout=30", SWITCHLUA_LIBEXEC,
-			    NULL) == 0 &&
+	CHECK(slc_ctld_init(&ops, script, "switch_timeout=30",
+			    SWITCHLUA_LIBEXEC, NULL) == 0 &&
 		      slc_ctld_setup_special_steps(),
 	      "25.11+: slurmctld takes it too");
 	CHECK(logged("batch and interactive steps get a stepinfo"),
