@@ -74,7 +74,7 @@ t_requeue_loop() {
 	if [ -s "$outf" ] && grep -q 'the batch script ran' "$outf"; then fail "the batch script ran after a failed setup"; fi
 }
 
-e2e_test "switch/lua: job_complete: killed by an outside SIGKILL with block_job_complete false is a failed teardown: not run again, the node drained with \"died on signal 9\" (R_COMPLETE_KILLED_UNHELD)" t_killed_unheld
+e2e_test "switch/lua: job_complete: killed by an outside SIGKILL with block_job_complete false is a failed teardown: not run again, the node drained with \"died on signal 9 (SIGKILL)\" (R_COMPLETE_KILLED_UNHELD)" t_killed_unheld
 t_killed_unheld() {
 	local tag id pid
 	tag=$(e2e_uniq)
@@ -87,11 +87,11 @@ t_killed_unheld() {
 	wait_node node1 idle 15
 	assert_eq 0 "$(ctld_count "switch/lua: JobId=$id: holding the job and nodes")" "hold lines"
 	c_root kill -9 "$pid"
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete died on signal 9: its nodes are not held \(block_job_complete is false\), so it is not run again: a failed teardown\$" 15
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete died on signal 9 \(SIGKILL\): its nodes are not held \(block_job_complete is false\), so it is not run again: a failed teardown\$" 15
 	wait_node node1 'drained|draining' 15
-	assert_eq "switch teardown failed: JobId=$id switch/lua job_complete died on signal 9" "$(drain_reason node1)" "sinfo -R reason of node1"
+	assert_eq "switch teardown failed: JobId=$id switch/lua job_complete died on signal 9 (SIGKILL)" "$(drain_reason node1)" "sinfo -R reason of node1"
 	ctld_job "$id" ' TeardownResult -> Done \(R_COMPLETE_KILLED_UNHELD\)' >/dev/null || fail "no R_COMPLETE_KILLED_UNHELD debug line"
-	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete killed by signal 9 \(SIGKILL\), not sent by the supervisor \(queued [0-9]+ ms, ran [0-9]+ ms; script [^)]+\)\$")" "outcome lines of the killed call"
+	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete died on signal 9 \(SIGKILL\), not sent by the supervisor \(queued [0-9]+ ms, ran [0-9]+ ms; script [^)]+\)\$")" "outcome lines of the killed call"
 	assert_eq 0 "$(ctld_count "switch/lua: JobId=$id job_complete .*running it again")" "retry lines"
 	assert_eq 0 "$(ctld_count "nodes held")" "lines that say the nodes are held"
 	wait_job "$id" COMPLETED 15
