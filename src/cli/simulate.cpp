@@ -29,8 +29,8 @@ namespace {
 /// The plugin's line (plugin/ctld_abi.cpp, slurmctld init) for a script
 /// whose setup_special_steps returns true.
 constexpr const char *kSetupSpecialStepsIgnored =
-    "switch/lua: setup_special_steps() returned true, but Slurm 24.11 never calls the step init "
-    "for batch or interactive steps: ignored";
+    "switch/lua: setup_special_steps() returned true, but a Slurm older than 25.11 never calls the "
+    "step init for batch or interactive steps: ignored";
 
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;

@@ -471,10 +471,19 @@ bool Journal::compact() {
   // Many live attempts make a large snapshot: compact again only once the
   // file has doubled.
   compact_at_ = std::max(kJournalCompactBytes, 2 * image.size());
+  // The old descriptor points at the file the rename replaced: appending
+  // to it would write where no reader looks.  Without the new one, run
+  // without a journal, loudly, rather than lose records silently.
   int nfd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (nfd >= 0) {
-    ::close(fd_);
-    fd_ = nfd;
+  const int open_errno = errno;
+  ::close(fd_);
+  fd_ = nfd;
+  if (nfd < 0) {
+    log_(true, log_line({},
+                        "journal {}: cannot open the compacted file for writing ({}): running "
+                        "without a journal; what happens now may be repeated after a crash",
+                        path_, std::strerror(open_errno)));
+    return false;
   }
   size_ = image.size();
   return true;
@@ -489,7 +498,7 @@ void Journal::append(const std::vector<JournalRecord> &records) {
     return;
   if (size_ > compact_at_) {
     // The table already holds the new records: the snapshot writes them.
-    if (compact())
+    if (compact() || fd_ < 0)
       return;
   }
   std::string data;

@@ -41,6 +41,13 @@ BrokenPipeIsAnError::~BrokenPipeIsAnError() {
   if (--guards > 0 || !installed)
     return;
   installed = false;
+  // Back to the default only if the handler is still ours: a handler that
+  // another thread of the host (slurmstepd's conmgr) installed while the
+  // hook ran stays in place.
+  struct sigaction now{};
+  if (::sigaction(SIGPIPE, nullptr, &now) != 0 || (now.sa_flags & SA_SIGINFO) != 0 ||
+      now.sa_handler != on_sigpipe)
+    return;
   struct sigaction dfl{};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);

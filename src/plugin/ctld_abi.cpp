@@ -254,8 +254,9 @@ std::optional<CtldConfig> settings_at_init(const slc_ctld_ops_t *ops, const char
 
 bool take_setup_special_steps(const slc_ctld_ops_t &ops, bool answer) {
   if (answer && !g_slurm_special_steps)
-    ops.log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true, but Slurm 24.11 "
-                          "never calls the step init for batch or interactive steps: ignored");
+    ops.log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true, but a Slurm older "
+                          "than 25.11 never calls the step init for batch or interactive steps: "
+                          "ignored");
   else if (answer)
     ops.log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true: batch and "
                           "interactive steps get a stepinfo and run step_init");

@@ -562,8 +562,9 @@ TEST(Simulate, SetupSpecialStepsTrueIsLoggedAsIgnoredAsThePluginDoes) {
     int found = 0;
     for (const auto &e : j["timeline"])
       found += e["source"] == "slurmctld" && e["kind"] == "log" && e["error"] == false &&
-               e["text"] == "switch/lua: setup_special_steps() returned true, but Slurm 24.11 "
-                            "never calls the step init for batch or interactive steps: ignored";
+               e["text"] == "switch/lua: setup_special_steps() returned true, but a Slurm older "
+                            "than 25.11 never calls the step init for batch or interactive "
+                            "steps: ignored";
     EXPECT_EQ(found, 1) << r.out;
   }
   std::ofstream(p) << "function slurm_switch_setup_special_steps() return false end\n"

@@ -32,9 +32,10 @@ t_late_result() {
 	sup=$(our_supervisor)
 	[ -n "$sup" ] || fail "no supervisor process of this cluster"
 	# The race made deterministic as in test/proc/late_test.cpp: the
-	# supervisor is stopped while the hook finishes (1 s after "ready"), and
-	# resumed after the deadline (2 s after the call began), so it reads the
-	# result late.  3 s at most: the watchdog's bound is 5 s.
+	# supervisor is stopped, then the hook is told to finish (the go marker),
+	# and the supervisor is resumed after the deadline (2 s after the call
+	# began), so it reads the result late.  3 s at most: the watchdog's bound
+	# is 5 s.
 	kill -STOP "$sup"
 	# shellcheck disable=SC2064 # $sup and $tag are fixed now
 	trap "kill -CONT $sup; rm_markers $tag" EXIT
@@ -42,6 +43,7 @@ t_late_result() {
 	case "$st" in
 	Z | gone) fail "precondition: job_start had ended before the supervisor was stopped (runner $pid: $st)" ;;
 	esac
+	touch "$E2E_ROOT/tmp/switch-lua-e2e.$tag.go"
 	# The runner reports and exits; its parent, stopped, leaves it a zombie.
 	wait_for 5 sh -c "[ \"\$(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f1)\" = Z ]" ||
 		fail "the runner $pid did not end while the supervisor was stopped: $(proc_state "$pid")"

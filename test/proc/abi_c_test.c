@@ -196,7 +196,7 @@ static void special_steps(void)
 			    SWITCHLUA_LIBEXEC, NULL) == 0 &&
 		      !slc_ctld_setup_special_steps(),
 	      "24.11: a true answer is not taken by slurmctld either");
-	CHECK(logged("but Slurm 24.11 never calls the step init"),
+	CHECK(logged("but a Slurm older than 25.11 never calls the step init"),
 	      "24.11: slurmctld says the answer is ignored");
 	slc_ctld_fini();
 

@@ -8,9 +8,10 @@
 --   plain      job_start accepts with { token = "tok-TAG" }; job_complete
 --              succeeds; step_init sets SWL_STEP to the step's id
 --   late       job_start writes its pid to /tmp/switch-lua-e2e.TAG.pid,
---              logs "ready", works 1 s (`sleep 1`), then returns SUCCESS
---              with { token = "late-TAG" } (the test stops the supervisor
---              meanwhile, so the result is read after switch_timeout=2)
+--              logs "ready", waits for /tmp/switch-lua-e2e.TAG.go, then
+--              returns SUCCESS with { token = "late-TAG" } (the test stops
+--              the supervisor first and makes the marker, so the result is
+--              read after switch_timeout=2)
 --   exit       job_start calls os.exit(0)
 --   hangagain  job_start sleeps 30 s (`sleep 30.TAG`, past switch_timeout);
 --              job_complete returns slurm.EAGAIN
@@ -83,7 +84,14 @@ function slurm_switch_job_start(job)
 	if mode == "late" then
 		local pid = write_pid(tag)
 		slurm.log_info("e2e simonly: late: pid %d ready", pid)
-		os.execute("sleep 1")
+		-- Until the test has stopped the supervisor and says go (10 s at
+		-- most: switch_timeout=2 ends the call first when the test is late).
+		for _ = 1, 200 do
+			if exists(marker(tag, "go")) then
+				break
+			end
+			os.execute("sleep 0.05")
+		end
 		return slurm.SUCCESS, { token = "late-" .. tag }
 	elseif mode == "exit" then
 		slurm.log_info("e2e simonly: calling os.exit(0)")

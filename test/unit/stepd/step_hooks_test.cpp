@@ -2,6 +2,7 @@
 //
 // The slurmstepd side: the contract's mapping of preinit / init / postfini
 // results to what happens to the step and the node.
+#include "lua/broken_pipe.hpp"
 #include "stepd/step_hooks.hpp"
 
 #include <gtest/gtest.h>
@@ -277,4 +278,24 @@ TEST(StepHooks, ABrokenPipeLeavesSlurmstepdsOwnSigpipeHandlerInPlace) {
   expect_step_hooks_survive_a_broken_pipe();
   EXPECT_EQ(sigpipe_handler(), &stepd_like_sigpipe);
   ::sigaction(SIGPIPE, &before, nullptr);
+}
+
+// A handler the host installs while a hook runs (slurmstepd's conmgr, in
+// another thread) survives the end of the hook's guard: the guard restores
+// the default only over its own handler.
+TEST(StepHooks, AHandlerInstalledWhileAHookRunsIsNotReplacedByTheDefault) {
+  ASSERT_EQ(sigpipe_handler(), SIG_DFL);
+  {
+    switchlua::BrokenPipeIsAnError guard;
+    ASSERT_NE(sigpipe_handler(), SIG_DFL) << "the guard catches SIGPIPE while it lives";
+    struct sigaction sa{};
+    sa.sa_handler = stepd_like_sigpipe;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGPIPE, &sa, nullptr);
+  }
+  EXPECT_EQ(sigpipe_handler(), &stepd_like_sigpipe);
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(SIGPIPE, &dfl, nullptr);
 }
