@@ -455,15 +455,6 @@ switch_lua_cli() {
 	fi
 }
 
-# cluster_slurm: the Slurm the cluster runs, as scripts/cluster config
-# recorded it: X.Y.Z for a --slurm cluster, "debian" for Debian's package.
-cluster_slurm() {
-	local v
-	v=$(sed -n 's/^SLURM=//p' "$E2E_CLH/cluster.env" 2>/dev/null | tail -n1)
-	v=${v//\'/}
-	echo "${v:-debian}"
-}
-
 # settings_line [PARAMS]: "switch_timeout=10 switch_retries=3 ...", the
 # settings as the plugin logs them at start-up for SlurmctldParameters=PARAMS
 # (default: the value in the cluster's slurm.conf now), printed by
