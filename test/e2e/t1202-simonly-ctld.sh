@@ -87,11 +87,11 @@ t_killed_unheld() {
 	wait_node node1 idle 15
 	assert_eq 0 "$(ctld_count "switch/lua: JobId=$id: holding the job and nodes")" "hold lines"
 	c_root kill -9 "$pid"
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete died on signal 9: its nodes are not held \(block_job_complete is false\), so it is not run again: a failed teardown\$" 15
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete died on signal 9 \(SIGKILL\): its nodes are not held \(block_job_complete is false\), so it is not run again: a failed teardown\$" 15
 	wait_node node1 'drained|draining' 15
-	assert_eq "switch teardown failed: JobId=$id switch/lua job_complete died on signal 9" "$(drain_reason node1)" "sinfo -R reason of node1"
+	assert_eq "switch teardown failed: JobId=$id switch/lua job_complete died on signal 9 (SIGKILL)" "$(drain_reason node1)" "sinfo -R reason of node1"
 	ctld_job "$id" ' TeardownResult -> Done \(R_COMPLETE_KILLED_UNHELD\)' >/dev/null || fail "no R_COMPLETE_KILLED_UNHELD debug line"
-	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete killed by signal 9 \(SIGKILL\), not sent by the supervisor \(queued [0-9]+ ms, ran [0-9]+ ms; script [^)]+\)\$")" "outcome lines of the killed call"
+	assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete died on signal 9 \(SIGKILL\), not sent by the supervisor \(queued [0-9]+ ms, ran [0-9]+ ms; script [^)]+\)\$")" "outcome lines of the killed call"
 	assert_eq 0 "$(ctld_count "switch/lua: JobId=$id job_complete .*running it again")" "retry lines"
 	assert_eq 0 "$(ctld_count "nodes held")" "lines that say the nodes are held"
 	wait_job "$id" COMPLETED 15
