@@ -65,6 +65,7 @@
 #                     ere_quote TEXT (TEXT as a grep -E pattern that matches it)
 #                     our_supervisor (pid of this cluster's switch-lua-supervisor)
 #                     proc_state PID (the one-letter state of /proc/PID/stat)
+#                     cluster_slurm (X.Y.Z of a --slurm cluster, else debian)
 #   generated scripts e2e_generate_scripts (the runner calls it) writes into
 #                     $E2E_GEN (host path; $E2E_GEN_CL inside the chroot):
 #                       seed.lua        the contract script with
@@ -453,6 +454,15 @@ switch_lua_cli() {
 	else
 		echo switch-lua
 	fi
+}
+
+# cluster_slurm: the Slurm the cluster runs, as scripts/cluster config
+# recorded it: X.Y.Z for a --slurm cluster, "debian" for Debian's package.
+cluster_slurm() {
+	local v
+	v=$(sed -n 's/^SLURM=//p' "$E2E_CLH/cluster.env" 2>/dev/null | tail -n1)
+	v=${v//\'/}
+	echo "${v:-debian}"
 }
 
 # settings_line [PARAMS]: "switch_timeout=10 switch_retries=3 ...", the
