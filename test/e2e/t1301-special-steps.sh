@@ -12,21 +12,29 @@
 # switch.lua(5): slurm_switch_setup_special_steps, slurm_switch_step_init.
 #
 # The cluster runs the Slurm that `scripts/testbed slurm-install 26.05.3`
-# built from its release tarball, with the plugin `scripts/testbed
-# plugin-install 26.05.3` installed; without that install every test here
-# is skipped with the reason (test/e2e/run).  The interactive step is
+# built from its release tarball (or the one SWITCHLUA_SLURM names, e.g.
+# 25.11.7), with the plugin `scripts/testbed plugin-install 26.05.3`
+# installed; without that install every test here is skipped with the
+# reason (test/e2e/run), and on Debian's 24.11 (SWITCHLUA_SLURM=debian),
+# which has no special steps, too.  The interactive step is
 # salloc's (LaunchParameters=use_interactive_step) with a command that needs
 # no terminal: InteractiveStepOptions runs env(1) instead of a shell.
 
-# e2e-config: --slurm 26.05.3 --switch-type switch/lua --script "$E2E_GEN/seed-special.lua" --extra LaunchParameters=use_interactive_step --extra 'InteractiveStepOptions="--interactive --preserve-env env"'
+# e2e-config: --slurm "${SWITCHLUA_SLURM:-26.05.3}" --switch-type switch/lua --script "$E2E_GEN/seed-special.lua" --extra LaunchParameters=use_interactive_step --extra 'InteractiveStepOptions="--interactive --preserve-env env"'
 
 # The endpoint the contract script's job_start puts in every jobinfo
 # (jobinfo.fabric.endpoint), which its step_init exports.
 T1301_ENDPOINT=fabric-mgr.example.invalid:8080
 
-e2e_test "switch/lua on 26.05: every slurmstepd asks setup_special_steps() (true) and block_job_complete() (false) when it starts: both lines in every node's slurmd log" t_questions
-t_questions() {
+# need_special: need_seed, and a Slurm that has special steps (25.11+).
+need_special() {
 	need_seed
+	[ "$(cluster_slurm)" != debian ] || skip "Debian's Slurm 24.11 runs no step_init for batch or interactive steps"
+}
+
+e2e_test "switch/lua on 25.11+: every slurmstepd asks setup_special_steps() (true) and block_job_complete() (false) when it starts: both lines in every node's slurmd log" t_questions
+t_questions() {
+	need_special
 	local out n
 	out=$(run_srun -N3 --network=switchlua:x true) || fail "srun -N3 failed: $out"
 	for n in $(node_names); do
@@ -37,9 +45,9 @@ t_questions() {
 	done
 }
 
-e2e_test "switch/lua on 26.05: sbatch --network=switchlua:x --wrap env: step_init runs for the batch step (step.partition nil) and its SWITCHLUA_JOB_ID and SWITCHLUA_ENDPOINT are in the batch output" t_batch_env
+e2e_test "switch/lua on 25.11+: sbatch --network=switchlua:x --wrap env: step_init runs for the batch step (step.partition nil) and its SWITCHLUA_JOB_ID and SWITCHLUA_ENDPOINT are in the batch output" t_batch_env
 t_batch_env() {
-	need_seed
+	need_special
 	local id out node
 	id=$(submit -N1 --network=switchlua:x --wrap env)
 	wait_job "$id" COMPLETED 30
@@ -56,9 +64,9 @@ t_batch_env() {
 		fail "$node: no step_init line of the batch step with Partition=nil: $(slurmd_grep "$node" "step_init" || echo none)"
 }
 
-e2e_test "switch/lua on 26.05: salloc --network=switchlua:x (use_interactive_step): step_init runs for the interactive step and the step's command sees SWITCHLUA_JOB_ID and SWITCHLUA_ENDPOINT" t_interactive_env
+e2e_test "switch/lua on 25.11+: salloc --network=switchlua:x (use_interactive_step): step_init runs for the interactive step and the step's command sees SWITCHLUA_JOB_ID and SWITCHLUA_ENDPOINT" t_interactive_env
 t_interactive_env() {
-	need_seed
+	need_special
 	local out id
 	out=$(c_user salloc -N1 --network=switchlua:x 2>&1) || fail "salloc failed: $out"
 	id=$(sed -n 's/^salloc: Granted job allocation \([0-9]*\)$/\1/p' <<<"$out")
@@ -91,9 +99,9 @@ t1301_init_fail_common() {
 		fail "slurmctld did not log the batch launch failure: $(ctld_grep "JobId=$id" | tail -n 5 || echo none)"
 }
 
-e2e_test "switch/lua on 26.05: sbatch --network=switchlua:init_fail (requeue allowed): the batch step fails, node1 is drained 'batch job complete failure', the job is requeued (PENDING, Restarts=1)" t_init_fail_requeue
+e2e_test "switch/lua on 25.11+: sbatch --network=switchlua:init_fail (requeue allowed): the batch step fails, node1 is drained 'batch job complete failure', the job is requeued (PENDING, Restarts=1)" t_init_fail_requeue
 t_init_fail_requeue() {
-	need_seed
+	need_special
 	local id
 	id=$(submit -N1 -w node1 --network=switchlua:init_fail --wrap true)
 	t1301_init_fail_common "$id"
@@ -107,9 +115,9 @@ t_init_fail_requeue() {
 }
 t1301_reason_is() { [ "$(job_field "$1" Reason)" = "$2" ]; }
 
-e2e_test "switch/lua on 26.05: sbatch --no-requeue --network=switchlua:init_fail: the batch step fails, node1 is drained 'batch job complete failure', the job FAILS with ExitCode 0:102" t_init_fail_no_requeue
+e2e_test "switch/lua on 25.11+: sbatch --no-requeue --network=switchlua:init_fail: the batch step fails, node1 is drained 'batch job complete failure', the job FAILS with ExitCode 0:102" t_init_fail_no_requeue
 t_init_fail_no_requeue() {
-	need_seed
+	need_special
 	local id
 	id=$(submit --no-requeue -N1 -w node1 --network=switchlua:init_fail --wrap true)
 	t1301_init_fail_common "$id"
