@@ -54,12 +54,14 @@ t_batch_env() {
 	out=$(cat "$(job_output "$id")")
 	assert_contains "SWITCHLUA_JOB_ID=$id"$'\n' "$out" "the batch output"
 	assert_contains "SWITCHLUA_ENDPOINT=$T1301_ENDPOINT"$'\n' "$out" "the batch output"
-	# step.sluid is Slurm's own SLUID of the job, which Slurm exports too.
-	local sluid
-	sluid=$(sed -n 's/^SLURM_JOB_SLUID=//p' <<<"$out")
-	assert_match '^s[0-9A-Z]{13}$' "$sluid" "SLURM_JOB_SLUID in the batch output"
-	assert_contains "SWITCHLUA_SLUID=$sluid"$'\n' "$out" "the batch output"
 	node=$(job_field "$id" NodeList)
+	# step.sluid is Slurm's own SLUID of the job, as slurmd logs it when it
+	# launches the batch step (26.05 also exports it as SLURM_JOB_SLUID,
+	# 25.11 does not).
+	local sluid
+	sluid=$(slurmd_grep "$node" "Launching batch JobId=$id SLUID=" | sed -n 's/.* SLUID=\(s[0-9A-Z]*\) .*/\1/p' | head -n1)
+	assert_match '^s[0-9A-Z]{13}$' "$sluid" "the SLUID in $node's 'Launching batch JobId=$id' line"
+	assert_contains "SWITCHLUA_SLUID=$sluid"$'\n' "$out" "the batch output"
 	slurmd_grep "$node" "\[$id\.batch\].*switchlua: step_init\(\): JobId=$id SLUID=s[0-9A-Z]{13} Partition=nil\$" >/dev/null ||
 		fail "$node: no step_init line of the batch step with Partition=nil: $(slurmd_grep "$node" "step_init" || echo none)"
 }
