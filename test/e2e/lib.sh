@@ -65,11 +65,15 @@
 #                     ere_quote TEXT (TEXT as a grep -E pattern that matches it)
 #                     our_supervisor (pid of this cluster's switch-lua-supervisor)
 #                     proc_state PID (the one-letter state of /proc/PID/stat)
+#                     cluster_slurm (X.Y.Z of a --slurm cluster, else debian)
 #   generated scripts e2e_generate_scripts (the runner calls it) writes into
 #                     $E2E_GEN (host path; $E2E_GEN_CL inside the chroot):
 #                       seed.lua        the contract script with
 #                                       ALLOW_DIRECTIVES = true
 #                       seed-block.lua  the same with BLOCK_JOB_COMPLETE = true
+#                       seed-special.lua  seed.lua with SETUP_SPECIAL_STEPS
+#                                       = true (step_init for the batch and
+#                                       interactive steps too)
 #                     from $E2E_SEED (default ../shared/seeds/switch.lua);
 #                     without it both are test/e2e/lua/no-seed.lua and the
 #                     tests that need them skip (need_seed).
@@ -438,14 +442,27 @@ need_seed() {
 }
 
 # switch_lua_cli: the switch-lua of the plugin under test, as a path inside
-# the chroot (a source build when SWITCHLUA_PLUGIN_DIR is set, else the
-# package's).
+# the chroot: that of the source build whose lib/slurm is the first folder
+# of the cluster's PluginDir (SWITCHLUA_PLUGIN_DIR, or /opt/switch-lua-X.Y.Z
+# of a --slurm X.Y.Z cluster), else the package's.
 switch_lua_cli() {
-	if [ -n "${SWITCHLUA_PLUGIN_DIR:-}" ] && [ -x "$E2E_ROOT/opt/switch-lua/bin/switch-lua" ]; then
-		echo /opt/switch-lua/bin/switch-lua
+	local first
+	first=$(sed -n 's/^PluginDir=//p' "$E2E_ROOT/etc/slurm/slurm.conf" 2>/dev/null | tail -n1)
+	first=${first%%:*}
+	if [[ $first == */lib/slurm ]] && [ -x "$E2E_ROOT${first%/lib/slurm}/bin/switch-lua" ]; then
+		echo "${first%/lib/slurm}/bin/switch-lua"
 	else
 		echo switch-lua
 	fi
+}
+
+# cluster_slurm: the Slurm the cluster runs, as scripts/cluster config
+# recorded it: X.Y.Z for a --slurm cluster, "debian" for Debian's package.
+cluster_slurm() {
+	local v
+	v=$(sed -n 's/^SLURM=//p' "$E2E_CLH/cluster.env" 2>/dev/null | tail -n1)
+	v=${v//\'/}
+	echo "${v:-debian}"
 }
 
 # settings_line [PARAMS]: "switch_timeout=10 switch_retries=3 ...", the
@@ -496,7 +513,7 @@ e2e_generate_scripts() {
 	local dir=$E2E_GEN seed=$E2E_SEED f
 	mkdir -p "$dir"
 	if [ ! -r "$seed" ]; then
-		for f in seed.lua seed-block.lua; do
+		for f in seed.lua seed-block.lua seed-special.lua; do
 			install -m 0644 "$E2E_REPO/test/e2e/lua/no-seed.lua" "$dir/$f"
 		done
 		echo "absent: $seed" >"$dir/seed.status"
@@ -507,13 +524,18 @@ e2e_generate_scripts() {
 		"$seed" >"$dir/seed.lua.new"
 	sed 's/^local BLOCK_JOB_COMPLETE = false$/local BLOCK_JOB_COMPLETE = true/' \
 		"$dir/seed.lua.new" >"$dir/seed-block.lua.new"
-	chmod 0644 "$dir/seed.lua.new" "$dir/seed-block.lua.new"
+	sed 's/^local SETUP_SPECIAL_STEPS = false$/local SETUP_SPECIAL_STEPS = true/' \
+		"$dir/seed.lua.new" >"$dir/seed-special.lua.new"
+	chmod 0644 "$dir/seed.lua.new" "$dir/seed-block.lua.new" "$dir/seed-special.lua.new"
 	mv "$dir/seed.lua.new" "$dir/seed.lua"
 	mv "$dir/seed-block.lua.new" "$dir/seed-block.lua"
+	mv "$dir/seed-special.lua.new" "$dir/seed-special.lua"
 	if ! grep -qx 'local ALLOW_DIRECTIVES = true' "$dir/seed.lua"; then
 		echo "no line 'local ALLOW_DIRECTIVES = false' to flip in $seed" >"$dir/seed.status"
 	elif ! grep -qx 'local BLOCK_JOB_COMPLETE = true' "$dir/seed-block.lua"; then
 		echo "no line 'local BLOCK_JOB_COMPLETE = false' to flip in $seed" >"$dir/seed.status"
+	elif ! grep -qx 'local SETUP_SPECIAL_STEPS = true' "$dir/seed-special.lua"; then
+		echo "no line 'local SETUP_SPECIAL_STEPS = false' to flip in $seed" >"$dir/seed.status"
 	else
 		echo ok >"$dir/seed.status"
 	fi

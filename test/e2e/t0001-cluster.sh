@@ -42,8 +42,18 @@ t_sbatch_user() {
 	out=$(job_output "$id")
 	assert_eq 2000 "$(stat -c %u "$out")" "owner of $out"
 	assert_eq $'2000\n0: node1\n1: node2' "$(cat "$out")" "job output"
-	# The main scheduler logs "Allocate JobId=", the backfill one "Started JobId=".
-	ctld_grep "(Allocate|Started) JobId=$id " >/dev/null || fail "slurmctld.log does not say it started job $id"
+	# The main scheduler logs "Allocate JobId=".  The backfill one logs
+	# "Started JobId=" on 24.11; Slurm 26.05's backfill logs its start only
+	# with DebugFlags=HetJob, so there the batch host's "Launching batch" line
+	# says that the job was started.
+	if [ "$(cluster_slurm)" = debian ]; then
+		ctld_grep "(Allocate|Started) JobId=$id " >/dev/null || fail "slurmctld.log does not say it started job $id"
+	else
+		local host
+		host=$(job_field "$id" BatchHost)
+		ctld_grep "Allocate JobId=$id " >/dev/null || slurmd_grep "$host" "Launching batch JobId=$id " >/dev/null ||
+			fail "neither slurmctld.log nor $host's log says that job $id was started"
+	fi
 }
 
 e2e_test "cluster: a batch job that exits 3 ends FAILED with ExitCode 3:0" t_sbatch_fail

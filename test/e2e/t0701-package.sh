@@ -16,9 +16,12 @@ PKG_PLUGIN=/usr/lib/x86_64-linux-gnu/slurm-wlm/switch_lua.so
 # (empty if none).
 # shellcheck disable=SC2016 # a dpkg-query format, not a shell expansion
 pkg_version() { c_root dpkg-query -W -f='${db:Status-Abbrev}${Version}' slurm-switch-lua 2>/dev/null | sed -n 's/^ii *//p'; }
-# the .deb of build-deb/ (scripts/test builds it), or skip
+# the .deb of build-deb/ (scripts/test builds it), or skip; the package is
+# built for Debian's Slurm, so a cluster of another Slurm (--slurm) skips
 built_deb() {
 	local d
+	[ "$(cluster_slurm)" = debian ] ||
+		skip "the package is for Debian's Slurm 24.11.5; this cluster runs Slurm $(cluster_slurm)"
 	local debs=("$E2E_REPO"/build-deb/slurm-switch-lua_*.deb)
 	d=${debs[0]}
 	[ -e "$d" ] || skip "no package in build-deb/ (run scripts/deb)"
