@@ -34,8 +34,9 @@ t_late_result() {
 	# The race made deterministic as in test/proc/late_test.cpp: the
 	# supervisor is stopped, then the hook is told to finish (the go marker),
 	# and the supervisor is resumed after the deadline (2 s after the call
-	# began), so it reads the result late.  3 s at most: the watchdog's bound
-	# is 5 s.
+	# began: "ready" came at its start, and the supervisor stays stopped 2.5 s
+	# after the runner's end), so it reads the result late.  3.5 s at most:
+	# the watchdog's bound is 5 s.
 	kill -STOP "$sup"
 	# shellcheck disable=SC2064 # $sup and $tag are fixed now
 	trap "kill -CONT $sup; rm_markers $tag" EXIT
@@ -47,7 +48,7 @@ t_late_result() {
 	# The runner reports and exits; its parent, stopped, leaves it a zombie.
 	wait_for 5 sh -c "[ \"\$(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f1)\" = Z ]" ||
 		fail "the runner $pid did not end while the supervisor was stopped: $(proc_state "$pid")"
-	sleep 1.5 # now past the deadline
+	sleep 2.5 # now past the deadline
 	kill -CONT "$sup"
 	wait_job "$id" CANCELLED 15
 	ctld_job "$id" " job_start timed out after [0-9]+ ms \(late result: rc=0 with jobinfo\) \(queued [0-9]+ ms, ran [0-9]+ ms; script [^)]+\)\$" >/dev/null ||
