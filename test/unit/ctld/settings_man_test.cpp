@@ -10,6 +10,7 @@
 //     ("switch_timeout=10 switch_retries=3 ...") is describe() of what it says;
 //   - every "SlurmctldParameters: ..." message shown is the parser's own text;
 //   - no e2e test spells the settings line out (they ask `switch-lua settings`).
+#include "../source_lines.hpp"
 #include "ctld/config.hpp"
 
 #include <filesystem>
@@ -28,14 +29,7 @@ namespace {
 
 const fs::path kRoot = SWITCHLUA_SOURCE_ROOT;
 
-std::vector<std::string> read_lines(const fs::path &p) {
-  std::ifstream in(p);
-  EXPECT_TRUE(in) << p;
-  std::vector<std::string> out;
-  for (std::string l; std::getline(in, l);)
-    out.push_back(l);
-  return out;
-}
+using switchlua::test::read_lines;
 
 /// The words of a troff request line ".BR a b" as the reader sees them
 /// ("ab"): arguments in double quotes or separated by spaces, run together

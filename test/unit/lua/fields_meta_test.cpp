@@ -7,6 +7,7 @@
 //   - the LuaLS definitions lua/switch-lua-meta/slurm.lua (switchlua.Job,
 //     switchlua.Step): one ---@field per field, with its Lua type, "?"
 //     exactly when the field may be nil.
+#include "../source_lines.hpp"
 #include "lua/contract.hpp"
 
 #include <filesystem>
@@ -25,14 +26,7 @@ namespace {
 
 const fs::path kRoot = SWITCHLUA_SOURCE_ROOT;
 
-std::vector<std::string> read_lines(const fs::path &p) {
-  std::ifstream in(p);
-  EXPECT_TRUE(in) << p;
-  std::vector<std::string> out;
-  for (std::string l; std::getline(in, l);)
-    out.push_back(l);
-  return out;
-}
+using switchlua::test::read_lines;
 
 /// The field names that switch.lua(5) gives an entry (".TP" or ".TQ", then
 /// ".B name") in the subsection `title`, with their line numbers.
