@@ -204,10 +204,15 @@ extern void switchlua_jobinfo_free(job_record_t *job_ptr)
 {
 	if (!job_ptr || !job_ptr->switch_jobinfo)
 		return;
+	/* One debug line per record either way: the e2e tests count them
+	 * (t1303: no handle freed twice, none leaked). */
 	if (!slc_jobinfo_free(job_ptr->switch_jobinfo, job_ptr->job_id))
-		sl_job_debug(
-			job_ptr->job_id,
-			": jobinfo_free: the switch_jobinfo pointer is not this record's (copied by job_array_split or already freed), left alone");
+		sl_stamped_(
+			debug, job_ptr->job_id, SLC_NO_STEP, "jobinfo_free",
+			": the switch_jobinfo pointer is not this record's (copied by job_array_split or already freed), left alone");
+	else
+		sl_stamped_(debug, job_ptr->job_id, SLC_NO_STEP, "jobinfo_free",
+			    ": this record's jobinfo freed");
 	job_ptr->switch_jobinfo = NULL;
 }
 

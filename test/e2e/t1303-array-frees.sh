@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
+#
+# t1303-array-frees: from 25.05 on Slurm frees a job record's jobinfo
+# itself (jobinfo_free, with the record), and job_array_split() memcpy()s
+# a pending array's record, switch_jobinfo pointer included, into each task
+# it splits out (issue 18).  The plugin frees a handle only for the record
+# that owns it, once, and says so in one debug line per record
+# ("jobinfo_free: this record's jobinfo freed", or "... left alone").  Here
+# a 6-task array (two at a time, so the array is split four times, one
+# task requeued on top) runs on a 25.11+ cluster (default 26.05.3, or
+# SWITCHLUA_SLURM) until Slurm purges the records (MinJobAge=30): every
+# task's record frees its own jobinfo exactly once, no record frees twice,
+# and slurmctld lives on.  Skipped on Debian's 24.11 (it never frees a
+# jobinfo: no such hook).
+
+# e2e-timeout: 240
+# e2e-config: --slurm "${SWITCHLUA_SLURM:-26.05.3}" --switch-type switch/lua --script "$E2E_GEN/seed.lua"
+
+# t1303_records ID: "JobId State" of every record of array ID.
+t1303_records() {
+	c_root scontrol show job "$1" -o 2>/dev/null |
+		sed -n 's/^JobId=\([0-9]*\) .* JobState=\([A-Z_]*\) .*/\1 \2/p'
+}
+t1303_all_done() { # ID N
+	local recs
+	recs=$(t1303_records "$1")
+	[ "$(wc -l <<<"$recs")" = "$2" ] && ! grep -qv ' COMPLETED$' <<<"$recs"
+}
+t1303_all_freed() { # IDS...
+	local t
+	for t in "$@"; do
+		[ "$(ctld_count "switch/lua: JobId=$t jobinfo_free: this record's jobinfo freed")" -ge 1 ] || return 1
+	done
+}
+
+e2e_test "switch/lua on 25.05+: a split job array (6 tasks, 2 at a time, one requeued): every task's record frees its own jobinfo exactly once when Slurm purges it, none twice" t_array_frees
+t_array_frees() {
+	need_seed
+	[ "$(cluster_slurm)" != debian ] || skip "Debian's Slurm 24.11 never frees a jobinfo (no jobinfo_free hook)"
+	local id first tids t
+	id=$(submit --array=1-6%2 -N1 --network=switchlua:x --wrap 'sleep 2')
+	# Requeue the first task that runs: its record is torn down and set up
+	# again, with a new handle.
+	wait_for 30 test -n "$(c_root squeue -h -t R -j "$id" -o %A | head -n1)" || fail "no task of array $id ran"
+	first=$(c_root squeue -h -t R -j "$id" -o %A | head -n1)
+	c_root scontrol requeue "$first"
+	# (Slurm holds a requeued job back for its requeue delay, by default the
+	# credential lifetime, 120 s.)
+	wait_job "$first" PENDING 30
+	c_root scontrol update jobid="$first" begintime=now
+	wait_for 120 t1303_all_done "$id" 6 || fail "array $id did not complete: $(t1303_records "$id" | tr '\n' ' ')"
+	mapfile -t tids < <(t1303_records "$id" | cut -d' ' -f1)
+	assert_eq 6 "${#tids[@]}" "records of array $id"
+	note "array $id: records ${tids[*]}, requeued $first"
+	assert_eq 2 "$(ctld_count "switch/lua: JobId=$first job_start accepted the job")" "job_start of the requeued task $first (two attempts)"
+	# Slurm purges a record MinJobAge (30 s) after it ended, at its next
+	# purge pass (every 30 s here).
+	wait_for 90 t1303_all_freed "${tids[@]}" || true
+	for t in "${tids[@]}"; do
+		assert_eq 1 "$(ctld_count "switch/lua: JobId=$t jobinfo_free: this record's jobinfo freed")" "frees of JobId=$t's own jobinfo"
+	done
+	note "left alone (a pointer copied by job_array_split, or freed already): $(ctld_count "jobinfo_free: the switch_jobinfo pointer is not this record's")"
+	c_root scontrol ping >/dev/null || fail "slurmctld does not answer after the purge"
+}
