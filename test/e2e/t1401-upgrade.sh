@@ -84,7 +84,10 @@ t_upgrade() {
 	local a dup
 	dup=$(sed -n 's/^ALLOC a=\([^ ]*\).*/\1/p' "$E2E_ROOT/tmp/switch-lua-e2e.$tag.ledger" | sort | uniq -d)
 	assert_eq "" "$dup" "allocations taken twice"
-	for a in $(sed -n 's/^ALLOC a=\([^ ]*\).*/\1/p' "$E2E_ROOT/tmp/switch-lua-e2e.$tag.ledger"); do
+	local -a allocs
+	mapfile -t allocs < <(sed -n 's/^ALLOC a=\([^ ]*\).*/\1/p' "$E2E_ROOT/tmp/switch-lua-e2e.$tag.ledger")
+	assert_eq 5 "${#allocs[@]}" "allocations in the ledger (one per attempt that set up)"
+	for a in "${allocs[@]}"; do
 		assert_eq 1 "$(ledger_count "$tag" "^FREE a=$a ")" "releases of allocation $a"
 	done
 	# A release names the job and attempt that took the allocation.
