@@ -22,6 +22,7 @@ t1303_records() {
 	c_root scontrol show job "$1" -o 2>/dev/null |
 		sed -n 's/^JobId=\([0-9]*\) .* JobState=\([A-Z_]*\) .*/\1 \2/p'
 }
+t1303_running() { [ -n "$(c_root squeue -h -t R -j "$1" -o %A | head -n1)" ]; }
 t1303_all_done() { # ID N
 	local recs
 	recs=$(t1303_records "$1")
@@ -42,7 +43,7 @@ t_array_frees() {
 	id=$(submit --array=1-6%2 -N1 --network=switchlua:x --wrap 'sleep 2')
 	# Requeue the first task that runs: its record is torn down and set up
 	# again, with a new handle.
-	wait_for 30 test -n "$(c_root squeue -h -t R -j "$id" -o %A | head -n1)" || fail "no task of array $id ran"
+	wait_for 30 t1303_running "$id" || fail "no task of array $id ran"
 	first=$(c_root squeue -h -t R -j "$id" -o %A | head -n1)
 	c_root scontrol requeue "$first"
 	# (Slurm holds a requeued job back for its requeue delay, by default the
