@@ -143,8 +143,13 @@ void CPort::forget(std::uint32_t id) {
       g_ctld->handles.erase(it);
     }
   }
-  if (h)
-    retire(h);
+  if (!h)
+    return;
+  retire(h);
+  // One debug line per handle released, as jobinfo_free has (e2e t1303
+  // counts them: one release per accepted job_start, none twice).
+  log(LogLevel::Debug, log_line({.job_id = id, .hook = "jobinfo_free"},
+                                ": jobinfo released (its teardown is over)"));
 }
 
 /// p as a handle if it is a live one of ours, else nullptr; never reads *p

@@ -28,9 +28,10 @@ t_stepmgr_steps() {
 	out=$(cat "$(job_output "$id")")
 	assert_eq "0: $id"$'\n'"1: $id"$'\n'"0: $T1302_ENDPOINT" "$out" "the steps' SWITCHLUA_JOB_ID and SWITCHLUA_ENDPOINT"
 	# The steps were the stepmgr's: its slurmstepd (the job's extern step on
-	# the batch host) says it builds their stepinfo.
+	# the batch host, "[ID.extern stepmgr]" in its log lines) says it builds
+	# their stepinfo.
 	node=$(job_field "$id" BatchHost)
-	slurmd_grep "$node" "\[$id\.extern\].*switch/lua: stepmgr_init: this slurmstepd builds the stepinfo of the steps it creates" >/dev/null ||
+	slurmd_grep "$node" "\[$id\.extern stepmgr\] .*switch/lua: stepmgr_init: this slurmstepd builds the stepinfo of the steps it creates" >/dev/null ||
 		fail "$node: no stepmgr_init line of job $id's extern step: $(slurmd_grep "$node" "stepmgr" || echo none)"
 	if slurmd_grep "$node" "stepmgr_init: this slurmstepd cannot build stepinfo" >&2; then
 		fail "the stepmgr slurmstepd could not build stepinfo"

@@ -4,18 +4,22 @@
 # t1303-array-frees: from 25.05 on Slurm frees a job record's jobinfo
 # itself (jobinfo_free, with the record), and job_array_split() memcpy()s
 # a pending array's record, switch_jobinfo pointer included, into each task
-# it splits out (issue 18).  The plugin frees a handle only for the record
-# that owns it, once, and says so in one debug line per record
-# ("jobinfo_free: this record's jobinfo freed", or "... left alone").  Here
-# a 6-task array (two at a time, so the array is split four times, one
-# task requeued on top) runs on a 25.11+ cluster (default 26.05.3, or
-# SWITCHLUA_SLURM) until Slurm purges the records (MinJobAge=30): every
-# task's record frees its own jobinfo exactly once, no record frees twice,
-# and slurmctld lives on.  Skipped on Debian's 24.11 (it never frees a
+# it splits out (issue 18).  The plugin releases each jobinfo handle once:
+# when its teardown is over ("jobinfo released"; the record's pointer is
+# cleared then, so Slurm has nothing to free), or, for a record Slurm frees
+# while it still holds one, only if the handle is that record's own
+# ("this record's jobinfo freed"; another record's pointer is "left
+# alone"), one debug line each.  Here a 6-task array (two at a time, so the
+# array is split several times, one task requeued on top) runs on a 25.11+
+# cluster (default 26.05.3, or SWITCHLUA_SLURM) until Slurm purges the
+# records (MinJobAge=30): each task's handles are released exactly once
+# each (one per accepted job_start), and slurmctld lives on.  Skipped on Debian's 24.11 (it never frees a
 # jobinfo: no such hook).
 
 # e2e-timeout: 240
-# e2e-config: --slurm "${SWITCHLUA_SLURM:-26.05.3}" --switch-type switch/lua --script "$E2E_GEN/seed.lua"
+# Slurm holds a requeued job back for its requeue delay, by default the
+# credential lifetime (120 s): AuthInfo=cred_expire=5 makes it 5 s.
+# e2e-config: --slurm "${SWITCHLUA_SLURM:-26.05.3}" --switch-type switch/lua --script "$E2E_GEN/seed.lua" --extra AuthInfo=cred_expire=5
 
 # t1303_records ID: "JobId State" of every record of array ID.
 t1303_records() {
@@ -28,12 +32,21 @@ t1303_all_done() { # ID N
 	recs=$(t1303_records "$1")
 	[ "$(wc -l <<<"$recs")" = "$2" ] && ! grep -qv ' COMPLETED$' <<<"$recs"
 }
-t1303_all_freed() { # IDS...
+# t1303_releases ID: the plugin's releases of JobId ID's jobinfo handles:
+# after its teardown ("jobinfo released"), or when Slurm frees the record
+# ("this record's jobinfo freed").
+t1303_releases() {
+	echo $(($(ctld_count "switch/lua: JobId=$1 jobinfo_free: jobinfo released \(its teardown is over\)") +
+		$(ctld_count "switch/lua: JobId=$1 jobinfo_free: this record's jobinfo freed")))
+}
+t1303_accepted() { ctld_count "switch/lua: JobId=$1 job_start accepted the job"; }
+t1303_all_released() { # IDS...
 	local t
 	for t in "$@"; do
-		[ "$(ctld_count "switch/lua: JobId=$t jobinfo_free: this record's jobinfo freed")" -ge 1 ] || return 1
+		[ "$(t1303_releases "$t")" -ge "$(t1303_accepted "$t")" ] || return 1
 	done
 }
+t1303_purged() { ! c_root scontrol show job "$1" >/dev/null 2>&1; }
 
 e2e_test "switch/lua on 25.05+: a split job array (6 tasks, 2 at a time, one requeued): every task's record frees its own jobinfo exactly once when Slurm purges it, none twice" t_array_frees
 t_array_frees() {
@@ -46,21 +59,19 @@ t_array_frees() {
 	wait_for 30 t1303_running "$id" || fail "no task of array $id ran"
 	first=$(c_root squeue -h -t R -j "$id" -o %A | head -n1)
 	c_root scontrol requeue "$first"
-	# (Slurm holds a requeued job back for its requeue delay, by default the
-	# credential lifetime, 120 s.)
-	wait_job "$first" PENDING 30
-	c_root scontrol update jobid="$first" begintime=now
 	wait_for 120 t1303_all_done "$id" 6 || fail "array $id did not complete: $(t1303_records "$id" | tr '\n' ' ')"
 	mapfile -t tids < <(t1303_records "$id" | cut -d' ' -f1)
 	assert_eq 6 "${#tids[@]}" "records of array $id"
 	note "array $id: records ${tids[*]}, requeued $first"
-	assert_eq 2 "$(ctld_count "switch/lua: JobId=$first job_start accepted the job")" "job_start of the requeued task $first (two attempts)"
-	# Slurm purges a record MinJobAge (30 s) after it ended, at its next
-	# purge pass (every 30 s here).
-	wait_for 90 t1303_all_freed "${tids[@]}" || true
+	assert_eq 2 "$(t1303_accepted "$first")" "job_start of the requeued task $first (two attempts)"
+	# Every handle is released once: after its teardown, or (a record
+	# purged with one) by Slurm's jobinfo_free; then Slurm purges the
+	# records, MinJobAge (30 s) after they ended, and frees none twice.
+	wait_for 30 t1303_all_released "${tids[@]}" || true
+	wait_for 90 t1303_purged "$id" || fail "array $id's records were not purged in 90 s"
 	for t in "${tids[@]}"; do
-		assert_eq 1 "$(ctld_count "switch/lua: JobId=$t jobinfo_free: this record's jobinfo freed")" "frees of JobId=$t's own jobinfo"
+		assert_eq "$(t1303_accepted "$t")" "$(t1303_releases "$t")" "releases of JobId=$t's jobinfo (one per accepted job_start)"
 	done
-	note "left alone (a pointer copied by job_array_split, or freed already): $(ctld_count "jobinfo_free: the switch_jobinfo pointer is not this record's")"
+	note "left alone by jobinfo_free (a pointer copied by job_array_split, or released already): $(ctld_count "jobinfo_free: the switch_jobinfo pointer is not this record's")"
 	c_root scontrol ping >/dev/null || fail "slurmctld does not answer after the purge"
 }
