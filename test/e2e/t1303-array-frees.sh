@@ -48,7 +48,7 @@ t1303_all_released() { # IDS...
 }
 t1303_purged() { ! c_root scontrol show job "$1" >/dev/null 2>&1; }
 
-e2e_test "switch/lua on 25.05+: a split job array (6 tasks, 2 at a time, one requeued): every task's record frees its own jobinfo exactly once when Slurm purges it, none twice" t_array_frees
+e2e_test "switch/lua on 25.05+: a split job array (6 tasks, 2 at a time, one requeued): each jobinfo handle is released exactly once (one per accepted job_start), none twice, through Slurm's purge of the records" t_array_frees
 t_array_frees() {
 	need_seed
 	[ "$(cluster_slurm)" != debian ] || skip "Debian's Slurm 24.11 never frees a jobinfo (no jobinfo_free hook)"
