@@ -65,7 +65,11 @@ function slurm_switch_job_start(job)
 	end
 	local vni = fabric_allocate(job)
 	slurm.log_info("JobId=%d: VNI %d on %s", job.job_id, vni, job.nodes)
-	return slurm.SUCCESS, { vni = vni, nodes = job.node_names }
+	-- No node list in the jobinfo: it is copied into every step's stepinfo
+	-- and bounded (switch.lua(5), Bounds); the step hooks have step.nodes,
+	-- job_complete has job.nodes.  A long list goes to a command on its
+	-- stdin or in a file, never as one argument.
+	return slurm.SUCCESS, { vni = vni }
 end
 
 -- slurmctld, in a supervised child: tear it down.  jobinfo is nil after a

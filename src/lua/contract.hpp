@@ -118,6 +118,11 @@ std::vector<ArgField> step_fields();
 inline constexpr std::int64_t kSuccess = 0;
 inline constexpr std::int64_t kError = -1;
 inline constexpr std::int64_t kEagain = 11;
+/// slurm.FABRIC_DOWN (issue 20): the fabric as a whole is unavailable, not
+/// this job's part of it; opens the controller's fabric breaker
+/// (switch.lua(5), Fabric outages).  Negative, so a plugin that does not
+/// know it takes it for a failure (a drain), never for a success.
+inline constexpr std::int64_t kFabricDown = -100;
 
 /// The `job` table of job_start / job_complete.  Strings are Slurm's own
 /// text; an empty optional is nil in Lua.

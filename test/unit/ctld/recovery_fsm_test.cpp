@@ -176,6 +176,25 @@ TEST(Recovery, R_ORPHAN_FAIL_AKillFromOutsideOrALostSupervisorIsAFailure) {
   EXPECT_TRUE(d.drain && d.forget);
 }
 
+// Issue 20: an orphan teardown whose runner could not be started is not a
+// failed teardown: nothing drained, the attempt kept (the core runs it
+// again after a back-off).
+TEST(Recovery, R_ORPHAN_HOST_FAULT_ASpawnFailureDrainsNothingAndKeepsTheAttempt) {
+  TeardownDecision d = orphan_result(Outcome{.kind = OutcomeKind::SpawnFailed,
+                                             .message = "fork: Resource temporarily unavailable"});
+  EXPECT_EQ(d.rule, "R_ORPHAN_HOST_FAULT");
+  EXPECT_FALSE(d.drain);
+  EXPECT_FALSE(d.forget);
+  EXPECT_TRUE(d.error);
+}
+
+TEST(Recovery, R_ORPHAN_FABRIC_DOWN_TheFabricIsDownDrainsNothingAndKeepsTheAttempt) {
+  TeardownDecision d = orphan_result(returned(kFabricDown));
+  EXPECT_EQ(d.rule, "R_ORPHAN_FABRIC_DOWN");
+  EXPECT_FALSE(d.drain);
+  EXPECT_FALSE(d.forget);
+}
+
 TEST(Recovery, R_ORPHAN_FAIL_ANegativeRcOrALuaErrorDrains) {
   for (const Outcome &o :
        {returned(kError), Outcome{.kind = OutcomeKind::LuaError, .message = "switch.lua:3: x"},
