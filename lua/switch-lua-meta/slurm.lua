@@ -160,6 +160,7 @@ function print(...) end
 ---@field nodes? string The step's nodes as a host list expression.
 ---@field network? string SLURM_NETWORK of the step's environment (from --network); nil when unset.
 ---@field batch boolean Always false: the hooks run for normal steps.
+---@field attempt integer The setup attempt (job.attempt of job_start) whose stepinfo this step got; set by the plugin. A step hook can run after the controller tore that attempt down (a requeued job keeps its id): release only what this attempt made. 0: unknown (an older controller).
 
 -- ---------------------------------------------------------------- hooks
 -- Every hook is optional: a missing one answers false (the two questions),

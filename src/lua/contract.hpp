@@ -196,6 +196,12 @@ struct StepArgs {
   std::optional<std::string> nodes; ///< the step's hostlist expression
   std::optional<std::string> network;
   bool batch = false;
+  /// The setup attempt (job.attempt of the job_start) whose stepinfo this
+  /// step got, set by the plugin from the stepinfo (issue 20: a requeued
+  /// job keeps its id; a step hook of an earlier run can arrive after the
+  /// controller tore that run down).  0: unknown (a stepinfo of a
+  /// controller that predates it).
+  std::int64_t attempt = 0;
 
   /// Pushes the table onto L (one slot; empty optionals are absent, i.e.
   /// nil).  Never raises except on OOM.

@@ -123,6 +123,7 @@ std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *inf
   a.network = opt(step->network);
   a.batch = step->batch;
   a.sluid = si->sluid;
+  a.attempt = si->attempt; // the plugin's, never the script's
   if (!g_stepd.compared) {
     g_stepd.compared = true;
     g_stepd.mismatch_fails_step = !provenance_matches(a, *si);

@@ -364,6 +364,20 @@ TEST(Stepinfo, Version2CarriesTheScriptHashAndTheMismatchPolicy) {
   EXPECT_FALSE(d->mismatch_fails);
 }
 
+// Issue 20: the stepinfo carries the setup attempt (step.attempt), in the
+// provenance map, which older nodes read past; without it, 0 (unknown).
+TEST(Stepinfo, CarriesTheAttemptOfItsSetup) {
+  Stepinfo si{.jobinfo = "\x80", .sluid = "sABC", .attempt = 1764614400123456};
+  auto d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->attempt, 1764614400123456);
+  EXPECT_EQ(*d, si);
+  si.attempt = 0;
+  d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->attempt, 0);
+}
+
 namespace {
 /// A stepinfo record built by hand: `version`, and a provenance map with
 /// "mismatch": `mismatch` (and a key from the future) when it is not null
