@@ -44,6 +44,11 @@ Verdict teardown_verdict_of(const Outcome &o, const JobSwitchState &s, const Ctl
   // lost with the supervisor: retried while the nodes are held
   // (R_COMPLETE_KILLED), else a failure (R_COMPLETE_KILLED_UNHELD).
   if (o.kind == OutcomeKind::Signaled || o.kind == OutcomeKind::Abandoned) {
+    // Lost with a supervisor that died or that the watchdog replaced, the
+    // nodes not held: run again on the new one (restart rules), as a host
+    // fault, never a drain by itself (issue 20; R_COMPLETE_HOST_FAULT).
+    if (!held && o.kind == OutcomeKind::Abandoned)
+      return Verdict::HostFault;
     if (!held)
       return Verdict::KilledUnheld;
     return s.retries < cfg.switch_retries ? Verdict::KilledRetry : Verdict::KilledExhausted;

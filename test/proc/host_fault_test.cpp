@@ -109,6 +109,12 @@ TEST(HostFault, ATeardownWhoseRunnerCannotStartKeepsTheNodesHeldAndIsNeverADrain
   ASSERT_TRUE(settle(core, [&] { return in_state(core, 8, JobState::Running); }))
       << slurm.all_logs();
   fs::remove(runner);
+  // The supervisor keeps idle runners started in advance: setups of other
+  // jobs use them up, until one cannot start.
+  for (std::uint32_t id = 20; id < 24; ++id)
+    ASSERT_TRUE(core.job_start(job(id), true));
+  ASSERT_TRUE(settle(core, [&] { return spawn_failed(core.stats(), "job_start") >= 1; }))
+      << slurm.all_logs();
   core.job_complete(8);
   ASSERT_TRUE(settle(core, [&] { return spawn_failed(core.stats(), "job_complete") >= 3; }))
       << slurm.all_logs();
