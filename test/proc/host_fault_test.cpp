@@ -14,8 +14,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
+#include <unistd.h>
 
 using namespace switchlua;
 using switchlua::test::FakeSlurm;
@@ -142,4 +146,63 @@ TEST(HostFault, AfterSwitchTimeoutTheSetupIsRequeuedButNeverCountedAgainstTheJob
       << "counted toward switch_max_setup_failures=1: " << slurm.all_logs();
   EXPECT_NE(slurm.reason_of("requeue 9").find("a fault of the slurmctld host"), std::string::npos)
       << slurm.all_logs();
+}
+
+namespace {
+/// The pid of this process's child switch-lua-supervisor, 0 if none.
+pid_t supervisor_child() {
+  for (const auto &e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto open = line.find('('), close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos)
+      continue;
+    const std::string comm = line.substr(open + 1, close - open - 1);
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) != 2)
+      continue;
+    if (ppid == ::getpid() && comm.starts_with("switch-lua-sup"))
+      return static_cast<pid_t>(std::stoi(name));
+  }
+  return 0;
+}
+} // namespace
+
+// Issue 20: the calls of a supervisor that the watchdog replaces are undone
+// and run again on the new one (R_START_LOST, then R_UNDO_OK), not failed
+// to their jobs (before: "switch setup timed out ... abandoned", a requeue).
+TEST(HostFault, AJobStartLostWithAStoppedSupervisorIsUndoneAndRunAgainNotRequeued) {
+  FakeSlurm slurm;
+  CoreOptions o = options(SWITCHLUA_RUNNER_PATH);
+  CtldCore core(o, slurm);
+  TempDir d;
+  JobArgs j = job(30);
+  j.name = "hang"; // core_flow.lua: job_start sleeps 30 s while the file exists
+  j.network = (d.dir / "hang").string();
+  std::ofstream(*j.network) << "hang";
+  ASSERT_TRUE(core.job_start(j, true));
+  pid_t sup = 0;
+  for (int i = 0; i < 200 && !(sup = supervisor_child()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_GT(sup, 0) << "no supervisor child found";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300)); // the call is running
+  ASSERT_EQ(::kill(sup, SIGSTOP), 0);
+  fs::remove(*j.network); // the job_start run again returns at once
+  // The watchdog (5 s) replaces it; the undo and the new job_start run on
+  // the new one.
+  bool running = false;
+  for (int i = 0; i < 3 && !running; ++i)
+    running = settle(core, [&] { return in_state(core, 30, JobState::Running); });
+  EXPECT_TRUE(running) << slurm.all_logs();
+  EXPECT_TRUE(slurm.logged("(R_START_LOST)")) << slurm.all_logs();
+  EXPECT_TRUE(slurm.logged("(R_UNDO_OK)")) << slurm.all_logs();
+  EXPECT_TRUE(slurm.logged("the supervisor that ran it is gone (replaced)")) << slurm.all_logs();
+  EXPECT_FALSE(slurm.did_starting("requeue")) << slurm.all_logs();
+  EXPECT_FALSE(slurm.did_starting("cancel")) << slurm.all_logs();
+  ::kill(sup, SIGCONT);
 }
