@@ -65,12 +65,32 @@ function slurm_switch_job_start(job)
 	end
 	local vni = fabric_allocate(job)
 	slurm.log_info("JobId=%d: VNI %d on %s", job.job_id, vni, job.nodes)
-	return slurm.SUCCESS, { vni = vni, nodes = job.node_names }
+	-- No node list in the jobinfo: it is copied into every step's stepinfo
+	-- and bounded (switch.lua(5), Bounds); the step hooks have step.nodes,
+	-- job_complete has job.nodes.  A long list goes to a command on its
+	-- stdin or in a file, never as one argument.
+	return slurm.SUCCESS, { vni = vni }
+end
+
+-- Whether the fabric manager as a whole answers (here: its state directory
+-- exists).  When it does not, job_complete says so with slurm.FABRIC_DOWN:
+-- the controller keeps the teardown and runs it again, drains nothing, and
+-- completes it when the fabric is back (switch.lua(5), Fabric outages).
+local function fabric_reachable()
+	local f = io.open(STATE_DIR, "r")
+	if f then
+		f:close()
+		return true
+	end
+	return false
 end
 
 -- slurmctld, in a supervised child: tear it down.  jobinfo is nil after a
 -- setup that timed out or was killed: the key still names what it made.
 function slurm_switch_job_complete(job, jobinfo)
+	if not fabric_reachable() then
+		return slurm.FABRIC_DOWN -- the whole fabric, not this job's part of it
+	end
 	if not fabric_release(job) then
 		return slurm.EAGAIN -- the fabric manager is busy: try again later
 	end

@@ -51,6 +51,7 @@
 ---@field SUCCESS integer 0: success (every hook's rc).
 ---@field ERROR integer -1: failure.  job_start: the setup failed (requeue or cancel, no drain); job_complete: drain the nodes; step_preinit/step_init: the step fails; step_postfini: the node is drained.
 ---@field EAGAIN integer 11: job_complete only: not yet, keep the nodes held and call again (up to switch_retries times; only honored when slurm_switch_block_job_complete() returns true).
+---@field FABRIC_DOWN integer -100: job_start / job_complete: the fabric as a whole is unavailable, not this job's part: opens the fabric breaker (teardown kept and run again, nothing drained; a failed setup is requeued naming the outage).  See switch.lua(5), Fabric outages.
 slurm = {}
 
 ---string.format(fmt, ...) written to the daemon's log at level error
@@ -159,6 +160,7 @@ function print(...) end
 ---@field nodes? string The step's nodes as a host list expression.
 ---@field network? string SLURM_NETWORK of the step's environment (from --network); nil when unset.
 ---@field batch boolean Always false: the hooks run for normal steps.
+---@field attempt integer The setup attempt (job.attempt of job_start) whose stepinfo this step got; set by the plugin. A step hook can run after the controller tore that attempt down (a requeued job keeps its id): release only what this attempt made. 0: unknown (an older controller).
 
 -- ---------------------------------------------------------------- hooks
 -- Every hook is optional: a missing one answers false (the two questions),

@@ -145,8 +145,10 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   sim->add_option("FILE", so.script, "the script")->required();
   sim->add_option("--network", so.network, "the job's --network string")->required();
   sim->add_option("--job-id", so.job_id, "JobId")->capture_default_str();
+  // Issue 20: any job the supervisor's requests take (switch.lua(5),
+  // Bounds, Job size: 65536 nodes), so a 10,000-node job can be tried offline.
   sim->add_option("--nodes", so.nodes, "number of nodes (node1..nodeN)")
-      ->check(CLI::Range(1, 64))
+      ->check(CLI::Range(1, 65536))
       ->capture_default_str();
   sim->add_option("--steps", so.steps, "number of job steps")
       ->check(CLI::Range(0, 32))

@@ -133,7 +133,8 @@ std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
                  .user_id = job.user_id,
                  .user_name = job.user_name,
                  .nodes = job.nodes,
-                 .network = job.network};
+                 .network = job.network,
+                 .attempt = job.attempt};
       if (hooks->preinit(a, &jobinfo).kind == StepVerdict::Kind::FailStep) {
         rep.failed = true; // mgr.c: a failed preinit skips init and postfini
         continue;
@@ -415,7 +416,9 @@ static std::vector<StepReport> steps_of_a_set_up_job(const SimulateOptions &o, c
   if (st && st->state == JobState::Running && st->jobinfo) {
     sim.note("slurmctld", "log",
              fmt::format("jobinfo (stepinfo of every step) = {}", jobinfo_json(st->jobinfo)));
-    return run_steps(o, job, *st->jobinfo, sim);
+    JobArgs run = job;
+    run.attempt = st->job.attempt; // what the stepinfo carries (step.attempt)
+    return run_steps(o, run, *st->jobinfo, sim);
   }
   if (!sim.job_ended())
     sim.note("slurmctld", "log", "no stepinfo: the step hooks do not run for this job");

@@ -111,6 +111,7 @@ const Field<StepArgs> kStepFields[] = {
     {"nodes", &StepArgs::nodes},
     {"network", &StepArgs::network},
     {"batch", &StepArgs::batch},
+    {"attempt", &StepArgs::attempt},
 };
 
 // Push one member; false (nothing pushed) for an empty optional, i.e. nil.

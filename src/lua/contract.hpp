@@ -118,6 +118,11 @@ std::vector<ArgField> step_fields();
 inline constexpr std::int64_t kSuccess = 0;
 inline constexpr std::int64_t kError = -1;
 inline constexpr std::int64_t kEagain = 11;
+/// slurm.FABRIC_DOWN (issue 20): the fabric as a whole is unavailable, not
+/// this job's part of it; opens the controller's fabric breaker
+/// (switch.lua(5), Fabric outages).  Negative, so a plugin that does not
+/// know it takes it for a failure (a drain), never for a success.
+inline constexpr std::int64_t kFabricDown = -100;
 
 /// The `job` table of job_start / job_complete.  Strings are Slurm's own
 /// text; an empty optional is nil in Lua.
@@ -191,6 +196,12 @@ struct StepArgs {
   std::optional<std::string> nodes; ///< the step's hostlist expression
   std::optional<std::string> network;
   bool batch = false;
+  /// The setup attempt (job.attempt of the job_start) whose stepinfo this
+  /// step got, set by the plugin from the stepinfo (issue 20: a requeued
+  /// job keeps its id; a step hook of an earlier run can arrive after the
+  /// controller tore that run down).  0: unknown (a stepinfo of a
+  /// controller that predates it).
+  std::int64_t attempt = 0;
 
   /// Pushes the table onto L (one slot; empty optionals are absent, i.e.
   /// nil).  Never raises except on OOM.

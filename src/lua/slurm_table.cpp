@@ -153,6 +153,8 @@ void fill_slurm_table(lua_State *L, LogSink *sink, int format_idx) {
   lua_setfield(L, -2, "ERROR");
   lua_pushinteger(L, static_cast<lua_Integer>(kEagain));
   lua_setfield(L, -2, "EAGAIN");
+  lua_pushinteger(L, static_cast<lua_Integer>(kFabricDown));
+  lua_setfield(L, -2, "FABRIC_DOWN");
 }
 
 } // namespace

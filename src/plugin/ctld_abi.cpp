@@ -290,7 +290,8 @@ int stepmgr_stepinfo(Handle &h, char **buf, std::size_t *len) {
   copy_out(encode_stepinfo({.jobinfo = *(*s)->jobinfo,
                             .sluid = (*s)->job.sluid,
                             .script_hash = (*s)->script_hash,
-                            .mismatch_fails = g_stepmgr.mismatch_fails}),
+                            .mismatch_fails = g_stepmgr.mismatch_fails,
+                            .attempt = (*s)->job.attempt}),
            buf, len);
   return 1;
 }
@@ -492,7 +493,8 @@ int slc_ctld_stepinfo(void *handle, char **buf, size_t *len) {
     copy_out(encode_stepinfo({.jobinfo = *s->jobinfo,
                               .sluid = s->job.sluid,
                               .script_hash = s->script_hash,
-                              .mismatch_fails = g_ctld->core->config().mismatch_fails}),
+                              .mismatch_fails = g_ctld->core->config().mismatch_fails,
+                              .attempt = s->job.attempt}),
              buf, len);
     return 1;
   });

@@ -26,11 +26,15 @@ std::string encode_stepinfo(const Stepinfo &s) {
     pack_str(pk, *s.sluid);
   else
     pk.pack_nil();
-  pk.pack_map(2);
+  pk.pack_map(s.attempt ? 3 : 2);
   pack_str(pk, "script");
   pack_str(pk, s.script_hash);
   pack_str(pk, "mismatch");
   pack_str(pk, s.mismatch_fails ? "fail" : "warn");
+  if (s.attempt) { // an older node ignores the key (the map's rule)
+    pack_str(pk, "attempt");
+    pk.pack_int64(s.attempt);
+  }
   return std::string(buf.data(), buf.size());
 }
 
@@ -69,6 +73,10 @@ Expected<Stepinfo> decode_stepinfo(std::string_view bytes) {
       return bad(fmt::format("provenance field 'mismatch' is '{}', not warn or fail", *mismatch));
     if (mismatch)
       s.mismatch_fails = *mismatch == "fail";
+    if (r.get("attempt", false))
+      s.attempt = r.i64("attempt");
+    if (r.error)
+      return fail(*r.error);
   }
   return s;
 }

@@ -10,7 +10,8 @@
 // Encoding (msgpack):
 //   version 1: [ "swlua-step", 1, <bin: jobinfo msgpack>, <str: sluid> | nil ]
 //   version 2: [ "swlua-step", 2, <bin: jobinfo msgpack>, <str: sluid> | nil,
-//                { "script": <str: content hash>, "mismatch": "warn" | "fail" } ]
+//                { "script": <str: content hash>, "mismatch": "warn" | "fail",
+//                  "attempt": <int: the setup attempt> } ]
 // Version 2 adds the provenance of job_start's script (switch.lua(5),
 // PROVENANCE); the map ignores keys it does not know, so later additions
 // need no new version.  A decoder reads versions 1 and 2 (a version 1
@@ -39,6 +40,9 @@ struct Stepinfo {
   /// SlurmctldParameters switch_script_mismatch=fail: a slurmstepd whose
   /// script differs fails the step (else it warns).
   bool mismatch_fails = false;
+  /// job.attempt of the job_start that returned `jobinfo` (the map's
+  /// "attempt", issue 20); 0: unknown (a record without it).
+  std::int64_t attempt = 0;
   bool operator==(const Stepinfo &) const = default;
 };
 

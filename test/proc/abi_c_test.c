@@ -176,6 +176,41 @@ static void stepd_missing_script(void)
 		.job_id = 9, .step_id = 0, .num_nodes = 1, .num_tasks = 1};
 	CHECK(slc_stepd_preinit(&step, NULL, 0) == 0,
 	      "a step without stepinfo proceeds (fail-open)");
+	/* Issue 20: a step of a managed job (it has a stepinfo) never runs
+	 * without its hooks. */
+	step.node_name = "node7";
+	CHECK(slc_stepd_preinit(&step, "x", 1) == -1,
+	      "a managed step on a node whose script did not load fails");
+	CHECK(logged("JobId=9 StepId=9.0 step_preinit on node7: the job is "
+		     "managed by switch/lua") &&
+		      logged("this node's script did not load") &&
+		      logged("the step fails (Error configuring interconnect)"),
+	      "with a line naming the step, the node and why");
+	char *reason = NULL;
+	CHECK(slc_stepd_postfini(&step, "x", 1, &reason) == 0 && !reason,
+	      "its postfini only logs");
+}
+
+/* Issue 20: a stepinfo this node cannot read (a newer controller) fails a
+ * managed step, naming what this node reads. */
+static void stepd_unreadable_stepinfo(void)
+{
+	slc_step_t step = {.job_id = 10,
+			   .step_id = 0,
+			   .num_nodes = 1,
+			   .num_tasks = 1,
+			   .node_name = "node8"};
+	CHECK(slc_stepd_init(SWITCHLUA_FIXTURES "/core_flow.lua", on_log) == 0,
+	      "slurmstepd loads a good script");
+	/* [ "swlua-step", 9, <bin: empty>, nil ]: version 9. */
+	CHECK(slc_stepd_preinit(&step, "\x94\xaaswlua-step\x09\xc4\x00\xc0",
+				16) == -1,
+	      "a stepinfo of a version this node does not read fails the step");
+	CHECK(logged("JobId=10 StepId=10.0 step_preinit on node8") &&
+		      logged("this node cannot read its stepinfo (switch/lua "
+			     "stepinfo: record version 9 is newer") &&
+		      logged("this node reads stepinfo versions 1 to"),
+	      "with a line naming the node and both versions");
 }
 
 /* Whether batch and interactive steps run step_init is the script's
@@ -355,6 +390,7 @@ int main(int argc, char **argv)
 	log_subject_from_c();
 	records_outside_slurmctld();
 	stepd_missing_script();
+	stepd_unreadable_stepinfo();
 	special_steps();
 	ctld_bad_parameter(script);
 	ctld_one_job(script);

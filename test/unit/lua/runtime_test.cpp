@@ -203,9 +203,10 @@ TEST(Runtime, PairsListsSlurmFields) {
   )");
   ASSERT_TRUE(l.script) << l.script.error().message;
   ASSERT_EQ(l.log.lines.size(), 1u);
-  EXPECT_EQ(l.log.lines[0].second,
-            "EAGAIN ERROR SUCCESS log_debug log_debug2 log_debug3 log_debug4 log_debug5 "
-            "log_error log_info log_verbose to_json");
+  EXPECT_EQ(
+      l.log.lines[0].second,
+      "EAGAIN ERROR FABRIC_DOWN SUCCESS log_debug log_debug2 log_debug3 log_debug4 log_debug5 "
+      "log_error log_info log_verbose to_json");
 }
 
 TEST(Runtime, ToJsonReturnsText) {
