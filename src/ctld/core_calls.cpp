@@ -7,6 +7,7 @@
 #include "ctld/core_impl.hpp"
 
 #include "common/log_stamp.hpp"
+#include "supervisor/outcome_words.hpp"
 #include "lua/runtime.hpp"
 
 #include <fmt/format.h>
@@ -103,13 +104,15 @@ void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o)
   if (o.kind != OutcomeKind::LuaError && o.kind != OutcomeKind::LoadFailed)
     return;
   std::string_view rest(o.message);
-  const auto nl = rest.find('\n');
+  const auto nl = outcome_traceback_pos(rest);
   if (nl == std::string_view::npos)
     return;
   rest.remove_prefix(nl + 1);
   while (!rest.empty()) {
     const auto end = rest.find('\n');
     std::string_view line = rest.substr(0, end);
+    while (!line.empty() && line.front() == '\t') // luaL_traceback indents its frames
+      line.remove_prefix(1);
     if (!line.empty())
       port.log(level, log_line({.job_id = job_id, .hook = hook_name(h)}, "traceback: {}", line));
     rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);

@@ -91,6 +91,8 @@ const Field<JobArgs> kJobFields[] = {
     {"array_task_id", &JobArgs::array_task_id},
     {"het_job_id", &JobArgs::het_job_id},
     {"het_job_offset", &JobArgs::het_job_offset},
+    // Added in 0.4 (issue 21); optional on decode as well.
+    {"cluster_name", &JobArgs::cluster_name},
 };
 /// Fields every JobArgs record has; the ones after are optional on decode.
 constexpr std::size_t kJobFieldsRequired = 14;
@@ -111,6 +113,7 @@ const Field<StepArgs> kStepFields[] = {
     {"nodes", &StepArgs::nodes},
     {"network", &StepArgs::network},
     {"batch", &StepArgs::batch},
+    {"cluster_name", &StepArgs::cluster_name},
 };
 
 // Push one member; false (nothing pushed) for an empty optional, i.e. nil.

@@ -359,6 +359,23 @@ TEST(Stepinfo, Version2CarriesTheScriptHashAndTheMismatchPolicy) {
   EXPECT_FALSE(d->mismatch_fails);
 }
 
+TEST(Stepinfo, CarriesTheStepFactsSlurmctldRecorded) {
+  // Issue 21: the step's network, task count and the cluster name travel in
+  // the signed stepinfo; absent keys (an older controller) stay nullopt.
+  Stepinfo si{.jobinfo = "\x80", .sluid = "sX"};
+  auto d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->network, std::nullopt);
+  EXPECT_EQ(d->num_tasks, std::nullopt);
+  EXPECT_EQ(d->cluster_name, std::nullopt);
+  si.network = "vni;touch /tmp/x\n";
+  si.num_tasks = 7;
+  si.cluster_name = "prod";
+  d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(*d, si);
+}
+
 namespace {
 /// A stepinfo record built by hand: `version`, and a provenance map with
 /// "mismatch": `mismatch` (and a key from the future) when it is not null
