@@ -99,7 +99,7 @@ function slurm_switch_job_start(job)
 	end
 	-- The job name is the user's: slurm.log_* shows its control characters
 	-- escaped, so it cannot start a line of its own.
-	slurm.log_info("JobId=%d: VNI %d on %s, job name %s", job.job_id, vni, job.nodes,
+	slurm.log_info("JobId=%d: VNI %d on %s, Name=%s", job.job_id, vni, job.nodes,
 		job.name or "")
 	return slurm.SUCCESS, { vni = vni, nodes = job.node_names }
 end

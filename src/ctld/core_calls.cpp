@@ -7,7 +7,6 @@
 #include "ctld/core_impl.hpp"
 
 #include "common/log_stamp.hpp"
-#include "supervisor/outcome_words.hpp"
 #include "lua/runtime.hpp"
 
 #include <fmt/format.h>
@@ -104,7 +103,7 @@ void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o)
   if (o.kind != OutcomeKind::LuaError && o.kind != OutcomeKind::LoadFailed)
     return;
   std::string_view rest(o.message);
-  const auto nl = outcome_traceback_pos(rest);
+  const auto nl = rest.find('\n');
   if (nl == std::string_view::npos)
     return;
   rest.remove_prefix(nl + 1);

@@ -135,8 +135,7 @@ RunResult run_command(const RunRequest &req) {
     return r;
   };
   Fd in_r, in_w, out_r, out_w, err_r, err_w;
-  if ((req.input && !make_pipe(in_r, in_w)) || !make_pipe(out_r, out_w) ||
-      !make_pipe(err_r, err_w))
+  if ((req.input && !make_pipe(in_r, in_w)) || !make_pipe(out_r, out_w) || !make_pipe(err_r, err_w))
     return failed(errno);
 
   posix_spawn_file_actions_t fa;
@@ -225,8 +224,8 @@ RunResult run_command(const RunRequest &req) {
     add(out_r.fd, POLLIN);
     add(err_r.fd, POLLIN);
     add(pidfd.fd, POLLIN);
-    int wait_ms = static_cast<int>(
-        std::chrono::duration_cast<milliseconds>(deadline - now).count() + 1);
+    int wait_ms =
+        static_cast<int>(std::chrono::duration_cast<milliseconds>(deadline - now).count() + 1);
     if (pidfd.fd < 0) // no pidfd (old kernel): look at the command every 20 ms
       wait_ms = std::min(wait_ms, 20);
     if (::poll(p.data(), n, wait_ms) < 0 && errno != EINTR)
@@ -380,8 +379,8 @@ int l_run(lua_State *L) {
         }
         if (!r.started) {
           lua_pushnil(L);
-          outcome = detail::push_string_protected(L, "slurm.run: " + r.error) ? NotStarted
-                                                                              : LuaFailed;
+          outcome =
+              detail::push_string_protected(L, "slurm.run: " + r.error) ? NotStarted : LuaFailed;
         } else {
           lua_pushcfunction(L, push_result);
           lua_pushlightuserdata(L, &r);

@@ -65,7 +65,7 @@ void set_run_own_group(bool own);
 
 /// One command to run.
 struct RunRequest {
-  std::vector<std::string> argv; ///< non-empty; argv[0] as execvp takes it
+  std::vector<std::string> argv;    ///< non-empty; argv[0] as execvp takes it
   std::optional<std::string> input; ///< standard input; nullopt: /dev/null
   std::chrono::milliseconds timeout{kRunDefaultTimeout};
   bool own_group = false;
@@ -74,12 +74,12 @@ struct RunRequest {
 /// What became of it.
 struct RunResult {
   bool started = false;
-  std::string error;              ///< !started: why ("cannot run X: strerror")
-  std::optional<int> status;      ///< exit status
-  std::optional<int> signal;      ///< the signal that ended it
-  bool timed_out = false;         ///< killed at the timeout
-  std::string out, err;           ///< captured, each at most kRunOutputMax
-  bool truncated = false;         ///< output beyond kRunOutputMax was dropped
+  std::string error;         ///< !started: why ("cannot run X: strerror")
+  std::optional<int> status; ///< exit status
+  std::optional<int> signal; ///< the signal that ended it
+  bool timed_out = false;    ///< killed at the timeout
+  std::string out, err;      ///< captured, each at most kRunOutputMax
+  bool truncated = false;    ///< output beyond kRunOutputMax was dropped
   std::chrono::milliseconds elapsed{0};
 };
 

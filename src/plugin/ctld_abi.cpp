@@ -278,13 +278,14 @@ void stepmgr_log(const std::string &line) {
 /// The stepinfo of a step from the job's saved state `s` and what
 /// slurmctld recorded of the step (`facts`, NULL: a batch or extern
 /// credential), issue 21: the step's network and task count travel signed.
-std::string step_record(const JobSwitchState &s, const slc_step_facts_t *facts, bool mismatch_fails) {
+std::string step_record(const JobSwitchState &s, const slc_step_facts_t *facts,
+                        bool mismatch_fails) {
   Stepinfo si{.jobinfo = *s.jobinfo,
               .sluid = s.job.sluid,
               .script_hash = s.script_hash,
               .mismatch_fails = mismatch_fails};
-  si.network = (facts && facts->network && facts->network[0]) ? std::string(facts->network)
-                                                               : s.job.network;
+  si.network =
+      (facts && facts->network && facts->network[0]) ? std::string(facts->network) : s.job.network;
   if (facts && facts->num_tasks)
     si.num_tasks = facts->num_tasks;
   si.cluster_name = s.job.cluster_name;

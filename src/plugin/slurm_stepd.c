@@ -118,8 +118,8 @@ static void _fill_step(stepd_step_rec_t *step, slc_step_t *s, char *id,
 	if (arg) {
 		s->partition = arg->job_partition;
 		/* The step's nodes as signed, and this node's rank in them. */
-		if (arg->step_hostlist && (*hl = hostlist_create(
-						   arg->step_hostlist))) {
+		if (arg->step_hostlist &&
+		    (*hl = hostlist_create(arg->step_hostlist))) {
 			s->nodes = arg->step_hostlist;
 			s->num_nodes = hostlist_count(*hl);
 			if ((idx = hostlist_find(*hl, step->node_name)) >= 0)

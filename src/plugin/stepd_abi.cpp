@@ -8,8 +8,8 @@
 
 #include "common/log_stamp.hpp"
 #include "common/utf8.hpp"
-#include "plugin/abi_guard.hpp"
 #include "lua/run_command.hpp"
+#include "plugin/abi_guard.hpp"
 #include "stepd/step_hooks.hpp"
 #include "stepd/stepinfo.hpp"
 

@@ -243,7 +243,7 @@ extern int switchlua_stepinfo_build(switchlua_stepinfo_t **stepinfo,
 				    step_record_t *step_ptr)
 {
 	uint32_t job_id, step_id = SLC_NO_STEP;
-	slc_step_facts_t facts = { 0 };
+	slc_step_facts_t facts = {0};
 	char *bytes = NULL;
 	size_t len = 0;
 
@@ -261,8 +261,7 @@ extern int switchlua_stepinfo_build(switchlua_stepinfo_t **stepinfo,
 
 	if (slc_ctld_stepinfo(switch_jobinfo, step_ptr ? &facts : NULL, &bytes,
 			      &len) == 1 &&
-	    bytes &&
-	    len) {
+	    bytes && len) {
 		if (len > MAX_PACK_MEM_LEN) {
 			sl_step_error(
 				job_id, step_id, "stepinfo_build",

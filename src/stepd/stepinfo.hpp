@@ -20,10 +20,11 @@
 // network, step_layout->task_cnt; slurm_conf.cluster_name): the step
 // table takes them from here, signed with the launch credential, never
 // from the task environment or the unsigned part of the launch request.
-// Each is optional (a record of an older controller has none).  A decoder reads versions 1 and 2 (a version 1
-// record has no provenance: nothing to compare).  A slurmstepd of a plugin
-// that only reads version 1 refuses version 2 and skips the step hooks:
-// upgrade slurmd with slurmctld.
+// Each is optional (a record of an older controller has none).
+// A decoder reads versions 1 and 2 (a version 1 record has no provenance:
+// nothing to compare).  A slurmstepd of a plugin that only reads version 1
+// refuses version 2 and skips the step hooks: upgrade slurmd with
+// slurmctld.
 #pragma once
 
 #include "common/expected.hpp"

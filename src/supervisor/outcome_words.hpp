@@ -29,19 +29,11 @@ inline std::string signal_text(int sig) {
   return abbrev ? fmt::format("{} (SIG{})", sig, abbrev) : std::to_string(sig);
 }
 
-/// Where a Lua error's traceback starts in a message (luaL_traceback's
-/// "\nstack traceback:"), npos when it has none.
-inline std::size_t outcome_traceback_pos(std::string_view s) {
-  return s.find("\nstack traceback:");
-}
-
-/// A message without its traceback (a Lua error carries one).  The
-/// message itself may span lines (a script's error() text, a user's
-/// string in it): the log and the reason show it as one line, its
-/// newlines escaped (common/utf8.hpp: log_escape, issue 21), so a
-/// user's newline cannot pass for a traceback line or a line of its own.
+/// The first line of a message (a Lua error may carry a traceback).  The
+/// lines after it are logged as "traceback:" lines of the call
+/// (ctld/core_calls.cpp), each escaped (common/utf8.hpp log_escape).
 inline std::string_view outcome_first_line(std::string_view s) {
-  return s.substr(0, outcome_traceback_pos(s));
+  return s.substr(0, s.find('\n'));
 }
 
 /// The words of `o`'s outcome with its one detail, e.g. "raised an error:

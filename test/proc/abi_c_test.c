@@ -326,8 +326,7 @@ static void stepmgr_from_relayed_record(void)
 	CHECK(slc_stepmgr_init("switch_timeout=30", on_log) == 0,
 	      "stepmgr_init");
 	CHECK(slc_ctld_stepinfo(h, &facts_of_step, &info, &len) == 1 &&
-		      len == ctld_info_len &&
-		      memcmp(info, ctld_info, len) == 0,
+		      len == ctld_info_len && memcmp(info, ctld_info, len) == 0,
 	      "the stepmgr's stepinfo is slurmctld's, byte for byte");
 	CHECK(slc_jobinfo_job_id(h) == 42, "and names the job");
 	slc_free(info);

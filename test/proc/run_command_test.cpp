@@ -42,8 +42,8 @@ TEST(SlurmRun, ArgvIsPassedAsItIsWithoutAShell) {
   std::filesystem::remove(marker);
   auto j = run_case("argv", marker);
   EXPECT_EQ(j["status"], 0);
-  EXPECT_EQ(j["stdout"], "<a b><; touch " + marker + "><$(touch " + marker + ")><`touch " +
-                             marker + "`><'\"><x\ny><*><$HOME><|| touch " + marker + ">");
+  EXPECT_EQ(j["stdout"], "<a b><; touch " + marker + "><$(touch " + marker + ")><`touch " + marker +
+                             "`><'\"><x\ny><*><$HOME><|| touch " + marker + ">");
   EXPECT_FALSE(std::filesystem::exists(marker)) << "a shell ran the user's string";
 }
 

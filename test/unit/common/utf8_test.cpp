@@ -60,7 +60,8 @@ TEST(Utf8, LogEscapeShowsEveryLineBreakingOrTerminalCharacterEscaped) {
   EXPECT_EQ(log_escape("plain text, caf\xc3\xa9 \\ back"), "plain text, caf\xc3\xa9 \\ back");
   EXPECT_EQ(log_escape("a\nb\rc\td"), "a\\nb\\rc\\td");
   EXPECT_EQ(log_escape(std::string("\x00\x01\x1b[31m\x7f", 8)), "\\x00\\x01\\x1b[31m\\x7f");
-  EXPECT_EQ(log_escape("nel\xc2\x85 ls\xe2\x80\xa8 ps\xe2\x80\xa9"), "nel\\u0085 ls\\u2028 ps\\u2029");
+  EXPECT_EQ(log_escape("nel\xc2\x85 ls\xe2\x80\xa8 ps\xe2\x80\xa9"),
+            "nel\\u0085 ls\\u2028 ps\\u2029");
   EXPECT_EQ(log_escape("bad\xff"), "bad\xef\xbf\xbd") << "invalid UTF-8 is replaced first";
   // Idempotent: nothing it writes is escaped again.
   const std::string once = log_escape("x\n\x1b\xc2\x85");

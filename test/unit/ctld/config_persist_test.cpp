@@ -259,8 +259,8 @@ TEST(Persist, Version1RecordWithoutTheUniqueKeyDecodes) {
   msgpack::sbuffer jb;
   msgpack::packer<msgpack::sbuffer> jp(jb);
   // Version 1 had the first 14 keys; 0.2 added submit_time and attempt,
-  // 0.3 the 10 fields of issue 11.
-  ASSERT_EQ(m.size, 26u);
+  // 0.3 the 10 fields of issue 11, 0.4 cluster_name (issue 21).
+  ASSERT_EQ(m.size, 27u);
   jp.pack_map(14);
   for (std::uint32_t i = 0; i < 14; ++i) {
     std::string key(m.ptr[i].key.via.str.ptr, m.ptr[i].key.via.str.size);

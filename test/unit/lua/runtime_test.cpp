@@ -220,7 +220,7 @@ TEST(Runtime, PairsListsSlurmFields) {
   ASSERT_EQ(l.log.lines.size(), 1u);
   EXPECT_EQ(l.log.lines[0].second,
             "EAGAIN ERROR SUCCESS log_debug log_debug2 log_debug3 log_debug4 log_debug5 "
-            "log_error log_info log_verbose to_json");
+            "log_error log_info log_verbose run to_json");
 }
 
 TEST(Runtime, ToJsonReturnsText) {
@@ -228,7 +228,7 @@ TEST(Runtime, ToJsonReturnsText) {
   ASSERT_TRUE(l.script) << l.script.error().message;
   ASSERT_EQ(l.log.lines.size(), 1u);
   EXPECT_EQ(l.log.lines[0].second, R"({"a":[1,2.0,"x"],"b":1})"
-                                   "\tnull");
+                                   "\\tnull");
 }
 
 TEST(Runtime, ToJsonRaisesWithPathAtCallersLine) {
