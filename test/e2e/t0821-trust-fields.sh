@@ -27,8 +27,8 @@ t_step_network() {
 	hostile="trust:env;touch $marker;\$(touch $marker)"
 	c_root rm -f "$marker"
 	# shellcheck disable=SC2016 # expanded by the allocation's shell
-	out=$(c_as "$E2E_USER" env HOSTILE="$hostile" salloc -N2 -J "$name" --network=trust:job sh -c '
-		srun -N2 -n3 --network=trust:step sh -c "echo step0 env=\$SLURM_NETWORK"
+	out=$(c_as "$E2E_USER" env HOSTILE="$hostile" salloc -N2 -n3 --overcommit -J "$name" --network=trust:job sh -c '
+		srun -N2 -n3 --overcommit --network=trust:step sh -c "echo step0 env=\$SLURM_NETWORK"
 		env -u SLURM_NETWORK srun -N1 -n1 -w node1 sh -c "echo step1 env=\${SLURM_NETWORK-unset}"
 		SLURM_NETWORK=$HOSTILE srun -N1 -n1 -w node2 sh -c "echo step2 env=\$SLURM_NETWORK"
 	' 2>&1) || fail "salloc failed: $out"
