@@ -14,8 +14,11 @@
 # way a shell would run, and to forge a line "FORGED-TAG ..." in a log.
 hostile_string() {
 	local s
+	# Quotes come in pairs ('q' "q"), so that a shell given the string
+	# parses it and runs every command in it: an unbalanced quote would make
+	# it a syntax error, nothing would run, and the test could not tell.
 	# shellcheck disable=SC2016 # the $(...) and backquotes are the payload
-	s=$(printf 'x;touch %s;$(touch %s)`touch %s`'"'"'"\x1b[31mred\x07\x01\nFORGED-%s switch/lua: JobId=1 job_start returned rc=0\r\t|touch %s&&' \
+	s=$(printf 'x;touch %s;$(touch %s)`touch %s`'"'q'"'"q"\x1b[31mred\x07\x01\nFORGED-%s switch/lua: JobId=1 job_start returned rc=0\r\t|touch %s&&' \
 		"$1" "$1" "$1" "$2" "$1")
 	while [ "${#s}" -lt 1023 ]; do s+=A; done
 	printf '%s' "${s:0:1023}"
@@ -52,7 +55,7 @@ t_hostile_example() {
 	wait_job "$id" COMPLETED 30
 	# The example logs the job name: escaped, on its own line of switch/lua.
 	# shellcheck disable=SC2016 # the payload as the log shows it
-	esc='Name=x;touch '"$marker"';$(touch '"$marker"')`touch '"$marker"'`'"'"'"\x1b[31mred\x07\x01\nFORGED-'"$tag"' switch/lua: JobId=1 job_start returned rc=0\r\t|touch'
+	esc='Name=x;touch '"$marker"';$(touch '"$marker"')`touch '"$marker"'`'"'q'"'"q"\x1b[31mred\x07\x01\nFORGED-'"$tag"' switch/lua: JobId=1 job_start returned rc=0\r\t|touch'
 	ctld_job "$id" " job_start: JobId=$id: VNI [0-9]+ on node1, $(ere_quote "$esc")" >/dev/null ||
 		fail "the example's line does not show the name escaped: $(ctld_grep "switch/lua: JobId=$id job_start: JobId" || true)"
 	assert_contained "$id" "$tag" "$marker"
