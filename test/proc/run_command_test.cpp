@@ -43,7 +43,7 @@ TEST(SlurmRun, ArgvIsPassedAsItIsWithoutAShell) {
   auto j = run_case("argv", marker);
   EXPECT_EQ(j["status"], 0);
   EXPECT_EQ(j["stdout"], "<a b><; touch " + marker + "><$(touch " + marker + ")><`touch " + marker +
-                             "`><'\"><x\ny><*><$HOME><|| touch " + marker + ">");
+                             "`><'q'\"q\"><x\ny><*><$HOME><|| touch " + marker + ">");
   EXPECT_FALSE(std::filesystem::exists(marker)) << "a shell ran the user's string";
 }
 
