@@ -453,7 +453,8 @@ Expected<void> parse_env(lua_State *L, int idx, HookReturn &out) {
 }
 
 /// A step hook's message (switch.lua(5): `return -1, "fabric port down"`):
-/// a string or nil; made valid UTF-8 and cut at kMaxHookMessageBytes.
+/// a string or nil; made valid UTF-8, one line (control characters
+/// escaped: log_escape, issue 21) and cut at kMaxHookMessageBytes.
 Expected<void> parse_message(lua_State *L, int idx, HookReturn &out) {
   if (lua_isnil(L, idx))
     return {};
@@ -462,7 +463,8 @@ Expected<void> parse_message(lua_State *L, int idx, HookReturn &out) {
                             hook_name(out.hook), describe_value(L, idx)));
   std::size_t len = 0;
   const char *m = lua_tolstring(L, idx, &len);
-  out.message = utf8_truncate_marked(std::string_view(m, len), kMaxHookMessageBytes, "...");
+  out.message = utf8_truncate_marked(log_escape(std::string_view(m, len)), kMaxHookMessageBytes,
+                                     "...");
   return {};
 }
 

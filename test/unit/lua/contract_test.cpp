@@ -263,6 +263,17 @@ TEST(Contract, JobStartFailureMayGiveAMessage) {
             R"(job_start returned "fabric up" (a string) as jobinfo, expected a table or nil)");
 }
 
+// Issue 21: the message becomes a reason and part of a log line: one line,
+// its control characters escaped, even when it carries a user's string.
+TEST(Contract, AHooksMessageIsOneLineWithControlCharactersEscaped) {
+  auto r = call(R"(function slurm_switch_job_start(job)
+                     return slurm.ERROR, "no VNI for " .. "a\nswitch/lua: forged\27[0m"
+                   end)",
+                Hook::JobStart);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->message, "no VNI for a\\nswitch/lua: forged\\x1b[0m");
+}
+
 TEST(Contract, JobStartReturnsRcAndJobinfo) {
   auto r = call(R"(function slurm_switch_job_start(job)
                      return slurm.SUCCESS, {id = job.job_id, vlans = {101, 102}}
