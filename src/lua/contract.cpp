@@ -463,8 +463,8 @@ Expected<void> parse_message(lua_State *L, int idx, HookReturn &out) {
                             hook_name(out.hook), describe_value(L, idx)));
   std::size_t len = 0;
   const char *m = lua_tolstring(L, idx, &len);
-  out.message = utf8_truncate_marked(log_escape(std::string_view(m, len)), kMaxHookMessageBytes,
-                                     "...");
+  out.message =
+      utf8_truncate_marked(log_escape(std::string_view(m, len)), kMaxHookMessageBytes, "...");
   return {};
 }
 
