@@ -59,6 +59,7 @@ JobArgs make_job(const SimulateOptions &o) {
   j.array_task_id = o.array_task_id;
   j.het_job_id = o.het_job_id;
   j.het_job_offset = o.het_job_offset;
+  j.cluster_name = o.cluster_name;
   std::uint32_t minutes = 0;
   if (o.time_limit != "UNLIMITED" && o.time_limit != "unlimited") {
     auto [p, ec] =
@@ -134,7 +135,9 @@ std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
                  .user_name = job.user_name,
                  .nodes = job.nodes,
                  .network = job.network,
-                 .attempt = job.attempt};
+                 .attempt = job.attempt,
+
+                 .cluster_name = job.cluster_name};
       if (hooks->preinit(a, &jobinfo).kind == StepVerdict::Kind::FailStep) {
         rep.failed = true; // mgr.c: a failed preinit skips init and postfini
         continue;

@@ -114,6 +114,8 @@ void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o)
   while (!rest.empty()) {
     const auto end = rest.find('\n');
     std::string_view line = rest.substr(0, end);
+    while (!line.empty() && line.front() == '\t') // luaL_traceback indents its frames
+      line.remove_prefix(1);
     if (!line.empty())
       port.log(level, log_line({.job_id = job_id, .hook = hook_name(h)}, "traceback: {}", line));
     rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);

@@ -162,6 +162,10 @@ struct JobArgs {
   std::optional<std::uint32_t> array_task_id;  ///< array jobs only
   std::optional<std::uint32_t> het_job_id;     ///< heterogeneous jobs only (the leader's id)
   std::optional<std::uint32_t> het_job_offset; ///< heterogeneous jobs only (component, from 0)
+  /// Added in 0.4 (issue 21): slurm_conf.cluster_name of the controller
+  /// (ClusterName, admin-set), so two clusters on one fabric can key their
+  /// allocations apart; nil in a record written before.
+  std::optional<std::string> cluster_name;
 
   /// Encodes the table as a msgpack map (keys as above).
   MsgpackBytes to_msgpack() const;
@@ -193,7 +197,12 @@ struct StepArgs {
   std::uint32_t num_tasks = 0;
   std::uint32_t user_id = 0;
   std::optional<std::string> user_name;
-  std::optional<std::string> nodes; ///< the step's hostlist expression
+  /// The step's hostlist expression, from the launch credential (signed by
+  /// slurmctld: step_hostlist).
+  std::optional<std::string> nodes;
+  /// The step's --network as slurmctld recorded it (srun's --network, else
+  /// the job's), from the stepinfo; never the task environment (issue 21).
+  /// nil when the controller's plugin did not send it (older version).
   std::optional<std::string> network;
   bool batch = false;
   /// The setup attempt (job.attempt of the job_start) whose stepinfo this
@@ -202,6 +211,9 @@ struct StepArgs {
   /// controller tore that run down).  0: unknown (a stepinfo of a
   /// controller that predates it).
   std::int64_t attempt = 0;
+  /// ClusterName of the controller that set the job up (the stepinfo's,
+  /// i.e. job.cluster_name of job_start); nil from an older controller.
+  std::optional<std::string> cluster_name;
 
   /// Pushes the table onto L (one slot; empty optionals are absent, i.e.
   /// nil).  Never raises except on OOM.

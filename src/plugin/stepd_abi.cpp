@@ -8,6 +8,7 @@
 
 #include "common/log_stamp.hpp"
 #include "common/utf8.hpp"
+#include "lua/run_command.hpp"
 #include "plugin/abi_guard.hpp"
 #include "stepd/step_hooks.hpp"
 #include "stepd/stepinfo.hpp"
@@ -44,12 +45,12 @@ std::string step_entry(const slc_step_t *step, std::string_view hook = {}) {
 /// A finished line ("switch/lua: ...") at error level, for cabi::guarded().
 void stepd_line(const std::string &line) {
   if (g_stepd.log)
-    g_stepd.log(SLC_LOG_ERROR, utf8_sanitize(line).c_str());
+    g_stepd.log(SLC_LOG_ERROR, log_escape(line).c_str());
 }
 
 void stepd_log(LogLevel l, std::string_view text) {
   if (g_stepd.log)
-    g_stepd.log(static_cast<int>(l), utf8_sanitize(log_line({}, text)).c_str());
+    g_stepd.log(static_cast<int>(l), log_escape(log_line({}, text)).c_str());
 }
 
 /// Compares the script this slurmstepd loaded with the one whose job_start
@@ -120,10 +121,16 @@ std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *inf
   a.nodes = opt(step->nodes);
   a.id = step->id ? step->id : "";
   a.partition = opt(step->partition);
-  a.network = opt(step->network);
   a.batch = step->batch;
   a.sluid = si->sluid;
   a.attempt = si->attempt; // the plugin's, never the script's
+  // Issue 21: what slurmctld recorded and signed, never the task environment.
+  a.network = si->network;
+  a.cluster_name = si->cluster_name;
+  if (si->num_tasks)
+    a.num_tasks = *si->num_tasks;
+  else if (!step->batch)
+    a.num_tasks = 0; // an older controller: the launch request's count is srun's to write
   if (!g_stepd.compared) {
     g_stepd.compared = true;
     g_stepd.mismatch_fails_step = !provenance_matches(a, *si);
@@ -159,6 +166,9 @@ extern "C" {
 
 int slc_stepd_init(const char *script_path, slc_log_fn log) {
   g_stepd.log = log;
+  // No call process group in slurmstepd: each slurm.run command gets one
+  // of its own, killed when it returns (lua/run_command.hpp).
+  set_run_own_group(true);
   return cabi::guarded(
       [&] { return fmt::format("loading {}", script_path ? script_path : "(null)"); },
       "the step hooks will not run", -1, stepd_line,
@@ -229,7 +239,7 @@ int slc_stepd_postfini(const slc_step_t *step, const char *info, size_t len, cha
                                                 });
                          if (!v || v->kind != StepVerdict::Kind::DrainNode)
                            return 0;
-                         *reason = strdup(utf8_sanitize(v->reason).c_str());
+                         *reason = strdup(log_escape(v->reason).c_str());
                          return -1;
                        });
 }

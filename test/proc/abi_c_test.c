@@ -9,6 +9,7 @@
  * the log stamp the glue writes its lines with (slc_log_subject).
  * A plain C program: prints "ok"/"FAIL" lines, exit status 1 on a failure.
  */
+#define _GNU_SOURCE /* memmem */
 #include "plugin/switch_lua_core.h"
 
 #include <pthread.h>
@@ -151,7 +152,7 @@ static void records_outside_slurmctld(void)
 	      "and given back unchanged");
 	slc_free(again);
 
-	CHECK(slc_ctld_stepinfo(NULL, &buf, &len) == 0 && buf == NULL &&
+	CHECK(slc_ctld_stepinfo(NULL, NULL, &buf, &len) == 0 && buf == NULL &&
 		      len == 0,
 	      "no stepinfo without a handle");
 
@@ -263,6 +264,9 @@ static void ctld_bad_parameter(const char *script)
 
 /* ctld_one_job() leaves these for stepmgr_from_relayed_record(). */
 static char *relayed, *ctld_info;
+/* The step both slurmctld and the stepmgr build a stepinfo for. */
+static const slc_step_facts_t facts_of_step = {.network = "step-net;x",
+					       .num_tasks = 3};
 static size_t relayed_len, ctld_info_len;
 
 static void ctld_one_job(const char *script)
@@ -296,8 +300,17 @@ static void ctld_one_job(const char *script)
 	CHECK(wait_for(&ended, 1), "its setup ends CONFIGURING");
 	char *info = NULL;
 	size_t len = 0;
-	CHECK(slc_ctld_stepinfo(h, &info, &len) == 1 && len > 0,
+	CHECK(slc_ctld_stepinfo(h, NULL, &info, &len) == 1 && len > 0,
 	      "a set-up job has stepinfo");
+	CHECK(memmem(info, len, "fabric", 6) != NULL,
+	      "a batch credential's stepinfo carries the job's network");
+	slc_free(info);
+	/* Issue 21: the step's --network as slurmctld recorded it travels in
+	 * the stepinfo, whatever the job's. */
+	CHECK(slc_ctld_stepinfo(h, &facts_of_step, &info, &len) == 1 &&
+		      memmem(info, len, "step-net;x", 10) != NULL &&
+		      memmem(info, len, "fabric", 6) == NULL,
+	      "a step's stepinfo carries the step's network, not the job's");
 	CHECK(slc_jobinfo_job_id(h) == 42, "the handle names its job");
 	/* What slurmctld relays to the job's stepmgr slurmstepd. */
 	slc_ctld_pack(h, &relayed, &relayed_len);
@@ -324,7 +337,7 @@ static void ctld_one_job(const char *script)
 	CHECK(slc_jobinfo_free(t, 44) == 1, "the owning record frees it");
 	CHECK(slc_jobinfo_free(t, 44) == 0 && slc_jobinfo_free(t, 45) == 0,
 	      "once: neither record frees it again");
-	CHECK(slc_ctld_stepinfo(t, &info, &len) == 0 && info == NULL,
+	CHECK(slc_ctld_stepinfo(t, NULL, &info, &len) == 0 && info == NULL,
 	      "a freed handle is not read");
 	CHECK(slc_jobinfo_job_id(t) == 0, "nor named");
 	slc_ctld_fini();
@@ -342,18 +355,20 @@ static void stepmgr_from_relayed_record(void)
 	CHECK(relayed && relayed_len > 0, "slurmctld packed the job's record");
 	CHECK(slc_ctld_unpack(relayed, relayed_len, &h) == 0 && h != NULL,
 	      "the stepmgr keeps it as bytes");
-	CHECK(slc_ctld_stepinfo(h, &info, &len) == 0 && info == NULL,
+	CHECK(slc_ctld_stepinfo(h, &facts_of_step, &info, &len) == 0 &&
+		      info == NULL,
 	      "no stepinfo before stepmgr_init");
 	CHECK(slc_stepmgr_init("switch_timeout=30", on_log) == 0,
 	      "stepmgr_init");
-	CHECK(slc_ctld_stepinfo(h, &info, &len) == 1 && len == ctld_info_len &&
-		      memcmp(info, ctld_info, len) == 0,
+	CHECK(slc_ctld_stepinfo(h, &facts_of_step, &info, &len) == 1 &&
+		      len == ctld_info_len && memcmp(info, ctld_info, len) == 0,
 	      "the stepmgr's stepinfo is slurmctld's, byte for byte");
 	CHECK(slc_jobinfo_job_id(h) == 42, "and names the job");
 	slc_free(info);
 	info = NULL;
 	slc_stepmgr_fini(42);
-	CHECK(slc_ctld_stepinfo(h, &info, &len) == 0 && info == NULL,
+	CHECK(slc_ctld_stepinfo(h, &facts_of_step, &info, &len) == 0 &&
+		      info == NULL,
 	      "no stepinfo after stepmgr_fini");
 	CHECK(slc_jobinfo_free(h, 42) == 1,
 	      "the relayed record is freed with its job record");

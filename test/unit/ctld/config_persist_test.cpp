@@ -264,8 +264,8 @@ TEST(Persist, Version1RecordWithoutTheUniqueKeyDecodes) {
   msgpack::sbuffer jb;
   msgpack::packer<msgpack::sbuffer> jp(jb);
   // Version 1 had the first 14 keys; 0.2 added submit_time and attempt,
-  // 0.3 the 10 fields of issue 11.
-  ASSERT_EQ(m.size, 26u);
+  // 0.3 the 10 fields of issue 11, 0.4 cluster_name (issue 21).
+  ASSERT_EQ(m.size, 27u);
   jp.pack_map(14);
   for (std::uint32_t i = 0; i < 14; ++i) {
     std::string key(m.ptr[i].key.via.str.ptr, m.ptr[i].key.via.str.size);
@@ -376,6 +376,23 @@ TEST(Stepinfo, CarriesTheAttemptOfItsSetup) {
   d = decode_stepinfo(encode_stepinfo(si));
   ASSERT_TRUE(d) << d.error().message;
   EXPECT_EQ(d->attempt, 0);
+}
+
+TEST(Stepinfo, CarriesTheStepFactsSlurmctldRecorded) {
+  // Issue 21: the step's network, task count and the cluster name travel in
+  // the signed stepinfo; absent keys (an older controller) stay nullopt.
+  Stepinfo si{.jobinfo = "\x80", .sluid = "sX"};
+  auto d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->network, std::nullopt);
+  EXPECT_EQ(d->num_tasks, std::nullopt);
+  EXPECT_EQ(d->cluster_name, std::nullopt);
+  si.network = "vni;touch /tmp/x\n";
+  si.num_tasks = 7;
+  si.cluster_name = "prod";
+  d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(*d, si);
 }
 
 namespace {
