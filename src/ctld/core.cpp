@@ -36,18 +36,71 @@ CtldCore::Impl::Impl(CoreOptions o, SlurmPort &p)
       client(sized(opts.client, opts.config),
              [this](CallId id, LogLevel l, std::string_view text) { on_script_log(id, l, text); }),
       cfg(opts.config) {
-  if (!opts.journal_path.empty())
+  if (opts.take_control_at_start) {
+    std::lock_guard g(mu);
+    (void)take_control(false); // logged
+  }
+  worker = std::thread([this] { run_worker(); });
+}
+
+Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
+  if (in_control)
+    return {};
+  if (!opts.journal_path.empty()) {
+    // One writer: the journal (and the status file beside it) belongs to
+    // the controller holding its lock; the one that had control releases
+    // it in its switch_p_save.
+    auto lock = JournalLock::acquire(opts.journal_path, opts.lock_wait);
+    if (!lock) {
+      port.log(LogLevel::Error, lock.error().message);
+      return Unexpected<Error>{lock.error()};
+    }
+    journal_lock = std::move(*lock);
+    // Read now, as it is: what another controller wrote since this process
+    // started (a takeover), or since it gave up control, is in it.
     journal =
-        std::make_unique<Journal>(opts.journal_path, [this](bool error, const std::string &l) {
-          port.log(error ? LogLevel::Error : LogLevel::Info, l);
-        });
+        std::make_unique<Journal>(opts.journal_path,
+                                  [this](bool error, const std::string &l) {
+                                    port.log(error ? LogLevel::Error : LogLevel::Info, l);
+                                  },
+                                  opts.journal_io);
+  }
+  {
+    std::lock_guard q(qmu);
+    queue.clear(); // outcomes of calls stop_children() killed
+  }
+  retry_wait.clear();
+  orphans.clear();
+  hints.clear();
+  if (!keep_jobs) {
+    for (const auto &[id, st] : jobs)
+      port.forget(id);
+    jobs.clear();
+  } else {
+    std::vector<JobSwitchState> kept;
+    for (auto &[id, st] : jobs)
+      kept.push_back(st);
+    jobs.clear();
+    for (JobSwitchState &st : kept)
+      adopt_locked(std::move(st));
+  }
+  failures = journal ? journal->table().failures : SetupFailureCounts{};
   publisher = std::make_unique<StatusPublisher>(
       stats, opts.status_path, opts.script, opts.journal_path,
       [this](LogLevel l, const std::string &line) { port.log(l, line); });
   publisher->set_interval(cfg.status_interval);
-  if (journal)
-    failures = journal->table().failures;
-  worker = std::thread([this] { run_worker(); });
+  stats.set_journal_failure(journal ? journal->failure() : std::string());
+  stats.set_jobs(jobs.size());
+  in_control = true;
+  frozen = false;
+  return {};
+}
+
+std::string CtldCore::Impl::journal_refusal() const {
+  if (!journal || journal->failure().empty())
+    return {};
+  return fmt::format("journal {}: {}: no setup starts without its record", journal->path(),
+                     journal->failure());
 }
 
 CtldCore::Impl::~Impl() {
@@ -214,6 +267,12 @@ bool CtldCore::Impl::apply_setup_inline(const Queued &found) {
 
 void CtldCore::Impl::fire_retries() {
   std::lock_guard g(mu);
+  if (!in_control)
+    return;
+  if (journal && !journal->failure().empty()) {
+    journal->retry(); // recovers without waiting for the next record
+    stats.set_journal_failure(journal->failure());
+  }
   std::set<std::uint32_t> due;
   due.swap(retry_wait);
   for (std::uint32_t id : due)
@@ -230,13 +289,22 @@ std::int64_t CtldCore::Impl::next_attempt() {
   return last_attempt;
 }
 
-void CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs) {
-  if (journal)
-    journal->append(recs);
+bool CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs) {
+  if (!journal)
+    return true;
+  const bool ok = journal->append(recs);
+  stats.set_journal_failure(journal->failure());
+  return ok;
 }
 
 void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   std::lock_guard g(mu);
+  if (!in_control) {
+    port.log(LogLevel::Error, log_line({.job_id = job_id},
+                                       "{} not applied: this slurmctld does not hold control",
+                                       event_kind_name(e.kind)));
+    return;
+  }
   auto it = jobs.find(job_id);
   if (it == jobs.end())
     return;
@@ -251,13 +319,21 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
     for (Action &a : r.actions) // the rule's line is the outcome line of job_complete
       if (a.kind == ActionKind::Log)
         a.reason += fmt::format(" ({})", script_ref(e.outcome->script_hash));
-  journal_step(it->second, e, r);
+  const bool durable = journal_step(it->second, e, r);
   if (auto rec = count_setup_failures(failures, cfg, e, r))
     journal_append({*rec});
   it->second = r.next;
   port.log(LogLevel::Debug, log_line({.job_id = job_id}, "{} -> {} ({})", event_kind_name(e.kind),
                                      job_state_name(r.next.state), r.rule));
-  execute(r.next, r.actions);
+  // Issue 24: a setup whose "setup started" record is not on disk does not
+  // run (after a crash nobody would know to tear it down); it fails at once
+  // naming the journal, and its job is requeued (or cancelled) as for any
+  // failed setup.  Teardowns run without their record: they are safe to
+  // repeat.
+  std::string refuse;
+  if (!durable)
+    refuse = journal_refusal();
+  execute(r.next, r.actions, refuse);
   auto again = jobs.find(job_id); // execute() may have re-entered
   if (again != jobs.end() && is_terminal(again->second.state) &&
       again->second.generation == r.next.generation) {
@@ -269,13 +345,22 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   port.save_state();
 }
 
-void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> &actions) {
+void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> &actions,
+                             const std::string &refuse_start) {
   std::uint32_t id = s.job.job_id;
   const std::string nodes = s.job.nodes.value_or("");
   for (const Action &a : actions) {
     stats.action(a.kind);
     switch (a.kind) {
     case ActionKind::RunJobStart:
+      if (!refuse_start.empty()) {
+        Outcome o{.kind = OutcomeKind::SpawnFailed, .message = refuse_start};
+        port.log(LogLevel::Error,
+                 log_line({.job_id = id, .hook = "job_start"}, "not run: {}", refuse_start));
+        stats.call_refused(Hook::JobStart, o);
+        enqueue({id, s.generation, EventKind::SetupResult, o});
+        break;
+      }
       submit(s, Hook::JobStart, std::nullopt, EventKind::SetupResult);
       break;
     case ActionKind::RunJobComplete:
@@ -325,6 +410,13 @@ bool CtldCore::job_start(const JobArgs &job, bool requeue_allowed) {
   if (!job.network || job.network->empty())
     return false; // switch.lua contract: only jobs with a non-empty --network
   std::lock_guard g(impl_->mu);
+  if (!impl_->in_control) {
+    impl_->port.log(LogLevel::Error,
+                    log_line({.job_id = job.job_id, .hook = "job_start"},
+                             "not run: this slurmctld does not hold control (standby, or "
+                             "stopping); the job is not managed by switch/lua"));
+    return false;
+  }
   impl_->frozen = false;
   impl_->hints.erase(job.job_id);
   JobSwitchState &s = impl_->jobs[job.job_id];
@@ -378,7 +470,8 @@ std::optional<JobSwitchState> CtldCore::state_of(std::uint32_t job_id) const {
 void CtldCore::set_config(const CtldConfig &c) {
   std::lock_guard g(impl_->mu);
   impl_->cfg = c;
-  impl_->publisher->set_interval(c.status_interval);
+  if (impl_->publisher)
+    impl_->publisher->set_interval(c.status_interval);
 }
 
 CtldConfig CtldCore::config() const {
@@ -414,6 +507,31 @@ void CtldCore::stop_children() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
+Expected<void> CtldCore::take_control(bool keep_jobs) {
+  std::lock_guard g(impl_->mu);
+  return impl_->take_control(keep_jobs);
+}
+
+void CtldCore::release_control() {
+  if (!in_control())
+    return;
+  stop_children();
+  std::lock_guard g(impl_->mu);
+  impl_->in_control = false;
+  impl_->publisher.reset(); // its last write, while the lock is still ours
+  impl_->journal.reset();   // every record is on disk already (fdatasync'ed)
+  impl_->journal_lock.reset();
+  impl_->port.log(LogLevel::Info,
+                  log_line({}, "control given up: journal closed and its lock released; {} job "
+                               "state(s) kept for a resumption after a failed reconfigure",
+                           impl_->jobs.size()));
+}
+
+bool CtldCore::in_control() const {
+  std::lock_guard g(impl_->mu);
+  return impl_->in_control;
+}
+
 std::size_t CtldCore::drain_events() {
   impl_->port.lock();
   std::size_t n = impl_->apply_queued();
@@ -437,7 +555,9 @@ StatsSnapshot CtldCore::stats() const {
 }
 
 void CtldCore::publish_status() {
-  impl_->publisher->publish();
+  std::lock_guard g(impl_->mu);
+  if (impl_->publisher)
+    impl_->publisher->publish();
 }
 
 } // namespace switchlua

@@ -73,6 +73,8 @@ struct CtldCore::Impl {
   /// state still says what was outstanding and the next slurmctld re-runs it.
   bool frozen = false;
   std::unique_ptr<Journal> journal;
+  std::unique_ptr<JournalLock> journal_lock; ///< held while in control
+  bool in_control = false; ///< take_control() .. release_control()
   std::int64_t last_attempt = 0;           // without a journal
   std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
   std::map<std::int64_t, Orphan> orphans;
@@ -122,11 +124,22 @@ struct CtldCore::Impl {
 
   std::int64_t next_attempt();
 
-  void journal_append(const std::vector<JournalRecord> &recs);
+  /// Whether the records are durable (Journal::append); true without a
+  /// journal.
+  bool journal_append(const std::vector<JournalRecord> &recs);
 
   /// The journal records of one transition, written (fsync'ed) before its
-  /// actions run: the durable record comes before the effect.
-  void journal_step(const JobSwitchState &old, const Event &e, const StepResult &r);
+  /// actions run: the durable record comes before the effect.  False when
+  /// the journal could not write them.
+  bool journal_step(const JobSwitchState &old, const Event &e, const StepResult &r);
+
+  /// CtldCore::take_control (mu held).
+  Expected<void> take_control(bool keep_jobs);
+  /// adopt() of one state against the journal's table (mu held).
+  void adopt_locked(JobSwitchState s);
+  /// Why a setup may not start now ("" when it may): the journal cannot
+  /// write its record (issue 24: no setup without its record).
+  std::string journal_refusal() const;
 
   /// Starts (again) the teardown of an orphaned attempt.
   void run_orphan(std::int64_t attempt);
@@ -151,7 +164,11 @@ struct CtldCore::Impl {
   /// the same level.  The state machine's own line then says what it means.
   void log_outcome(std::uint32_t job_id, Hook h, const Outcome &o);
 
-  void execute(const JobSwitchState &s, const std::vector<Action> &actions);
+  /// Carries out the actions.  `refuse_start` non-empty: a RunJobStart is
+  /// not run but fails at once with that message (its journal record could
+  /// not be written).
+  void execute(const JobSwitchState &s, const std::vector<Action> &actions,
+               const std::string &refuse_start = {});
 };
 
 } // namespace switchlua

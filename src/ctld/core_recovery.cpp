@@ -17,9 +17,9 @@ namespace switchlua {
 
 using namespace core_detail;
 
-void CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, const StepResult &r) {
+bool CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, const StepResult &r) {
   if (!journal)
-    return;
+    return true;
   const JobSwitchState &n = r.next;
   std::vector<JournalRecord> recs;
   bool starts = false;
@@ -28,10 +28,8 @@ void CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, con
   if (starts && old.job.attempt != 0 && old.job.attempt != n.job.attempt &&
       !is_terminal(old.state) && old.state != JobState::SetupFailed)
     recs.push_back(journal_record(JournalKind::Forgotten, old.job)); // R_UNDO_OK
-  if (n.job.attempt == 0) { // a state saved by an older plugin: no key to journal
-    journal_append(recs);
-    return;
-  }
+  if (n.job.attempt == 0) // a state saved by an older plugin: no key to journal
+    return journal_append(recs);
   if (starts) {
     JournalRecord st = journal_record(JournalKind::SetupStarted, n.job);
     st.job = n.job;
@@ -56,7 +54,7 @@ void CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, con
   bool was_over = is_terminal(old.state) || old.state == JobState::SetupFailed;
   if (over && (!was_over || e.kind == EventKind::SetupRequested))
     recs.push_back(journal_record(JournalKind::Forgotten, n.job));
-  journal_append(recs);
+  return journal_append(recs);
 }
 
 void CtldCore::Impl::run_orphan(std::int64_t attempt) {
@@ -168,9 +166,13 @@ Recovery CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
 
 void CtldCore::adopt(JobSwitchState s) {
   std::lock_guard g(impl_->mu);
+  impl_->adopt_locked(std::move(s));
+}
+
+void CtldCore::Impl::adopt_locked(JobSwitchState s) {
   s.recovered = true;
   const std::uint32_t id = s.job.job_id;
-  const Journal *j = impl_->journal.get();
+  const Journal *j = journal.get();
   if (j && s.job.attempt != 0) {
     // The journal's word on this attempt: the restart table (R_RECOVER_*).
     const JournalTable &t = j->table();
@@ -180,12 +182,12 @@ void CtldCore::adopt(JobSwitchState s) {
     AdoptDecision d =
         adopt_decision(s, t.forgotten.count(s.job.attempt) > 0, same_job ? &e->second : nullptr);
     if (!d.log.empty())
-      impl_->port.log(LogLevel::Info, log_line({}, d.log));
+      port.log(LogLevel::Info, log_line({}, d.log));
     if (d.hint)
-      impl_->hints[id] = *d.hint;
+      hints[id] = *d.hint;
     s = std::move(d.next);
   }
-  impl_->jobs[id] = std::move(s);
+  jobs[id] = std::move(s);
 }
 
 void CtldCore::reconcile_journal() {

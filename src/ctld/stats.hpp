@@ -92,6 +92,9 @@ struct StatsSnapshot {
   std::uint64_t requeues = 0;         ///< requeues asked of Slurm
   std::uint64_t cancels = 0;          ///< cancels asked of Slurm
   std::uint64_t jobs = 0;             ///< jobs with switch state now
+  /// Journal::failure(): "" while the journal writes, else why it cannot
+  /// (new setups fail meanwhile; issue 24).
+  std::string journal_failure;
 };
 
 /// The status file's JSON (switch-lua(1), STATUS): the snapshot plus what
@@ -123,6 +126,8 @@ public:
   /// Counts Requeue, Cancel, DrainNodes and ScheduleRetry; others ignored.
   void action(ActionKind k);
   void set_jobs(std::size_t n);
+  /// StatsSnapshot::journal_failure.
+  void set_journal_failure(const std::string &why);
 
   StatsSnapshot snapshot() const;
   /// Grows with every change (the publisher writes when it moved).

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Two controllers on one StateSaveLocation (issue 24; switch_lua.conf(5),
+// HIGH AVAILABILITY), with the real supervisor and runner and a fake Slurm
+// each: only the core holding control reads and writes the journal, a
+// standby's start and restart change nothing, each takeover reads the
+// journal as the other controller left it (A->B->A->B), a second writer is
+// refused loudly, and a reconfigure's new process that dies after the
+// plugin's init (or after it took control) loses nothing.
+#include "ctld/core.hpp"
+#include "ctld/persist.hpp"
+#include "fake_slurm.hpp"
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+using namespace switchlua;
+using switchlua::test::FakeSlurm;
+using switchlua::test::settle;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "swl-ha-test.XXXXXX").string();
+    dir = ::mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string journal() const { return (dir / "switch_lua.journal").string(); }
+  std::string status() const { return (dir / "switch_lua.status").string(); }
+};
+
+/// A controller that holds control from its start (`in_control`), or a
+/// standby / a reconfigure's new process that only ran the plugin's init.
+CoreOptions options(const TempDir &d, bool in_control) {
+  CoreOptions o;
+  o.script = test::fixture("recovery");
+  o.client = test::default_options();
+  o.journal_path = d.journal();
+  o.status_path = d.status();
+  o.retry_interval = std::chrono::milliseconds(100);
+  o.take_control_at_start = in_control;
+  o.lock_wait = std::chrono::milliseconds(300);
+  return o;
+}
+
+JobArgs job(std::uint32_t id) {
+  JobArgs j;
+  j.job_id = id;
+  j.nodes = "node1";
+  j.node_names = {"node1"};
+  j.num_nodes = 1;
+  j.network = "fabric";
+  j.submit_time = 1000 + id;
+  return j;
+}
+
+/// Starts the setup of `id` and runs it to Running; returns the state Slurm
+/// saved while it ran (SetupRunning), as a crash right after leaves it.
+JobSwitchState set_up(CtldCore &core, FakeSlurm &slurm, std::uint32_t id) {
+  // As slurmctld calls job_start: with its locks held, which the core's
+  // worker needs to apply the result.
+  slurm.lock();
+  EXPECT_TRUE(core.job_start(job(id), false));
+  JobSwitchState saved = *core.state_of(id);
+  slurm.unlock();
+  EXPECT_EQ(saved.state, JobState::SetupRunning);
+  EXPECT_TRUE(settle(core, [&] { return core.state_of(id)->state == JobState::Running; }))
+      << slurm.all_logs();
+  auto rec = decode_job_state(encode_job_state(&saved));
+  EXPECT_TRUE(rec && rec->has_value());
+  return **rec;
+}
+
+/// Slurm's saved record of a job that is Running with its setup's result.
+JobSwitchState saved_running(CtldCore &core, std::uint32_t id) {
+  JobSwitchState s = *core.state_of(id);
+  auto rec = decode_job_state(encode_job_state(&s));
+  EXPECT_TRUE(rec && rec->has_value());
+  return **rec;
+}
+
+/// The attempts not over in the journal file as it is on disk (read
+/// only: the journal may be held).
+std::size_t live_on_disk(const TempDir &d) {
+  std::ifstream in(d.journal(), std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  JournalScan scan = scan_journal(ss.str());
+  EXPECT_EQ(scan.status, JournalScan::Status::Clean) << scan.error;
+  JournalTable t;
+  for (const auto &r : scan.records)
+    t.apply(r);
+  return t.live.size();
+}
+
+std::string setups_of(std::uint32_t id) {
+  return fmt::format("JobId={} job_start started", id);
+}
+std::string teardowns_of(std::uint32_t id) {
+  return fmt::format("complete job_id={} ", id);
+}
+
+} // namespace
+
+TEST(CoreHa, AStandbyStartAndRestartWhileThePrimaryWritesLoseNothing) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  auto primary = std::make_unique<CtldCore>(options(d, true), sa);
+  ASSERT_TRUE(primary->in_control());
+  JobSwitchState s7 = set_up(*primary, sa, 7);
+  {
+    CtldCore standby(options(d, false), sb); // a standby starts, and stops
+    EXPECT_FALSE(standby.in_control());
+  }
+  auto standby = std::make_unique<CtldCore>(options(d, false), sb); // and starts again
+  JobSwitchState s8 = set_up(*primary, sa, 8);
+  EXPECT_FALSE(sb.logged("journal")) << "a standby does not read the journal: " << sb.all_logs();
+  EXPECT_FALSE(standby->job_start(job(9), false)) << "a standby runs no setup";
+  EXPECT_TRUE(sb.logged("JobId=9 job_start not run: this slurmctld does not hold control"))
+      << sb.all_logs();
+  // The primary is killed: the backup takes over.
+  primary->halt();
+  primary.reset();
+  ASSERT_TRUE(standby->take_control(false));
+  standby->adopt(s7);
+  standby->adopt(s8);
+  EXPECT_EQ(standby->recover_job(7, true), Recovery::ClearConfiguring);
+  EXPECT_EQ(standby->recover_job(8, true), Recovery::ClearConfiguring)
+      << "the setup the primary ran after the standby's restart is known: " << sb.all_logs();
+  standby->reconcile_journal();
+  EXPECT_EQ(standby->calls_in_flight(), 0u) << sb.all_logs();
+  EXPECT_EQ(sb.count_logged("job_start started"), 0) << "no setup that returned runs again";
+  EXPECT_EQ(sb.count_logged("complete job_id="), 0) << "and nothing is torn down as an orphan";
+  for (std::uint32_t id : {7u, 8u}) {
+    standby->job_complete(id);
+    ASSERT_TRUE(settle(*standby, [&] { return !standby->state_of(id); })) << sb.all_logs();
+  }
+  EXPECT_EQ(sb.count_logged(teardowns_of(7)), 1);
+  EXPECT_EQ(sb.count_logged(teardowns_of(8)), 1);
+  standby.reset();
+  EXPECT_EQ(live_on_disk(d), 0u);
+}
+
+TEST(CoreHa, ASecondWriterIsRefusedLoudly) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  CtldCore a(options(d, true), sa);
+  CtldCore b(options(d, false), sb);
+  auto r = b.take_control(false);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("another slurmctld holds its lock"), std::string::npos)
+      << r.error().message;
+  EXPECT_TRUE(sb.logged("this one does not take control")) << sb.all_logs();
+  EXPECT_FALSE(b.in_control());
+  EXPECT_FALSE(b.job_start(job(7), false));
+  EXPECT_TRUE(a.job_start(job(8), false));
+}
+
+TEST(CoreHa, TakeoverABABEachReadsTheJournalAsTheOtherLeftIt) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  CtldCore a(options(d, true), sa); // primary
+  CtldCore b(options(d, false), sb); // backup, standby
+  JobSwitchState s7 = set_up(a, sa, 7);
+  a.release_control(); // scontrol takeover: A hands control to B
+  EXPECT_FALSE(a.in_control());
+  // 1st takeover: B knows A's attempt and does not run it again.
+  ASSERT_TRUE(b.take_control(false));
+  b.adopt(s7);
+  EXPECT_EQ(b.recover_job(7, true), Recovery::ClearConfiguring);
+  b.reconcile_journal();
+  JobSwitchState s8 = set_up(b, sb, 8);
+  b.job_complete(7); // job 7 ends under B
+  ASSERT_TRUE(settle(b, [&] { return !b.state_of(7); })) << sb.all_logs();
+  JobSwitchState r8 = saved_running(b, 8);
+  b.release_control(); // B hands control back
+  // 2nd: A drops what it knew and reads what B wrote: 7 is over (no orphan
+  // teardown of it), 8 returned (not run again).
+  ASSERT_TRUE(a.take_control(false));
+  EXPECT_FALSE(a.state_of(7)) << "A's own picture is dropped";
+  a.adopt(r8);
+  EXPECT_EQ(a.recover_job(8, false), Recovery::Nothing);
+  a.reconcile_journal();
+  EXPECT_EQ(a.calls_in_flight(), 0u) << sa.all_logs();
+  a.job_complete(8);
+  ASSERT_TRUE(settle(a, [&] { return !a.state_of(8); })) << sa.all_logs();
+  JobSwitchState s9 = set_up(a, sa, 9);
+  a.release_control();
+  // 3rd, B's second takeover in one process: works like the first.
+  ASSERT_TRUE(b.take_control(false));
+  EXPECT_FALSE(b.state_of(8));
+  b.adopt(s9);
+  EXPECT_EQ(b.recover_job(9, true), Recovery::ClearConfiguring) << sb.all_logs();
+  b.reconcile_journal();
+  EXPECT_EQ(b.calls_in_flight(), 0u) << sb.all_logs();
+  b.job_complete(9);
+  ASSERT_TRUE(settle(b, [&] { return !b.state_of(9); })) << sb.all_logs();
+  JobSwitchState s10 = set_up(b, sb, 10);
+  b.job_complete(10);
+  ASSERT_TRUE(settle(b, [&] { return !b.state_of(10); })) << sb.all_logs();
+  b.release_control();
+  // The ledger: one setup and one teardown per attempt, over both.
+  for (std::uint32_t id : {7u, 8u, 9u, 10u}) {
+    EXPECT_EQ(sa.count_logged(setups_of(id)) + sb.count_logged(setups_of(id)), 1) << id;
+    EXPECT_EQ(sa.count_logged(teardowns_of(id)) + sb.count_logged(teardowns_of(id)), 1)
+        << id << "\nA:\n"
+        << sa.all_logs() << "\nB:\n"
+        << sb.all_logs();
+  }
+  EXPECT_EQ(live_on_disk(d), 0u);
+}
+
+TEST(CoreHa, AReconfigureWhoseNewProcessDiesAfterInitLosesNothing) {
+  TempDir d;
+  FakeSlurm sp, sc;
+  CtldCore parent(options(d, true), sp);
+  set_up(parent, sp, 7);
+  parent.release_control(); // switch_p_save before the re-exec
+  {
+    CtldCore child(options(d, false), sc); // init only, then a fatal()
+  }
+  // "reconfigure failed": the old process resumes with its job list.
+  ASSERT_TRUE(parent.take_control(true));
+  EXPECT_EQ(parent.state_of(7)->state, JobState::Running) << sp.all_logs();
+  parent.reconcile_journal();
+  EXPECT_EQ(parent.calls_in_flight(), 0u);
+  set_up(parent, sp, 8);
+  EXPECT_EQ(live_on_disk(d), 2u) << "the resumed process writes the live journal";
+}
+
+TEST(CoreHa, AReconfigureWhoseNewProcessDiesAfterTakingControlLosesNothing) {
+  TempDir d;
+  FakeSlurm sp, sc;
+  CtldCore parent(options(d, true), sp);
+  JobSwitchState s7 = set_up(parent, sp, 7);
+  parent.release_control();
+  {
+    // The new process takes control, loads the job state, starts a setup,
+    // and dies (a fatal() of a later plugin).
+    CtldCore child(options(d, false), sc);
+    ASSERT_TRUE(child.take_control(false));
+    child.adopt(s7);
+    EXPECT_EQ(child.recover_job(7, true), Recovery::ClearConfiguring);
+    child.reconcile_journal();
+    set_up(child, sc, 11);
+    child.halt();
+  }
+  ASSERT_TRUE(parent.take_control(true));
+  EXPECT_EQ(parent.recover_job(7, false), Recovery::Nothing);
+  parent.reconcile_journal(); // 11's attempt: no job of the parent carries it
+  ASSERT_TRUE(settle(parent, [&] { return sp.logged("R_ORPHAN_OK"); })) << sp.all_logs();
+  EXPECT_EQ(sp.count_logged(teardowns_of(11)), 1) << "torn down once, with its own jobinfo";
+  EXPECT_EQ(sp.count_logged(teardowns_of(7)), 0) << "7 still runs";
+  EXPECT_EQ(parent.state_of(7)->state, JobState::Running);
+  EXPECT_EQ(live_on_disk(d), 1u);
+}
