@@ -354,9 +354,9 @@ void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> 
     switch (a.kind) {
     case ActionKind::RunJobStart:
       if (!refuse_start.empty()) {
+        // The failure's own line (R_START_FAIL) says it: "JobId=N job_start
+        // could not be started: journal ...".
         Outcome o{.kind = OutcomeKind::SpawnFailed, .message = refuse_start};
-        port.log(LogLevel::Error,
-                 log_line({.job_id = id, .hook = "job_start"}, "not run: {}", refuse_start));
         stats.call_refused(Hook::JobStart, o);
         enqueue({id, s.generation, EventKind::SetupResult, o});
         break;

@@ -14,11 +14,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <unistd.h>
 
 using namespace switchlua;
 using switchlua::test::FakeSlurm;
@@ -262,4 +265,64 @@ TEST(CoreHa, AReconfigureWhoseNewProcessDiesAfterTakingControlLosesNothing) {
   EXPECT_EQ(sp.count_logged(teardowns_of(7)), 0) << "7 still runs";
   EXPECT_EQ(parent.state_of(7)->state, JobState::Running);
   EXPECT_EQ(live_on_disk(d), 1u);
+}
+
+namespace {
+/// The disk under the journal is full while set (CoreOptions::journal_io).
+std::atomic<bool> g_disk_full{false};
+ssize_t full_write(int fd, const void *buf, std::size_t n) {
+  if (g_disk_full) {
+    errno = ENOSPC;
+    return -1;
+  }
+  return ::write(fd, buf, n);
+}
+int full_fsync(int fd) {
+  if (g_disk_full) {
+    errno = ENOSPC;
+    return -1;
+  }
+  return ::fsync(fd);
+}
+} // namespace
+
+// switch_lua.conf(5), STATESAVELOCATION: while the journal cannot be
+// written no setup starts (it fails naming the journal and errno, the job is
+// requeued), teardowns still run, the state is in the status counters, and
+// once the disk has room the product runs normally again without a restart.
+TEST(CoreHa, AFullStateSaveLocationFailsNewSetupsSafelyAndRecoversWithoutARestart) {
+  TempDir d;
+  FakeSlurm slurm;
+  CoreOptions o = options(d, true);
+  o.journal_io = {.write = full_write, .fsync = full_fsync};
+  {
+    CtldCore core(o, slurm);
+    set_up(core, slurm, 7);
+    g_disk_full = true;
+    slurm.lock();
+    EXPECT_TRUE(core.job_start(job(8), true));
+    slurm.unlock();
+    ASSERT_TRUE(settle(core, [&] { return slurm.did("requeue 8"); })) << slurm.all_logs();
+    EXPECT_EQ(slurm.count_logged(setups_of(8)), 0) << "job_start is not called without its record";
+    const std::string why = fmt::format("journal {}: cannot append: No space left on device "
+                                        "(errno 28): no setup starts without its record",
+                                        d.journal());
+    EXPECT_TRUE(slurm.logged("JobId=8 job_start could not be started: " + why)) << slurm.all_logs();
+    EXPECT_NE(slurm.reason_of("requeue 8").find(why), std::string::npos)
+        << "the requeue reason names the journal and errno: " << slurm.reason_of("requeue 8");
+    EXPECT_EQ(core.stats().journal_failure, "cannot append: No space left on device (errno 28)");
+    EXPECT_EQ(slurm.count_logged("cannot append: No space left on device"), 2)
+        << "one error line at the first failure, and the failed setup's own line: " << slurm.all_logs();
+    // A teardown runs without its record: safe to repeat.
+    core.job_complete(7);
+    ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();
+    EXPECT_EQ(slurm.count_logged(teardowns_of(7)), 1);
+    // Room again: the periodic check writes a fresh snapshot.
+    g_disk_full = false;
+    core.retry_now();
+    EXPECT_TRUE(core.stats().journal_failure.empty());
+    EXPECT_TRUE(slurm.logged("writable again")) << slurm.all_logs();
+    set_up(core, slurm, 9);
+    EXPECT_EQ(live_on_disk(d), 1u) << "7 over, 8 never started, 9 set up";
+  }
 }
