@@ -58,12 +58,12 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
     journal_lock = std::move(*lock);
     // Read now, as it is: what another controller wrote since this process
     // started (a takeover), or since it gave up control, is in it.
-    journal =
-        std::make_unique<Journal>(opts.journal_path,
-                                  [this](bool error, const std::string &l) {
-                                    port.log(error ? LogLevel::Error : LogLevel::Info, l);
-                                  },
-                                  opts.journal_io);
+    journal = std::make_unique<Journal>(
+        opts.journal_path,
+        [this](bool error, const std::string &l) {
+          port.log(error ? LogLevel::Error : LogLevel::Info, l);
+        },
+        opts.journal_io);
   }
   {
     std::lock_guard q(qmu);
@@ -273,6 +273,7 @@ void CtldCore::Impl::fire_retries() {
     journal->retry(); // recovers without waiting for the next record
     stats.set_journal_failure(journal->failure());
   }
+  check_waiting_orphans();
   std::set<std::uint32_t> due;
   due.swap(retry_wait);
   for (std::uint32_t id : due)
@@ -300,15 +301,16 @@ bool CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs) {
 void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   std::lock_guard g(mu);
   if (!in_control) {
-    port.log(LogLevel::Error, log_line({.job_id = job_id},
-                                       "{} not applied: this slurmctld does not hold control",
-                                       event_kind_name(e.kind)));
+    port.log(LogLevel::Error,
+             log_line({.job_id = job_id}, "{} not applied: this slurmctld does not hold control",
+                      event_kind_name(e.kind)));
     return;
   }
   auto it = jobs.find(job_id);
   if (it == jobs.end())
     return;
   it->second.setup_failures = prior_setup_failures(failures, it->second.job);
+  it->second.orphan_pending = has_orphan_of(job_id);
   StepResult r = step(it->second, e, cfg);
   for (const Action &a : r.actions)
     if (a.kind == ActionKind::RunJobStart)
@@ -522,8 +524,9 @@ void CtldCore::release_control() {
   impl_->journal.reset();   // every record is on disk already (fdatasync'ed)
   impl_->journal_lock.reset();
   impl_->port.log(LogLevel::Info,
-                  log_line({}, "control given up: journal closed and its lock released; {} job "
-                               "state(s) kept for a resumption after a failed reconfigure",
+                  log_line({},
+                           "control given up: journal closed and its lock released; {} job "
+                           "state(s) kept for a resumption after a failed reconfigure",
                            impl_->jobs.size()));
 }
 

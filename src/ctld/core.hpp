@@ -55,6 +55,15 @@ public:
   /// The job's switch state ended: the job record must forget its handle.
   virtual void forget(std::uint32_t job_id) = 0;
   virtual void save_state() = 0;
+  /// Issue 24, the lost start: whether a node of `nodes` may still run an
+  /// instance of `job_id` that slurmctld no longer knows it launched (an
+  /// orphan whose launch was released before a crash).  Its teardown waits
+  /// while true.  The default, false, tears such orphans down at once.
+  virtual bool job_may_run_on_nodes(std::uint32_t job_id, const std::string &nodes) {
+    (void)job_id;
+    (void)nodes;
+    return false;
+  }
   /// One log line (already prefixed "switch/lua: ").  Thread-safe.
   virtual void log(LogLevel level, const std::string &line) = 0;
 };

@@ -46,7 +46,15 @@ struct Orphan {
   JobArgs job;
   std::optional<MsgpackBytes> jobinfo;
   bool in_flight = false;
+  /// R_ORPHAN_WAIT_NODES: launched before the crash, its nodes may still run
+  /// it; its teardown waits (checked at every periodic check).
+  bool waiting = false;
+  std::chrono::steady_clock::time_point since{};
 };
+
+/// The longest an orphan waits for its nodes (R_ORPHAN_WAIT_NODES) before
+/// it is torn down anyway, with an error line.
+inline constexpr std::chrono::minutes kOrphanNodeWaitMax{10};
 
 /// The journal record of `kind` for the setup attempt of `job`.
 inline JournalRecord journal_record(JournalKind k, const JobArgs &job) {
@@ -74,9 +82,9 @@ struct CtldCore::Impl {
   bool frozen = false;
   std::unique_ptr<Journal> journal;
   std::unique_ptr<JournalLock> journal_lock; ///< held while in control
-  bool in_control = false; ///< take_control() .. release_control()
-  std::int64_t last_attempt = 0;           // without a journal
-  std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
+  bool in_control = false;                   ///< take_control() .. release_control()
+  std::int64_t last_attempt = 0;             // without a journal
+  std::map<std::uint32_t, Recovery> hints;   // adopt() -> recover_job()
   std::map<std::int64_t, Orphan> orphans;
   SetupFailureCounts failures;   // switch_max_setup_failures, also in the journal
   std::uint32_t inline_skip = 0; // settle_setup(): interactive jobs left to skip the wait
@@ -143,6 +151,13 @@ struct CtldCore::Impl {
 
   /// Starts (again) the teardown of an orphaned attempt.
   void run_orphan(std::int64_t attempt);
+  /// Whether an orphan of job id `job_id` is not torn down yet.
+  bool has_orphan_of(std::uint32_t job_id) const;
+  /// Periodic check: the waiting orphans whose nodes no longer may run
+  /// them (or that waited kOrphanNodeWaitMax) are torn down now.
+  void check_waiting_orphans();
+  /// OrphanGone for every job in SetupWaitOrphan without an orphan left.
+  void wake_orphan_waiters();
 
   /// The result of an orphan teardown (R_ORPHAN_OK / R_ORPHAN_FAIL;
   /// orphan_result(), recovery_fsm.hpp).

@@ -130,7 +130,52 @@ void CtldCore::Impl::apply_orphan(std::int64_t attempt, const Outcome &out) {
   if (d.forget) {
     journal_append({journal_record(JournalKind::Forgotten, o.job)});
     orphans.erase(it);
+    wake_orphan_waiters(); // the next start of this job id may set up now
   }
+}
+
+bool CtldCore::Impl::has_orphan_of(std::uint32_t job_id) const {
+  for (const auto &[a, o] : orphans)
+    if (o.job.job_id == job_id)
+      return true;
+  return false;
+}
+
+void CtldCore::Impl::check_waiting_orphans() {
+  std::vector<std::int64_t> start;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto &[attempt, o] : orphans) {
+    if (!o.waiting)
+      continue;
+    const std::string nodes = o.job.nodes.value_or("");
+    const bool timed_out = now - o.since >= kOrphanNodeWaitMax;
+    if (!timed_out && port.job_may_run_on_nodes(o.job.job_id, nodes))
+      continue;
+    o.waiting = false;
+    if (timed_out)
+      port.log(LogLevel::Error,
+               log_line({.job_id = o.job.job_id},
+                        "recovery: attempt {}'s nodes {} may still run it after {} minutes: "
+                        "tearing it down anyway (R_ORPHAN_TEARDOWN)",
+                        attempt, nodes, kOrphanNodeWaitMax.count()));
+    else
+      port.log(LogLevel::Info, log_line({.job_id = o.job.job_id},
+                                        "recovery: attempt {}'s nodes {} no longer run it: "
+                                        "tearing it down now (R_ORPHAN_TEARDOWN)",
+                                        attempt, nodes));
+    start.push_back(attempt);
+  }
+  for (std::int64_t a : start)
+    run_orphan(a);
+}
+
+void CtldCore::Impl::wake_orphan_waiters() {
+  std::vector<std::uint32_t> ready;
+  for (const auto &[id, s] : jobs)
+    if (s.state == JobState::SetupWaitOrphan && !has_orphan_of(id))
+      ready.push_back(id);
+  for (std::uint32_t id : ready)
+    apply(id, Event{.kind = EventKind::OrphanGone});
 }
 
 Recovery CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
@@ -157,7 +202,8 @@ Recovery CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
   }
   if (s.state == JobState::SetupUndoing && !configuring)
     s.state = JobState::SetupUndoingEnded;
-  bool delay = s.state == JobState::SetupRunning || s.state == JobState::SetupUndoing;
+  bool delay = s.state == JobState::SetupRunning || s.state == JobState::SetupUndoing ||
+               s.state == JobState::SetupWaitOrphan;
   if (hint == Recovery::LaunchNow) // written before the glue launches it
     impl_->journal_append({journal_record(JournalKind::LaunchReleased, s.job)});
   impl_->apply(job_id, Event{.kind = EventKind::Recover});
@@ -209,15 +255,21 @@ void CtldCore::reconcile_journal() {
       // The jobinfo its job_start returned, or that its teardown was given;
       // nil when job_start never reported (an abandoned attempt).
       it->second.jobinfo = (e.accepted || e.teardown_started) ? e.jobinfo : std::nullopt;
-      impl_->port.log(
-          LogLevel::Info,
-          log_line({}, orphan_teardown_line(attempt, e, it->second.jobinfo.has_value())));
+      // The lost start: launched before the crash, its nodes may still run
+      // it (R_ORPHAN_WAIT_NODES).
+      const bool may_run = orphan_may_still_run(e) &&
+                           impl_->port.job_may_run_on_nodes(e.job.job_id, e.job.nodes.value_or(""));
+      const OrphanStart st = orphan_start(attempt, e, may_run, it->second.jobinfo.has_value());
+      impl_->port.log(LogLevel::Info, log_line({}, st.line));
+      it->second.waiting = st.wait;
+      it->second.since = std::chrono::steady_clock::now();
     }
-    if (!it->second.in_flight)
+    if (!it->second.in_flight && !it->second.waiting)
       start.push_back(attempt);
   }
   for (std::int64_t a : start)
     impl_->run_orphan(a);
+  impl_->wake_orphan_waiters(); // after a restart: a waiting start whose orphan is gone
 }
 
 } // namespace switchlua

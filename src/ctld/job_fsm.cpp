@@ -96,6 +96,8 @@ Verdict verdict_of(const JobSwitchState &s, const Event &e, const CtldConfig &cf
     return s.block_job_complete ? V::Blocking : V::NonBlocking;
   case E::Recover:
     return V::Recovered;
+  case E::SetupRequested: // the lost start (issue 24)
+    return s.orphan_pending ? V::OrphanPending : V::None;
   default:
     return V::None;
   }

@@ -55,8 +55,8 @@ std::optional<std::string_view> bin_or_nil(const msgpack::object &o, bool &ok) {
 /// stops short (ENOSPC when the call reported no error).
 bool write_all(int fd, std::string_view data, const JournalIo &io) {
   while (!data.empty()) {
-    ssize_t n = io.write ? io.write(fd, data.data(), data.size())
-                         : ::write(fd, data.data(), data.size());
+    ssize_t n =
+        io.write ? io.write(fd, data.data(), data.size()) : ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
@@ -578,7 +578,7 @@ Expected<std::unique_ptr<JournalLock>> JournalLock::acquire(const std::string &j
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0)
     return err(fmt::format("cannot open the lock file {}: {}", path, std::strerror(errno)));
-  struct flock fl {};
+  struct flock fl{};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
   const auto end = std::chrono::steady_clock::now() + wait;
@@ -605,13 +605,12 @@ Expected<std::unique_ptr<JournalLock>> JournalLock::acquire(const std::string &j
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  struct utsname u {};
+  struct utsname u{};
   ::uname(&u);
-  const std::string who =
-      fmt::format("{} pid {} since {}\n", u.nodename, ::getpid(),
-                  std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count());
+  const std::string who = fmt::format("{} pid {} since {}\n", u.nodename, ::getpid(),
+                                      std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, who.data(), who.size(), 0) < 0) {
     // Only the note for the next holder's error line is lost.
   }

@@ -75,6 +75,9 @@ public:
   }
   void forget(std::uint32_t id) override;
   void save_state() override { ops_.save_state(); }
+  bool job_may_run_on_nodes(std::uint32_t id, const std::string &nodes) override {
+    return ops_.job_may_run && ops_.job_may_run(id, nodes.c_str());
+  }
   void log(LogLevel l, const std::string &line) override {
     ops_.log(static_cast<int>(l), utf8_sanitize(line).c_str());
   }
@@ -329,6 +332,9 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     // read or written here; the core takes control (journal, status file,
     // last good copy) from switch_p_restore (slc_ctld_take_control).
     o.take_control_at_start = false;
+    // Longer than an NFS server keeps the locks of a client that died (its
+    // lease, 90 s by default).
+    o.lock_wait = std::chrono::seconds(120);
     if (state_dir && state_dir[0]) {
       o.journal_path = fmt::format("{}/switch_lua.journal", state_dir);
       c->good_copy = o.client.good_copy = fmt::format("{}/switch_lua.good", state_dir);
@@ -390,7 +396,7 @@ int slc_ctld_take_control(bool keep_jobs) {
                                                       std::getenv(kGoodScriptEnv));
       if (!kept.empty())
         g_ctld->port->log(kept.find(" is lost ") != std::string::npos ? LogLevel::Error
-                                                                       : LogLevel::Info,
+                                                                      : LogLevel::Info,
                           log_line({}, kept));
     }
     if (auto r = g_ctld->core->take_control(keep_jobs); !r)

@@ -99,7 +99,10 @@ static const slc_ctld_ops_t ctld_ops = {
 	.forget = ctld_op_forget,
 	.save_state = ctld_op_save_state,
 	.log = switchlua_log_line,
+	.job_may_run = ctld_op_job_may_run,
 };
+
+time_t ctld_control_time = 0;
 
 /* ---------------------------------------------------------------------- */
 /* Hooks.                                                                 */
@@ -248,8 +251,10 @@ extern int switchlua_restore(bool recover)
 	if (!ctld_active)
 		return SLURM_SUCCESS;
 	keep_jobs = job_list && (list_count(job_list) > 0);
+	ctld_control_time = time(NULL);
 	if (slc_ctld_take_control(keep_jobs)) {
-		sl_error("restore: this slurmctld cannot take the journal under StateSaveLocation (line above): not taking control");
+		sl_error(
+			"restore: this slurmctld cannot take the journal under StateSaveLocation (line above): not taking control");
 		return SLURM_ERROR;
 	}
 	return ctld_restore_start();

@@ -133,6 +133,10 @@ typedef struct slc_ctld_ops {
 	/* schedule_job_save() (lock-free in Slurm). */
 	void (*save_state)(void);
 	slc_log_fn log;
+	/* The lost start (issue 24): whether a node of `nodes` may still run an
+	 * instance of job_id that slurmctld no longer knows it launched.  NULL:
+	 * never (such an attempt is torn down at once). */
+	bool (*job_may_run)(uint32_t job_id, const char *nodes);
 } slc_ctld_ops_t;
 
 /* SlurmUser's uid (slurm_conf.slurm_user_id), from init() in every process

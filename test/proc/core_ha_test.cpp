@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
@@ -171,7 +172,7 @@ TEST(CoreHa, ASecondWriterIsRefusedLoudly) {
 TEST(CoreHa, TakeoverABABEachReadsTheJournalAsTheOtherLeftIt) {
   TempDir d;
   FakeSlurm sa, sb;
-  CtldCore a(options(d, true), sa); // primary
+  CtldCore a(options(d, true), sa);  // primary
   CtldCore b(options(d, false), sb); // backup, standby
   JobSwitchState s7 = set_up(a, sa, 7);
   a.release_control(); // scontrol takeover: A hands control to B
@@ -312,7 +313,8 @@ TEST(CoreHa, AFullStateSaveLocationFailsNewSetupsSafelyAndRecoversWithoutARestar
         << "the requeue reason names the journal and errno: " << slurm.reason_of("requeue 8");
     EXPECT_EQ(core.stats().journal_failure, "cannot append: No space left on device (errno 28)");
     EXPECT_EQ(slurm.count_logged("cannot append: No space left on device"), 2)
-        << "one error line at the first failure, and the failed setup's own line: " << slurm.all_logs();
+        << "one error line at the first failure, and the failed setup's own line: "
+        << slurm.all_logs();
     // A teardown runs without its record: safe to repeat.
     core.job_complete(7);
     ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();
@@ -325,4 +327,55 @@ TEST(CoreHa, AFullStateSaveLocationFailsNewSetupsSafelyAndRecoversWithoutARestar
     set_up(core, slurm, 9);
     EXPECT_EQ(live_on_disk(d), 1u) << "7 over, 8 never started, 9 set up";
   }
+}
+
+// Issue 24, the lost start: slurmctld launched job 7 and was killed before
+// it saved the job RUNNING; after the restart its record is PENDING (no
+// switch state), so the journal's attempt is an orphan.  While its node may
+// still run it, it is not torn down (R_ORPHAN_WAIT_NODES), and Slurm's next
+// start of job 7 waits in CONFIGURING without job_start
+// (R_SETUP_WAIT_ORPHAN); once the node no longer may run it the teardown
+// runs once, then job 7's new setup (R_SETUP_AFTER_ORPHAN).
+TEST(CoreHa, ALostStartIsNotTornDownUnderRunningTasksAndTheNextStartWaits) {
+  TempDir d;
+  std::int64_t old_attempt;
+  {
+    FakeSlurm s0;
+    CtldCore before(options(d, true), s0);
+    set_up(before, s0, 7);
+    old_attempt = before.state_of(7)->job.attempt;
+    before.halt(); // kill -9 before Slurm saved the job RUNNING
+  }
+  FakeSlurm slurm;
+  slurm.nodes_may_run = true;
+  CtldCore core(options(d, true), slurm);
+  core.reconcile_journal(); // job 7's record came back PENDING: nothing adopted
+  EXPECT_TRUE(slurm.logged("R_ORPHAN_WAIT_NODES")) << slurm.all_logs();
+  EXPECT_EQ(core.calls_in_flight(), 0u) << "no teardown under running tasks";
+  // Slurm starts job 7 again.
+  slurm.lock();
+  EXPECT_TRUE(core.job_start(job(7), true)) << "managed: its launch is delayed";
+  slurm.unlock();
+  EXPECT_EQ(core.state_of(7)->state, JobState::SetupWaitOrphan);
+  EXPECT_TRUE(slurm.logged("JobId=7 job_start waits")) << slurm.all_logs();
+  core.retry_now(); // a periodic check: the node may still run it
+  EXPECT_EQ(core.calls_in_flight(), 0u);
+  EXPECT_EQ(slurm.count_logged(teardowns_of(7)), 0);
+  // The node reported the job gone.
+  slurm.nodes_may_run = false;
+  core.retry_now();
+  ASSERT_TRUE(settle(core, [&] {
+    return core.state_of(7) && core.state_of(7)->state == JobState::Running;
+  })) << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged(fmt::format("complete job_id=7 submit_time=1007 attempt={} "
+                                           "made_by={}",
+                                           old_attempt, old_attempt)),
+            1)
+      << "the lost attempt is torn down once, with its own jobinfo";
+  EXPECT_EQ(slurm.count_logged(setups_of(7)), 1) << "then the new setup, once";
+  EXPECT_TRUE(slurm.logged("R_SETUP_AFTER_ORPHAN")) << slurm.all_logs();
+  const auto acts = slurm.all_actions();
+  EXPECT_EQ(std::count(acts.begin(), acts.end(), "end_configuring 7"), 1)
+      << "launched once, after the teardown";
+  EXPECT_FALSE(slurm.did_starting("drain")) << slurm.all_logs();
 }

@@ -351,7 +351,7 @@ constexpr JournalIo kInjected{
     .write = inject_write, .fdatasync = inject_fdatasync, .fsync = inject_fsync};
 
 ino_t inode_of(const std::string &path) {
-  struct stat st {};
+  struct stat st{};
   return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
 }
 
