@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -54,6 +56,32 @@ void check_damage(const std::vector<switchlua::JournalRecord> &records, std::siz
     std::abort();
 }
 
+/// Records of every shape, so that the damage checks run on every input,
+/// whether or not it holds whole records of its own.
+const std::vector<switchlua::JournalRecord> &samples() {
+  static const std::vector<switchlua::JournalRecord> s = [] {
+    using switchlua::JournalKind;
+    switchlua::JobArgs j;
+    j.job_id = 7;
+    j.nodes = "node[1-2]";
+    j.node_names = {"node1", "node2"};
+    j.num_nodes = 2;
+    j.network = "fabric";
+    j.submit_time = 1700000007;
+    j.attempt = 100;
+    const std::string info = "\x81\xa1x\x01";
+    return std::vector<switchlua::JournalRecord>{
+        {.kind = JournalKind::SetupStarted, .attempt = 100, .job_id = 7, .job = j},
+        {.kind = JournalKind::SetupAccepted, .attempt = 100, .job_id = 7, .jobinfo = info},
+        {.kind = JournalKind::LaunchReleased, .attempt = 100, .job_id = 7},
+        {.kind = JournalKind::TeardownStarted, .attempt = 100, .job_id = 7, .jobinfo = info},
+        {.kind = JournalKind::Forgotten, .attempt = 100, .job_id = 7},
+        {.kind = JournalKind::SetupFailureCounted, .job_id = 8, .failures = 2, .restart_count = 1},
+    };
+  }();
+  return s;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
@@ -77,6 +105,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   for (std::size_t i = 0; i < size && i < 8; ++i)
     seed = seed * 131 + data[i];
   check_damage(scan.records, seed);
+  check_damage(samples(), seed);
   if (d)
     check_damage({*d, *d, *d}, seed);
   return 0;
