@@ -379,3 +379,40 @@ TEST(CoreHa, ALostStartIsNotTornDownUnderRunningTasksAndTheNextStartWaits) {
       << "launched once, after the teardown";
   EXPECT_FALSE(slurm.did_starting("drain")) << slurm.all_logs();
 }
+
+// A call in flight on the controller that gives up control is killed, its
+// outcome never applied there, and the new controller runs it again as the
+// restart rules say (R_RESTART_SETUP): never finished by both.
+TEST(CoreHa, ACallInFlightAtTheHandOverIsKilledAndRunAgainByTheNewController) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  CoreOptions oa = options(d, true), ob = options(d, false);
+  oa.script = ob.script = test::fixture("core_flow");
+  CtldCore a(oa, sa);
+  CtldCore b(ob, sb);
+  JobArgs slow = job(20);
+  slow.name = "slow"; // job_start takes 0.3 s
+  sa.lock();
+  ASSERT_TRUE(a.job_start(slow, false));
+  sa.unlock();
+  ASSERT_EQ(a.calls_in_flight(), 1u);
+  a.release_control(); // kills the call
+  EXPECT_EQ(a.calls_in_flight(), 0u);
+  a.drain_events();
+  EXPECT_EQ(a.state_of(20)->state, JobState::SetupRunning) << "its outcome is not applied";
+  EXPECT_FALSE(sa.logged("JobId=20 SetupResult -> Running")) << sa.all_logs();
+  const JobSwitchState at_save = *a.state_of(20);
+  auto saved = decode_job_state(encode_job_state(&at_save));
+  ASSERT_TRUE(saved && saved->has_value());
+  ASSERT_TRUE(b.take_control(false));
+  b.adopt(**saved);
+  EXPECT_EQ(b.recover_job(20, true), Recovery::DelayLaunch);
+  b.reconcile_journal();
+  ASSERT_TRUE(settle(b, [&] {
+    return b.state_of(20) && b.state_of(20)->state == JobState::Running;
+  })) << sb.all_logs();
+  EXPECT_TRUE(sb.logged("R_RESTART_SETUP")) << sb.all_logs();
+  EXPECT_EQ(sb.count_logged("JobId=20 job_start started"), 1);
+  EXPECT_EQ(sb.count_logged("torn down nil"), 1) << "the killed attempt is undone once";
+  EXPECT_FALSE(sb.logged("R_ORPHAN")) << "carried by the job: no orphan";
+}
