@@ -93,6 +93,7 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
   stats.set_jobs(jobs.size());
   in_control = true;
   frozen = false;
+  reconciled = opts.take_control_at_start;
   return {};
 }
 

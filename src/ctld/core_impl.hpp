@@ -83,8 +83,11 @@ struct CtldCore::Impl {
   std::unique_ptr<Journal> journal;
   std::unique_ptr<JournalLock> journal_lock; ///< held while in control
   bool in_control = false;                   ///< take_control() .. release_control()
-  std::int64_t last_attempt = 0;             // without a journal
-  std::map<std::uint32_t, Recovery> hints;   // adopt() -> recover_job()
+  /// reconcile_journal() ran since take_control() (the plugin's path; a
+  /// core that takes control at construction counts as reconciled).
+  bool reconciled = true;
+  std::int64_t last_attempt = 0;           // without a journal
+  std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
   std::map<std::int64_t, Orphan> orphans;
   SetupFailureCounts failures;   // switch_max_setup_failures, also in the journal
   std::uint32_t inline_skip = 0; // settle_setup(): interactive jobs left to skip the wait
@@ -151,7 +154,10 @@ struct CtldCore::Impl {
 
   /// Starts (again) the teardown of an orphaned attempt.
   void run_orphan(std::int64_t attempt);
-  /// Whether an orphan of job id `job_id` is not torn down yet.
+  /// Whether an orphan of job id `job_id` is not torn down yet; before
+  /// reconcile_journal() (a start Slurm schedules before the restore
+  /// thread ran), also a launched attempt of it in the journal that may
+  /// become one.
   bool has_orphan_of(std::uint32_t job_id) const;
   /// Periodic check: the waiting orphans whose nodes no longer may run
   /// them (or that waited kOrphanNodeWaitMax) are torn down now.

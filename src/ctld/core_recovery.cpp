@@ -138,6 +138,13 @@ bool CtldCore::Impl::has_orphan_of(std::uint32_t job_id) const {
   for (const auto &[a, o] : orphans)
     if (o.job.job_id == job_id)
       return true;
+  if (reconciled || !journal)
+    return false;
+  auto carried = jobs.find(job_id);
+  for (const auto &[a, e] : journal->table().live)
+    if (e.job.job_id == job_id && orphan_may_still_run(e) &&
+        (carried == jobs.end() || carried->second.job.attempt != a))
+      return true;
   return false;
 }
 
@@ -239,6 +246,7 @@ void CtldCore::Impl::adopt_locked(JobSwitchState s) {
 void CtldCore::reconcile_journal() {
   std::lock_guard g(impl_->mu);
   impl_->frozen = false;
+  impl_->reconciled = true;
   if (!impl_->journal)
     return;
   std::set<std::int64_t> carried;

@@ -416,3 +416,34 @@ TEST(CoreHa, ACallInFlightAtTheHandOverIsKilledAndRunAgainByTheNewController) {
   EXPECT_EQ(sb.count_logged("torn down nil"), 1) << "the killed attempt is undone once";
   EXPECT_FALSE(sb.logged("R_ORPHAN")) << "carried by the job: no orphan";
 }
+
+// The same when Slurm schedules the job's new start before the restore
+// thread reconciled the journal: the launched attempt in the journal makes
+// it wait all the same.
+TEST(CoreHa, ALostStartWaitsEvenWhenTheNewStartComesBeforeTheReconcile) {
+  TempDir d;
+  {
+    FakeSlurm s0;
+    CtldCore before(options(d, true), s0);
+    set_up(before, s0, 7);
+    before.halt();
+  }
+  FakeSlurm slurm;
+  slurm.nodes_may_run = true;
+  CtldCore core(options(d, false), slurm); // the plugin's path
+  ASSERT_TRUE(core.take_control(false));
+  slurm.lock();
+  EXPECT_TRUE(core.job_start(job(7), true));
+  slurm.unlock();
+  EXPECT_EQ(core.state_of(7)->state, JobState::SetupWaitOrphan) << slurm.all_logs();
+  core.reconcile_journal();
+  EXPECT_EQ(core.calls_in_flight(), 0u);
+  EXPECT_EQ(core.state_of(7)->state, JobState::SetupWaitOrphan);
+  slurm.nodes_may_run = false;
+  core.retry_now();
+  ASSERT_TRUE(settle(core, [&] {
+    return core.state_of(7) && core.state_of(7)->state == JobState::Running;
+  })) << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged(teardowns_of(7)), 1);
+  EXPECT_EQ(slurm.count_logged(setups_of(7)), 1);
+}
