@@ -346,14 +346,10 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     o.client.child_env.push_back(fmt::format("{}={}", kSlurmUserEnv, slurm_user()));
     {
       // Ask the script once, in a supervised child (no Lua in slurmctld).
-      // Its supervisor reads the last good copy only in the process a
-      // reconfigure executed (as the copy is kept there), and never writes
-      // it: a standby or an uncommitted reconfigure must not.
+      // Its supervisor gets no last good copy (it would write one): a
+      // standby or an uncommitted reconfigure must not.
       ClientOptions probe_opts = o.client;
-      if (c->reconfigured && std::getenv(kGoodScriptEnv))
-        probe_opts.good_copy_read_only = true;
-      else
-        probe_opts.good_copy.clear();
+      probe_opts.good_copy.clear();
       SupervisorClient probe(probe_opts, [&](CallId, LogLevel l, std::string_view t) {
         c->port->log(l, log_line({}, t));
       });

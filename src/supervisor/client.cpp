@@ -145,8 +145,7 @@ Expected<void> SupervisorClient::Impl::ensure_supervisor() {
                fmt::format("--max-queue={}", opts.max_queue),
                fmt::format("--prestart={}", opts.prestart)};
   if (!opts.good_copy.empty())
-    spec.args.push_back((opts.good_copy_read_only ? "--good-copy-read-only=" : "--good-copy=") +
-                        opts.good_copy);
+    spec.args.push_back("--good-copy=" + opts.good_copy);
   for (const std::string &e : opts.child_env)
     spec.args.push_back("--child-env=" + e);
   spec.channel_fd = (*sv)[1];

@@ -84,9 +84,6 @@ struct ClientOptions {
   /// (supervisor/script_guard.hpp), e.g. "<StateSaveLocation>/switch_lua.good";
   /// "": kept in memory only.
   std::string good_copy;
-  /// The supervisors read good_copy but never write it (the probe of a
-  /// slurmctld that does not hold control yet: issue 24).
-  bool good_copy_read_only = false;
 };
 
 /// Completion callback: runs on the client's I/O thread; must not block long.

@@ -96,7 +96,7 @@ std::string ScriptGuard::settle(const Candidate &c, const std::string &error) {
 }
 
 std::string ScriptGuard::save_copy(const std::string &path, const Entry &e) const {
-  if (copy_.empty() || copy_read_only_ || !e.good)
+  if (copy_.empty() || !e.good)
     return "";
   auto w = write_good_copy(copy_, GoodCopy{path, e.good->hash, e.refused_hash, e.good->bytes});
   if (!w)

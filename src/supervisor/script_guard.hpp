@@ -82,12 +82,7 @@ public:
   const Version *good(const std::string &path) const;
 
   /// Keeps the state in the file `copy` from now on (see the file comment).
-  /// `read_only`: the copy seeds the guard (load_copy()) but is never
-  /// written (a slurmctld that does not hold control: issue 24).
-  void set_copy(std::string copy, bool read_only = false) {
-    copy_ = std::move(copy);
-    copy_read_only_ = read_only;
-  }
+  void set_copy(std::string copy) { copy_ = std::move(copy); }
   /// Seeds the guard from the copy set by set_copy(), if there is one.
   /// Returns "" when there is none or it was used, else why it was not used
   /// (unreadable, breaks the ownership rule, malformed, hash mismatch), a
@@ -103,7 +98,6 @@ private:
   };
   std::map<std::string, Entry> entries_;
   std::string copy_;
-  bool copy_read_only_ = false;
   /// Writes entries_[path] to copy_ (when set and it has a good version);
   /// "" or the error line.
   std::string save_copy(const std::string &path, const Entry &e) const;

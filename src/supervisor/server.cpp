@@ -73,7 +73,7 @@ Server::Server(asio::io_context &io, ServerConfig config)
   if (config_.max_queue == 0)
     config_.max_queue = 1;
   if (!config_.good_copy.empty()) {
-    guard_.set_copy(config_.good_copy, config_.good_copy_read_only);
+    guard_.set_copy(config_.good_copy);
     copy_note_ = guard_.load_copy();
   }
 }

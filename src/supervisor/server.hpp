@@ -70,8 +70,6 @@ struct ServerConfig {
   std::uint32_t prestart = 2;         ///< idle runners kept started (0: spawn per call)
   /// The copy of the last good script (script_guard.hpp); "": none kept.
   std::string good_copy;
-  /// Read the copy, never write it (--good-copy-read-only=PATH).
-  bool good_copy_read_only = false;
 };
 
 class Server {

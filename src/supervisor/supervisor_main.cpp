@@ -6,9 +6,7 @@
 //
 //   switch-lua-supervisor --channel-fd=3 --runner=PATH [--max-concurrent=N]
 //                         [--max-queue=N] [--prestart=N] [--good-copy=PATH]
-//                         [--good-copy-read-only=PATH] [--child-env=NAME=value]...
-// --good-copy-read-only: seed from the copy of the last good script but
-// never write it (slurmctld's probe before it holds control).
+//                         [--child-env=NAME=value]...
 //
 // Exit status: 0 after the client went away (or SIGTERM), 2 on bad usage.
 #include "lua/trust.hpp"
@@ -55,9 +53,6 @@ bool parse_args(int argc, char **argv, switchlua::ServerConfig &cfg) {
         return false;
     } else if (auto v = value("--good-copy=")) {
       cfg.good_copy = std::string(*v);
-    } else if (auto v = value("--good-copy-read-only=")) {
-      cfg.good_copy = std::string(*v);
-      cfg.good_copy_read_only = true;
     } else if (auto v = value("--child-env=")) {
       if (v->find('=') == std::string_view::npos)
         return false;
@@ -84,8 +79,7 @@ int main(int argc, char **argv) {
   if (!parse_args(argc, argv, cfg)) {
     std::fprintf(stderr, "usage: switch-lua-supervisor --channel-fd=N --runner=PATH "
                          "[--max-concurrent=N] [--max-queue=N] [--prestart=N] "
-                         "[--good-copy=PATH] [--good-copy-read-only=PATH] "
-                         "[--child-env=NAME=value]...\n");
+                         "[--good-copy=PATH] [--child-env=NAME=value]...\n");
     return 2;
   }
   // Orphans and setsid() escapees of the calls are reparented to us.
