@@ -346,10 +346,15 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     o.client.child_env.push_back(fmt::format("{}={}", kSlurmUserEnv, slurm_user()));
     {
       // Ask the script once, in a supervised child (no Lua in slurmctld).
-      // Its supervisor gets no last good copy (it would write one): a
-      // standby or an uncommitted reconfigure must not.
+      // Its supervisor gets the last good copy only in the process a
+      // reconfigure executed, where the copy carries over (as before issue
+      // 24): it records there the verdict on the same script the old
+      // process would record, and changes no decision.  A standby or a cold
+      // start gets none: nothing under StateSaveLocation is written before
+      // this slurmctld holds control.
       ClientOptions probe_opts = o.client;
-      probe_opts.good_copy.clear();
+      if (!c->reconfigured || !std::getenv(kGoodScriptEnv))
+        probe_opts.good_copy.clear();
       SupervisorClient probe(probe_opts, [&](CallId, LogLevel l, std::string_view t) {
         c->port->log(l, log_line({}, t));
       });
