@@ -308,7 +308,7 @@ local function top_ops(toks, a, b)
 	return ops
 end
 
-local SLURM_CONSTANTS = { SUCCESS = true, ERROR = true, EAGAIN = true }
+local SLURM_CONSTANTS = { SUCCESS = true, ERROR = true, EAGAIN = true, FABRIC_DOWN = true }
 local STRING_CALLS = { tostring = true, ["string.format"] = true, ["slurm.to_json"] = true }
 
 -- The type of toks[a..b] ("integer", "float", "boolean", "string", "nil",

@@ -366,13 +366,20 @@ def host(argv):
     reps = 2 if quick else 5
     if "--reps" in argv:
         reps = int(argv[argv.index("--reps") + 1])
+    if "--slurm" in argv:
+        # The Slurm every configuration boots (scripts/cluster config reads
+        # SWITCHLUA_SLURM): debian, or X.Y.Z built by scripts/testbed
+        # slurm-install, with the plugin from scripts/testbed plugin-install.
+        os.environ["SWITCHLUA_SLURM"] = argv[argv.index("--slurm") + 1]
+    slurm = os.environ.get("SWITCHLUA_SLURM") or "debian"
+    slurm_label = "Debian's 24.11.5" if slurm == "debian" else slurm
     n_srun = 15 if quick else 40
     n_array = 60 if quick else 120
     n_burst = 240
     HOOK_FILE = f"/tmp/switchlua-bench-hook-{os.getpid()}.lua"
     with open(HOOK_FILE, "w") as f:
         f.write(HOOK_LUA)
-    print(f"scripts/bench --cluster: {reps} repetitions, configurations rotated; "
+    print(f"scripts/bench --cluster on Slurm {slurm_label}: {reps} repetitions, configurations rotated; "
           f"srun x{n_srun}, array of {n_array}, burst of {n_burst} with a 3 s setup",
           flush=True)
     cfgs = ["A", "B", "C"]

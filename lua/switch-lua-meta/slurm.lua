@@ -51,6 +51,7 @@
 ---@field SUCCESS integer 0: success (every hook's rc).
 ---@field ERROR integer -1: failure.  job_start: the setup failed (requeue or cancel, no drain); job_complete: drain the nodes; step_preinit/step_init: the step fails; step_postfini: the node is drained.
 ---@field EAGAIN integer 11: job_complete only: not yet, keep the nodes held and call again (up to switch_retries times; only honored when slurm_switch_block_job_complete() returns true).
+---@field FABRIC_DOWN integer -100: job_start / job_complete: the fabric as a whole is unavailable, not this job's part: opens the fabric breaker (teardown kept and run again, nothing drained; a failed setup is requeued naming the outage).  See switch.lua(5), Fabric outages.
 slurm = {}
 
 ---string.format(fmt, ...) written to the daemon's log at level error
@@ -105,9 +106,36 @@ function slurm.log_debug5(fmt, ...) end
 ---@return string json
 function slurm.to_json(value) end
 
+---Options of slurm.run.
+---@class switchlua.RunOptions
+---@field stdin? string Written to the command's standard input (else /dev/null).
+---@field timeout? number Seconds; at most what is left of the call's switch_timeout (the default).
+
+---What slurm.run returns for a command that ran.
+---@class switchlua.RunResult
+---@field status? integer The exit status; nil when a signal ended the command.
+---@field signal? integer The signal that ended it.
+---@field stdout string What it wrote (at most 8 MiB).
+---@field stderr string
+---@field truncated boolean More than 8 MiB of output was dropped.
+---@field timed_out boolean Killed (SIGKILL) at the timeout.
+---@field elapsed number Seconds.
+
+---Runs a command without a shell: argv[1] is the program (PATH lookup
+---unless it has a slash), every other element one argument as it is, so
+---job and step fields in it are never code.  nil and a message when the
+---command cannot be started ("slurm.run: cannot run X: No such file or
+---directory"); bad arguments raise.  Use it instead of os.execute and
+---io.popen, which hand a string to /bin/sh.
+---@param argv string[]
+---@param opts? switchlua.RunOptions
+---@return switchlua.RunResult|nil result
+---@return string? err
+function slurm.run(argv, opts) end
+
 ---Replaced by the plugin: the arguments through tostring, tab-separated,
 ---one line at info level in the daemon's log (a hook's stdout is
----/dev/null).
+---/dev/null), control characters shown escaped (\n, \t, \x1b).
 ---@param ... any
 function print(...) end
 
@@ -142,6 +170,7 @@ function print(...) end
 ---@field array_task_id? integer A task of a job array: its index, e.g. 3.
 ---@field het_job_id? integer A heterogeneous job's component: the leader's job id.
 ---@field het_job_offset? integer A heterogeneous job's component: its offset, from 0.
+---@field cluster_name? string ClusterName of slurm.conf (admin-set); key fabric allocations with it when clusters share a fabric.
 
 ---The step table of step_preinit, step_init and step_postfini.
 ---@class switchlua.Step
@@ -157,8 +186,10 @@ function print(...) end
 ---@field user_id integer
 ---@field user_name? string
 ---@field nodes? string The step's nodes as a host list expression.
----@field network? string SLURM_NETWORK of the step's environment (from --network); nil when unset.
+---@field network? string The step's --network as slurmctld recorded it (else the job's), from the signed stepinfo, never the task environment; nil from an older controller.
 ---@field batch boolean Always false: the hooks run for normal steps.
+---@field attempt integer The setup attempt (job.attempt of job_start) whose stepinfo this step got; set by the plugin. A step hook can run after the controller tore that attempt down (a requeued job keeps its id): release only what this attempt made. 0: unknown (an older controller).
+---@field cluster_name? string ClusterName of the controller that set the job up (job.cluster_name at job_start).
 
 -- ---------------------------------------------------------------- hooks
 -- Every hook is optional: a missing one answers false (the two questions),

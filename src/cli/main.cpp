@@ -145,8 +145,10 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   sim->add_option("FILE", so.script, "the script")->required();
   sim->add_option("--network", so.network, "the job's --network string")->required();
   sim->add_option("--job-id", so.job_id, "JobId")->capture_default_str();
+  // Issue 20: any job the supervisor's requests take (switch.lua(5),
+  // Bounds, Job size: 65536 nodes), so a 10,000-node job can be tried offline.
   sim->add_option("--nodes", so.nodes, "number of nodes (node1..nodeN)")
-      ->check(CLI::Range(1, 64))
+      ->check(CLI::Range(1, 65536))
       ->capture_default_str();
   sim->add_option("--steps", so.steps, "number of job steps")
       ->check(CLI::Range(0, 32))
@@ -165,6 +167,8 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   sim->add_option("--cpus", so.cpus, "job.num_cpus (default: one per task)");
   sim->add_option("--tres-per-node", so.tres_per_node, "job.tres_per_node, e.g. gres/gpu:2");
   sim->add_option("--tres-per-task", so.tres_per_task, "job.tres_per_task, e.g. cpu=2");
+  sim->add_option("--cluster-name", so.cluster_name, "job.cluster_name and step.cluster_name")
+      ->capture_default_str();
   auto *aj = sim->add_option("--array-job-id", so.array_job_id, "job.array_job_id");
   auto *at = sim->add_option("--array-task-id", so.array_task_id, "job.array_task_id");
   aj->needs(at);

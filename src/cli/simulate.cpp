@@ -59,6 +59,7 @@ JobArgs make_job(const SimulateOptions &o) {
   j.array_task_id = o.array_task_id;
   j.het_job_id = o.het_job_id;
   j.het_job_offset = o.het_job_offset;
+  j.cluster_name = o.cluster_name;
   std::uint32_t minutes = 0;
   if (o.time_limit != "UNLIMITED" && o.time_limit != "unlimited") {
     auto [p, ec] =
@@ -133,7 +134,10 @@ std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
                  .user_id = job.user_id,
                  .user_name = job.user_name,
                  .nodes = job.nodes,
-                 .network = job.network};
+                 .network = job.network,
+                 .attempt = job.attempt,
+
+                 .cluster_name = job.cluster_name};
       if (hooks->preinit(a, &jobinfo).kind == StepVerdict::Kind::FailStep) {
         rep.failed = true; // mgr.c: a failed preinit skips init and postfini
         continue;
@@ -415,7 +419,9 @@ static std::vector<StepReport> steps_of_a_set_up_job(const SimulateOptions &o, c
   if (st && st->state == JobState::Running && st->jobinfo) {
     sim.note("slurmctld", "log",
              fmt::format("jobinfo (stepinfo of every step) = {}", jobinfo_json(st->jobinfo)));
-    return run_steps(o, job, *st->jobinfo, sim);
+    JobArgs run = job;
+    run.attempt = st->job.attempt; // what the stepinfo carries (step.attempt)
+    return run_steps(o, run, *st->jobinfo, sim);
   }
   if (!sim.job_ended())
     sim.note("slurmctld", "log", "no stepinfo: the step hooks do not run for this job");

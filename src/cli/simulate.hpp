@@ -37,6 +37,7 @@ struct SimulateOptions {
   std::optional<std::uint32_t> cpus;  ///< num_cpus; default: one per task
   std::optional<std::string> tres_per_node;
   std::optional<std::string> tres_per_task;
+  std::string cluster_name = "sim";           ///< job.cluster_name (ClusterName)
   std::optional<std::uint32_t> array_job_id;  ///< with array_task_id
   std::optional<std::uint32_t> array_task_id; ///< an array job when set
   std::optional<std::uint32_t> het_job_id;    ///< with het_job_offset

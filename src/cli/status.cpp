@@ -88,6 +88,18 @@ void print_human(const json &j, const std::string &path, std::int64_t age) {
   fmt::print("Drains:               {}\n", u(j, "drains"));
   fmt::print("Requeues:             {}\n", u(j, "requeues"));
   fmt::print("Cancels:              {}\n", u(j, "cancels"));
+  fmt::print("Host faults:          {} (runners that could not be started, retried)\n",
+             u(j, "host_faults"));
+  if (const json b = j.value("fabric_breaker", json::object()); !b.empty()) {
+    const auto since = b.value("since", std::int64_t{0});
+    if (b.value("open", false))
+      fmt::print("Fabric breaker:       OPEN since {}: {}\n", time_text(since),
+                 b.value("why", std::string()));
+    else
+      fmt::print("Fabric breaker:       closed (opened {} time{}{})\n", u(b, "opens"),
+                 u(b, "opens") == 1 ? "" : "s",
+                 u(b, "opens") ? fmt::format(", last closed {}", time_text(since)) : "");
+  }
   fmt::print("Journal size:         {} bytes\n", u(j, "journal_bytes"));
   if (const std::string jf = j.value("journal_failure", ""); !jf.empty())
     fmt::print("Journal:              FAILING: {} (new setups fail until it is written "

@@ -123,4 +123,48 @@ inline std::string utf8_truncate_marked(std::string_view s, std::size_t max_byte
   return out;
 }
 
+/// One log line from any text (issue 21; switch.lua(5), LOGGING): the text
+/// made valid UTF-8 (utf8_sanitize), then every character that could end a
+/// line or steer a terminal shown as an escape, so that one call is one
+/// line and a user's string cannot forge a line of its own:
+///   newline, carriage return, tab      -> \n \r \t
+///   other C0 controls and DEL          -> \xHH (e.g. ESC -> \x1b)
+///   C1 controls, U+2028, U+2029        -> \uHHHH (e.g. NEL -> \u0085)
+/// Everything else, the backslash included, is kept as it is.  Idempotent:
+/// its output contains no character it escapes.
+///   log_escape("a\nb\x1b[31m") -> "a\\nb\\x1b[31m"
+inline std::string log_escape(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::string s = utf8_sanitize(text);
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+      const auto c1 = static_cast<unsigned char>(s[++i]);
+      out += "\\u00";
+      out += kHex[c1 >> 4];
+      out += kHex[c1 & 0xf];
+    } else if (c == 0xe2 && i + 2 < s.size() && s[i + 1] == '\x80' &&
+               (s[i + 2] == '\xa8' || s[i + 2] == '\xa9')) {
+      out += s[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 } // namespace switchlua

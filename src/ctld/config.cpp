@@ -88,6 +88,12 @@ const Key kKeys[] = {
   {"switch_interactive_wait", 0, kMaxSwitchInteractiveWait, "number of milliseconds",
    [](const CtldConfig &c) -> std::uint64_t { return c.interactive_wait_ms; },
    [](CtldConfig &c, std::uint64_t v) { c.interactive_wait_ms = static_cast<std::uint32_t>(v); }},
+  {"switch_breaker_failures", 0, kMaxSwitchBreakerFailures, "count",
+   [](const CtldConfig &c) -> std::uint64_t { return c.breaker_failures; },
+   [](CtldConfig &c, std::uint64_t v) { c.breaker_failures = static_cast<std::uint32_t>(v); }},
+  {"switch_breaker_window", 1, kMaxSwitchBreakerWindow, "number of seconds",
+   [](const CtldConfig &c) -> std::uint64_t { return c.breaker_window_s; },
+   [](CtldConfig &c, std::uint64_t v) { c.breaker_window_s = static_cast<std::uint32_t>(v); }},
 };
 // clang-format on
 

@@ -52,6 +52,12 @@ inline constexpr std::uint32_t kMaxSwitchStatusInterval = 86400;
 inline constexpr std::uint32_t kMaxSwitchMaxSetupFailures = 1000;
 inline constexpr std::uint32_t kDefaultSwitchInteractiveWait = 3; ///< milliseconds
 inline constexpr std::uint32_t kMaxSwitchInteractiveWait = 100;
+/// The fabric breaker (issue 20): failed teardowns of different jobs within
+/// the window that open it; 0 = only a script's slurm.FABRIC_DOWN does.
+inline constexpr std::uint32_t kDefaultSwitchBreakerFailures = 5;
+inline constexpr std::uint32_t kMaxSwitchBreakerFailures = 100000;
+inline constexpr std::uint32_t kDefaultSwitchBreakerWindow = 60; ///< seconds
+inline constexpr std::uint32_t kMaxSwitchBreakerWindow = 86400;
 
 /// The parsed settings.  A hook call keeps the timeout it started with
 /// across a reconfigure (the supervisor gets it with the request).
@@ -73,6 +79,12 @@ struct CtldConfig {
   /// switch_interactive_wait, milliseconds: how long switch_p_job_start of
   /// an interactive job waits for its job_start to return (0: never).
   std::uint32_t interactive_wait_ms = kDefaultSwitchInteractiveWait;
+  /// switch_breaker_failures / switch_breaker_window (seconds): this many
+  /// failed teardowns of different jobs within the window open the fabric
+  /// breaker (switch.lua(5), Fabric outages); 0 failures: only a script's
+  /// slurm.FABRIC_DOWN opens it.
+  std::uint32_t breaker_failures = kDefaultSwitchBreakerFailures;
+  std::uint32_t breaker_window_s = kDefaultSwitchBreakerWindow;
   bool operator==(const CtldConfig &) const = default;
 };
 

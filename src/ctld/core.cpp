@@ -17,11 +17,24 @@
 #include "lua/runtime.hpp"
 
 #include <csignal>
+#include <filesystem>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 namespace switchlua {
 
 using namespace core_detail;
+
+namespace {
+
+/// Seconds since the epoch (the fabric breaker's times in the stats).
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+} // namespace
 
 ClientOptions CtldCore::Impl::sized(ClientOptions c, const CtldConfig &cfg) {
   c.max_concurrent = cfg.max_calls;
@@ -56,6 +69,9 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
       return Unexpected<Error>{lock.error()};
     }
     journal_lock = std::move(*lock);
+    // Every attempt id the journal file (and its set-aside copies) may have
+    // held (issue 20), read before the Journal may set it aside.
+    attempt_floor = std::max(attempt_floor, attempt_floor_of(opts.journal_path));
     // Read now, as it is: what another controller wrote since this process
     // started (a takeover), or since it gave up control, is in it.
     journal = std::make_unique<Journal>(
@@ -67,9 +83,14 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
   }
   {
     std::lock_guard q(qmu);
-    queue.clear(); // outcomes of calls stop_children() killed
+    queue.clear();  // outcomes of calls stop_children() killed
+    timers.clear(); // back-offs of the jobs re-adopted below (fired again by them)
   }
   retry_wait.clear();
+  host_fault_since.clear();
+  if (breaker.open)
+    stats.breaker(false, unix_now(), ""); // a controller taking over starts closed, as at a start
+  breaker = {};
   orphans.clear();
   hints.clear();
   if (!keep_jobs) {
@@ -136,20 +157,32 @@ void CtldCore::Impl::enqueue(Queued q) {
 }
 
 void CtldCore::Impl::run_worker() {
-  auto next_tick = std::chrono::steady_clock::now() + opts.retry_interval;
+  using SteadyClock = std::chrono::steady_clock;
+  auto next_tick = SteadyClock::now() + opts.retry_interval;
   std::unique_lock lk(qmu);
   while (!stopping) {
-    qcv.wait_until(lk, next_tick, [&] { return stopping || !queue.empty(); });
+    auto wake = timers.empty() ? next_tick : std::min(next_tick, timers.begin()->first);
+    qcv.wait_until(lk, wake, [&] {
+      return stopping || !queue.empty() ||
+             (!timers.empty() && timers.begin()->first < wake); // an earlier timer
+    });
     if (stopping)
       break;
-    bool tick = std::chrono::steady_clock::now() >= next_tick;
-    if (queue.empty() && !tick)
+    const auto now = SteadyClock::now();
+    bool tick = now >= next_tick;
+    std::vector<Timer> due;
+    while (!timers.empty() && timers.begin()->first <= now) {
+      due.push_back(timers.begin()->second);
+      timers.erase(timers.begin());
+    }
+    if (queue.empty() && !tick && due.empty())
       continue;
     lk.unlock();
     port.lock();
     apply_queued();
     if (tick)
       fire_retries();
+    fire_timers(due);
     port.unlock();
     if (tick)
       next_tick = std::chrono::steady_clock::now() + opts.retry_interval;
@@ -281,20 +314,173 @@ void CtldCore::Impl::fire_retries() {
     apply(id, Event{.kind = EventKind::RetryTick});
 }
 
+void CtldCore::Impl::arm_timer(std::chrono::milliseconds delay, Timer t) {
+  {
+    std::lock_guard g(qmu);
+    timers.emplace(std::chrono::steady_clock::now() + delay, t);
+  }
+  qcv.notify_all();
+}
+
+void CtldCore::Impl::fire_timers(const std::vector<Timer> &due) {
+  std::lock_guard g(mu);
+  for (const Timer &t : due) {
+    if (frozen)
+      return;
+    if (t.orphan) {
+      run_orphan(t.orphan);
+      continue;
+    }
+    auto it = jobs.find(t.job_id);
+    if (it != jobs.end() && it->second.generation == t.generation)
+      apply(t.job_id, Event{.kind = EventKind::RetryTick});
+  }
+}
+
+bool CtldCore::Impl::host_fault_line(std::string &line) {
+  constexpr auto kHostFaultLinePeriod = std::chrono::seconds(10);
+  const auto now = std::chrono::steady_clock::now();
+  if (host_fault_line_at != std::chrono::steady_clock::time_point{} &&
+      now - host_fault_line_at < kHostFaultLinePeriod) {
+    ++host_fault_lines_held;
+    return false;
+  }
+  if (host_fault_lines_held)
+    line += fmt::format(
+        " ({} more host fault{} in the {} s since the last such line: see "
+        "Host faults in switch-lua status)",
+        host_fault_lines_held, host_fault_lines_held == 1 ? "" : "s",
+        std::chrono::duration_cast<std::chrono::seconds>(now - host_fault_line_at).count());
+  host_fault_line_at = now;
+  host_fault_lines_held = 0;
+  return true;
+}
+
+namespace {
+
+/// The rules of a teardown that failed and would drain: what the fabric
+/// breaker counts (switch_breaker_failures).
+bool is_failed_teardown(std::string_view rule) {
+  return rule == "R_COMPLETE_FAIL" || rule == "R_COMPLETE_EAGAIN_EXHAUSTED" ||
+         rule == "R_COMPLETE_EAGAIN_UNHELD" || rule == "R_COMPLETE_KILLED_EXHAUSTED" ||
+         rule == "R_COMPLETE_KILLED_UNHELD";
+}
+
+} // namespace
+
+bool CtldCore::Impl::breaker_counts(std::uint32_t job_id) {
+  if (cfg.breaker_failures == 0)
+    return false;
+  const auto now = std::chrono::steady_clock::now();
+  const auto window = std::chrono::seconds(cfg.breaker_window_s);
+  breaker.failures.emplace_back(now, job_id);
+  while (!breaker.failures.empty() && now - breaker.failures.front().first > window)
+    breaker.failures.pop_front();
+  std::set<std::uint32_t> distinct;
+  for (const auto &[at, id] : breaker.failures)
+    distinct.insert(id);
+  return distinct.size() >= cfg.breaker_failures;
+}
+
+void CtldCore::Impl::open_breaker(const std::string &why) {
+  breaker.open = true;
+  breaker.since = std::chrono::steady_clock::now();
+  breaker.failures.clear();
+  stats.breaker(true, unix_now(), why);
+  port.log(LogLevel::Error,
+           log_line({},
+                    "fabric breaker OPEN: {}: the fabric as a whole is taken to be "
+                    "unavailable; until a hook succeeds again, failed teardowns are kept and "
+                    "run again (held nodes stay held, none is drained for it) and failed "
+                    "setups are requeued naming the outage",
+                    why));
+}
+
+void CtldCore::Impl::close_breaker(std::uint32_t job_id, std::string_view hook) {
+  breaker.open = false;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> kept;
+  for (const auto &[id, s] : jobs)
+    if (s.kept > 0 && (s.state == JobState::TeardownRetryWait ||
+                       s.state == JobState::SetupUndoing || s.state == JobState::SetupUndoingEnded))
+      kept.emplace_back(id, s.generation);
+  const auto open_for = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::steady_clock::now() - breaker.since);
+  stats.breaker(false, unix_now(), "");
+  port.log(LogLevel::Error,
+           log_line({},
+                    "fabric breaker closed after {} s open: JobId={} {} succeeded; running "
+                    "the {} kept teardown{} now",
+                    open_for.count(), job_id, hook, kept.size(), kept.size() == 1 ? "" : "s"));
+  for (const auto &[id, gen] : kept)
+    arm_timer(std::chrono::milliseconds(1), {.job_id = id, .generation = gen});
+}
+
+std::int64_t CtldCore::Impl::attempt_floor_of(const std::string &path) {
+  namespace fs = std::filesystem;
+  std::int64_t floor = 0;
+  auto consider = [&](const std::string &p) {
+    struct stat st{};
+    if (::stat(p.c_str(), &st) == 0)
+      floor = std::max<std::int64_t>(floor, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000 +
+                                                st.st_mtim.tv_nsec / 1000);
+  };
+  consider(path);
+  const fs::path jp(path);
+  const std::string prefix = jp.filename().string() + ".corrupt-";
+  std::error_code ec;
+  for (fs::directory_iterator it(jp.has_parent_path() ? jp.parent_path() : fs::path("."), ec), end;
+       !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().starts_with(prefix))
+      consider(it->path().string());
+  return floor;
+}
+
 std::int64_t CtldCore::Impl::next_attempt() {
-  if (journal)
-    return journal->next_attempt();
-  std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-  last_attempt = std::max(now, last_attempt + 1);
-  return last_attempt;
+  std::int64_t a;
+  if (journal) {
+    a = journal->next_attempt();
+  } else {
+    std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    a = std::max(now, last_attempt + 1);
+  }
+  a = std::max(a, attempt_floor + 1); // the sources the journal's records miss
+  attempt_floor = last_attempt = a;
+  return a;
 }
 
 bool CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs) {
   if (!journal)
     return true;
-  const bool ok = journal->append(recs);
+  // The writer never writes a record its reader refuses (issue 20): one
+  // past kJournalMaxRecord would make the next start set the whole journal
+  // aside.  Such a record goes without the job's expanded node_names (its
+  // job.nodes stays: an orphan teardown of it gets that), else not at all.
+  std::vector<JournalRecord> fit;
+  fit.reserve(recs.size());
+  for (const JournalRecord &r : recs) {
+    const std::size_t bytes = encode_journal_body(r).size();
+    if (bytes <= kJournalMaxRecord) {
+      fit.push_back(r);
+      continue;
+    }
+    JournalRecord slim = r;
+    if (slim.job)
+      slim.job->node_names.clear();
+    const bool fits = encode_journal_body(slim).size() <= kJournalMaxRecord;
+    port.log(LogLevel::Error,
+             log_line({.job_id = r.job_id},
+                      "journal record '{}' of attempt {} is {} bytes, past the journal's limit "
+                      "of {}: {}",
+                      journal_kind_name(r.kind), r.attempt, bytes, kJournalMaxRecord,
+                      fits ? "written without the job's node_names (job.nodes kept)"
+                           : "not written; after a crash, Slurm's saved job state alone "
+                             "recovers this job"));
+    if (fits)
+      fit.push_back(std::move(slim));
+  }
+  const bool ok = journal->append(fit);
   stats.set_journal_failure(journal->failure());
   return ok;
 }
@@ -312,7 +498,43 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
     return;
   it->second.setup_failures = prior_setup_failures(failures, it->second.job);
   it->second.orphan_pending = has_orphan_of(job_id);
+  it->second.journal_down = journal && !journal->failure().empty();
+  {
+    // How long this job's runners have failed to start (issue 20).
+    const auto now = std::chrono::steady_clock::now();
+    auto since = host_fault_since.find(job_id);
+    const bool spawn_failed = e.outcome && e.outcome->kind == OutcomeKind::SpawnFailed;
+    if (spawn_failed && since == host_fault_since.end())
+      since = host_fault_since.emplace(job_id, now).first;
+    it->second.host_fault_age =
+        since == host_fault_since.end()
+            ? std::chrono::milliseconds(0)
+            : std::chrono::duration_cast<std::chrono::milliseconds>(now - since->second);
+    if (e.kind == EventKind::SetupRequested || (e.outcome && !spawn_failed))
+      host_fault_since.erase(job_id);
+  }
+  it->second.fabric_down = breaker.open;
   StepResult r = step(it->second, e, cfg);
+  // The fabric breaker (issue 20): this failed teardown is the
+  // switch_breaker_failures-th of different jobs within the window, or a
+  // hook says the fabric is down: open it (this teardown is kept too) ...
+  const bool returned = e.outcome && e.outcome->kind == OutcomeKind::Returned;
+  const std::string_view hook = e.kind == EventKind::SetupResult ? "job_start" : "job_complete";
+  if (!breaker.open && e.kind == EventKind::TeardownResult && is_failed_teardown(r.rule) &&
+      breaker_counts(job_id)) {
+    open_breaker(fmt::format("{} teardowns of different jobs failed within {} s "
+                             "(switch_breaker_failures={}, switch_breaker_window={}), the last "
+                             "JobId={}",
+                             cfg.breaker_failures, cfg.breaker_window_s, cfg.breaker_failures,
+                             cfg.breaker_window_s, job_id));
+    it->second.fabric_down = true;
+    r = step(it->second, e, cfg);
+  } else if (!breaker.open && returned && e.outcome->ret.rc == kFabricDown) {
+    open_breaker(fmt::format("JobId={} {} returned slurm.FABRIC_DOWN", job_id, hook));
+  }
+  // ... and a hook that succeeds closes it.
+  const bool closes = breaker.open && returned && e.outcome->ret.rc == kSuccess &&
+                      (e.kind == EventKind::SetupResult || e.kind == EventKind::TeardownResult);
   for (const Action &a : r.actions)
     if (a.kind == ActionKind::RunJobStart)
       r.next.job.attempt = next_attempt(); // a new setup attempt
@@ -342,8 +564,11 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
       again->second.generation == r.next.generation) {
     jobs.erase(again);
     retry_wait.erase(job_id);
+    host_fault_since.erase(job_id);
     port.forget(job_id);
   }
+  if (closes)
+    close_breaker(job_id, hook);
   stats.set_jobs(jobs.size());
   port.save_state();
 }
@@ -396,9 +621,19 @@ void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> 
       port.drain(nodes, a.reason);
       break;
     case ActionKind::ScheduleRetry:
-      retry_wait.insert(id);
+      if (a.delay.count() > 0) // a host fault's back-off
+        arm_timer(a.delay, {.job_id = id, .generation = s.generation});
+      else
+        retry_wait.insert(id);
       break;
     case ActionKind::Log:
+      if (a.rule.ends_with("_HOST_FAULT")) { // R_START/R_COMPLETE/R_UNDO_HOST_FAULT
+        stats.host_fault();
+        std::string line = a.reason;
+        if (host_fault_line(line))
+          port.log(LogLevel::Error, log_line({}, line));
+        break;
+      }
       port.log(a.error ? LogLevel::Error : LogLevel::Info, log_line({}, a.reason));
       break;
     }
@@ -497,6 +732,10 @@ void CtldCore::stop_children() {
       if (!is_terminal(s.state))
         s.recovered = true;
     impl_->retry_wait.clear();
+    {
+      std::lock_guard q(impl_->qmu);
+      impl_->timers.clear(); // the recovery re-runs what they waited for
+    }
     for (auto &[a, o] : impl_->orphans)
       o.in_flight = false; // killed below; reconcile_journal() runs them again
   }

@@ -96,7 +96,11 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
 }
 
 void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o) {
-  const LogLevel level = outcome_is_failure(h, o) ? LogLevel::Error : LogLevel::Info;
+  // A runner that could not be started: its rule's line says so, rate-limited
+  // (R_*_HOST_FAULT, issue 20); this one is for debugging only.
+  const LogLevel level = o.kind == OutcomeKind::SpawnFailed ? LogLevel::Debug
+                         : outcome_is_failure(h, o)         ? LogLevel::Error
+                                                            : LogLevel::Info;
   port.log(level,
            log_line({.job_id = job_id, .hook = hook_name(h)}, "{} (queued {} ms, ran {} ms; {})",
                     describe(o), o.queued.count(), o.elapsed.count(), script_ref(o.script_hash)));
@@ -110,6 +114,8 @@ void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o)
   while (!rest.empty()) {
     const auto end = rest.find('\n');
     std::string_view line = rest.substr(0, end);
+    while (!line.empty() && line.front() == '\t') // luaL_traceback indents its frames
+      line.remove_prefix(1);
     if (!line.empty())
       port.log(level, log_line({.job_id = job_id, .hook = hook_name(h)}, "traceback: {}", line));
     rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);

@@ -50,6 +50,7 @@ struct Orphan {
   /// it; its teardown waits (checked at every periodic check).
   bool waiting = false;
   std::chrono::steady_clock::time_point since{};
+  std::uint32_t host_faults = 0; ///< runners in a row that could not be started
 };
 
 /// The longest an orphan waits for its nodes (R_ORPHAN_WAIT_NODES) before
@@ -74,6 +75,30 @@ struct CtldCore::Impl {
   mutable std::recursive_mutex mu; // guards jobs, cfg, retry_wait, calls
   std::map<std::uint32_t, JobSwitchState> jobs;
   std::set<std::uint32_t> retry_wait;
+  /// Host-fault back-offs (ScheduleRetry with a delay; issue 20): a
+  /// RetryTick for (job, generation), or a new run of an orphan teardown
+  /// (attempt != 0), once due.  Guarded by qmu: the worker waits for the
+  /// earliest.
+  struct Timer {
+    std::uint32_t job_id;
+    std::uint64_t generation;
+    std::int64_t orphan = 0;
+  };
+  std::multimap<std::chrono::steady_clock::time_point, Timer> timers;
+  /// When the first of a job's consecutive host faults happened (by job id;
+  /// host_fault_age), under mu.
+  std::map<std::uint32_t, std::chrono::steady_clock::time_point> host_fault_since;
+  /// The rate limit of host-fault lines: one per kHostFaultLinePeriod, the
+  /// others counted and named in the next one (under mu).
+  std::chrono::steady_clock::time_point host_fault_line_at{};
+  std::uint64_t host_fault_lines_held = 0;
+  /// The fabric breaker (issue 20; switch.lua(5), Fabric outages), under mu.
+  struct Breaker {
+    bool open = false;
+    std::chrono::steady_clock::time_point since{};
+    /// Failed teardowns (when, JobId) within switch_breaker_window.
+    std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint32_t>> failures;
+  } breaker;
   std::map<CallId, std::pair<std::uint32_t, Hook>> calls;
   CtldConfig cfg;
   /// Set by stop_children() (switch_p_save before a restart or reconfigure):
@@ -86,7 +111,13 @@ struct CtldCore::Impl {
   /// reconcile_journal() ran since take_control() (the plugin's path; a
   /// core that takes control at construction counts as reconciled).
   bool reconciled = true;
-  std::int64_t last_attempt = 0;           // without a journal
+  std::int64_t last_attempt = 0; // without a journal
+  /// Every attempt id seen outside the journal's records (attempt_floor()):
+  /// the journal file's and its set-aside copies' modification times, the
+  /// attempts of Slurm's saved job states (adopt()); next_attempt() is
+  /// always above it, so an id is never reused when the journal was set
+  /// aside or unreadable and the wall clock went back (issue 20).
+  std::int64_t attempt_floor = 0;
   std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
   std::map<std::int64_t, Orphan> orphans;
   SetupFailureCounts failures;   // switch_max_setup_failures, also in the journal
@@ -132,8 +163,30 @@ struct CtldCore::Impl {
   bool apply_setup_inline(const Queued &found);
 
   void fire_retries();
+  /// Arms a Timer `delay` from now and wakes the worker.
+  void arm_timer(std::chrono::milliseconds delay, Timer t);
+  /// Fires the due timers; slurmctld's locks held.
+  void fire_timers(const std::vector<Timer> &due);
+  /// Counts a failed teardown of `job_id`; true when the failed teardowns
+  /// of different jobs within switch_breaker_window reach
+  /// switch_breaker_failures (0: never).
+  bool breaker_counts(std::uint32_t job_id);
+  /// Opens the breaker: one error line naming `why`, its state in the stats.
+  void open_breaker(const std::string &why);
+  /// Closes it (JobId `job_id`'s `hook` succeeded): one error line, and
+  /// every kept teardown runs again now.
+  void close_breaker(std::uint32_t job_id, std::string_view hook);
+  /// A host-fault line (R_*_HOST_FAULT), rate-limited: true when it is
+  /// logged now, with `line` extended by the count of the held ones.
+  bool host_fault_line(std::string &line);
 
   std::int64_t next_attempt();
+  /// The lowest attempt_floor the journal file at `path` allows: the
+  /// newest modification time, in microseconds since the epoch, of `path`
+  /// and of its set-aside copies (`path`.corrupt-*): every attempt id
+  /// written there was taken from the wall clock before that time.  0 when
+  /// there is none.
+  static std::int64_t attempt_floor_of(const std::string &path);
 
   /// Whether the records are durable (Journal::append); true without a
   /// journal.

@@ -11,6 +11,7 @@
 #include "common/log_stamp.hpp"
 #include "lua/runtime.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace switchlua {
@@ -105,6 +106,35 @@ void CtldCore::Impl::apply_orphan(std::int64_t attempt, const Outcome &out) {
   o.in_flight = false;
   const std::uint32_t id = o.job.job_id;
   const TeardownDecision d = orphan_result(out); // R_ORPHAN_OK / R_ORPHAN_FAIL
+  if (out.kind != OutcomeKind::SpawnFailed &&
+      !(out.kind == OutcomeKind::Returned && out.ret.rc == kFabricDown))
+    o.host_faults = 0;
+  if (d.rule == "R_ORPHAN_FABRIC_DOWN") { // slurm.FABRIC_DOWN (issue 20)
+    if (!breaker.open)
+      open_breaker(fmt::format("JobId={} job_complete (attempt {}, job record gone) returned "
+                               "slurm.FABRIC_DOWN",
+                               id, attempt));
+    const auto backoff = fabric_backoff(++o.host_faults);
+    port.log(LogLevel::Info,
+             log_line({.job_id = id, .hook = "job_complete"},
+                      "for attempt {} (job record gone) {}: the fabric is unavailable (fabric "
+                      "breaker): kept, nothing drained; running it again in {} s ({})",
+                      attempt, d.what, backoff.count() / 1000, d.rule));
+    arm_timer(backoff, {.job_id = id, .generation = 0, .orphan = attempt});
+    return;
+  }
+  if (d.rule == "R_ORPHAN_HOST_FAULT") { // its runner could not be started (issue 20)
+    const auto backoff = host_fault_backoff(++o.host_faults);
+    std::string line =
+        fmt::format("{} job_complete for attempt {} (job record gone) {}: a fault "
+                    "of this host, running it again in {} ms ({})",
+                    log_subject({.job_id = id}), attempt, d.what, backoff.count(), d.rule);
+    stats.host_fault();
+    if (host_fault_line(line))
+      port.log(LogLevel::Error, log_line({}, line));
+    arm_timer(backoff, {.job_id = id, .generation = 0, .orphan = attempt});
+    return;
+  }
   if (!d.drain) {
     port.log(d.error ? LogLevel::Error : LogLevel::Info,
              log_line({.job_id = id, .hook = "job_complete"},
@@ -225,6 +255,9 @@ void CtldCore::adopt(JobSwitchState s) {
 void CtldCore::Impl::adopt_locked(JobSwitchState s) {
   s.recovered = true;
   const std::uint32_t id = s.job.job_id;
+  // Slurm's saved attempts are a source of ids too: a journal set aside
+  // does not know them (Impl::attempt_floor).
+  attempt_floor = std::max(attempt_floor, s.job.attempt);
   const Journal *j = journal.get();
   if (j && s.job.attempt != 0) {
     // The journal's word on this attempt: the restart table (R_RECOVER_*).

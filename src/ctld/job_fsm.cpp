@@ -18,7 +18,24 @@ namespace switchlua {
 
 namespace fsm {
 
+Verdict teardown_verdict_of(const Outcome &o, const JobSwitchState &s, const CtldConfig &cfg);
+
 Verdict teardown_verdict(const Outcome &o, const JobSwitchState &s, const CtldConfig &cfg) {
+  if (o.kind == OutcomeKind::SpawnFailed) // the script did not run (issue 20)
+    return Verdict::HostFault;
+  if (o.kind == OutcomeKind::Returned && o.ret.rc == kFabricDown)
+    return Verdict::FabricDown; // the script says the whole fabric is down
+  const Verdict v = teardown_verdict_of(o, s, cfg);
+  // While the breaker is open, a teardown that would fail (and drain) is
+  // kept instead (R_COMPLETE_FABRIC_DOWN).
+  if (s.fabric_down &&
+      (v == Verdict::Failure || v == Verdict::EagainExhausted || v == Verdict::EagainUnheld ||
+       v == Verdict::KilledExhausted || v == Verdict::KilledUnheld))
+    return Verdict::FabricDown;
+  return v;
+}
+
+Verdict teardown_verdict_of(const Outcome &o, const JobSwitchState &s, const CtldConfig &cfg) {
   // A job still CONFIGURING (the undo of a killed job_start) keeps its
   // nodes: not in service, as if held.
   const bool held =
@@ -27,6 +44,11 @@ Verdict teardown_verdict(const Outcome &o, const JobSwitchState &s, const CtldCo
   // lost with the supervisor: retried while the nodes are held
   // (R_COMPLETE_KILLED), else a failure (R_COMPLETE_KILLED_UNHELD).
   if (o.kind == OutcomeKind::Signaled || o.kind == OutcomeKind::Abandoned) {
+    // Lost with a supervisor that died or that the watchdog replaced, the
+    // nodes not held: run again on the new one (restart rules), as a host
+    // fault, never a drain by itself (issue 20; R_COMPLETE_HOST_FAULT).
+    if (!held && o.kind == OutcomeKind::Abandoned)
+      return Verdict::HostFault;
     if (!held)
       return Verdict::KilledUnheld;
     return s.retries < cfg.switch_retries ? Verdict::KilledRetry : Verdict::KilledExhausted;
@@ -45,6 +67,22 @@ Verdict teardown_verdict(const Outcome &o, const JobSwitchState &s, const CtldCo
 
 } // namespace fsm
 
+std::chrono::milliseconds fabric_backoff(std::uint32_t n) {
+  constexpr std::chrono::milliseconds kFirst{5000}, kMax{60000};
+  std::chrono::milliseconds d = kFirst;
+  for (std::uint32_t i = 1; i < n && d < kMax; ++i)
+    d *= 2;
+  return std::min(d, kMax);
+}
+
+std::chrono::milliseconds host_fault_backoff(std::uint32_t n) {
+  constexpr std::chrono::milliseconds kFirst{250}, kMax{30000};
+  std::chrono::milliseconds d = kFirst;
+  for (std::uint32_t i = 1; i < n && d < kMax; ++i)
+    d *= 2;
+  return std::min(d, kMax);
+}
+
 namespace {
 
 using namespace fsm;
@@ -57,9 +95,11 @@ using S = JobState;
 using E = EventKind;
 using V = Verdict;
 
-Verdict setup_verdict(const Outcome &o) {
+Verdict setup_verdict(const Outcome &o, const JobSwitchState &s, const CtldConfig &cfg) {
   switch (o.kind) {
   case OutcomeKind::Returned:
+    if (o.ret.rc == kFabricDown || (o.ret.rc != kSuccess && s.fabric_down))
+      return V::SetupFabricDown; // issue 20: the outage's, not the job's
     if (o.ret.rc != kSuccess)
       return V::Failed;
     if (!o.ret.jobinfo_error.empty())
@@ -68,14 +108,18 @@ Verdict setup_verdict(const Outcome &o) {
   case OutcomeKind::LuaError:
   case OutcomeKind::BadReturn:
   case OutcomeKind::LoadFailed:
-  case OutcomeKind::SpawnFailed:
     return V::Failed;
+  case OutcomeKind::SpawnFailed: // the script did not run: the host's fault (issue 20)
+    if (s.journal_down)
+      return V::Failed; // issue 24: no setup without its record, none retried meanwhile
+    return s.host_fault_age < cfg.switch_timeout ? V::HostFault : V::HostFaultExpired;
   case OutcomeKind::ExitedWithoutReturn:
     return V::Exited;
   case OutcomeKind::Signaled: // switch.lua contract: "dies on a signal is treated as timed out"
   case OutcomeKind::TimedOut:
-  case OutcomeKind::Abandoned: // the supervisor died: as unknown as a timeout
     return V::TimedOut;
+  case OutcomeKind::Abandoned: // the supervisor died or was replaced: as after a restart
+    return s.lost < cfg.switch_retries ? V::Lost : V::TimedOut;
   }
   return V::Failed;
 }
@@ -83,7 +127,7 @@ Verdict setup_verdict(const Outcome &o) {
 Verdict verdict_of(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) {
   switch (e.kind) {
   case E::SetupResult:
-    return e.outcome ? setup_verdict(*e.outcome) : V::TimedOut;
+    return e.outcome ? setup_verdict(*e.outcome, s, cfg) : V::TimedOut;
   case E::TeardownResult:
     return e.outcome ? teardown_verdict(*e.outcome, s, cfg) : V::Failure;
   case E::JobEnded:
@@ -98,6 +142,10 @@ Verdict verdict_of(const JobSwitchState &s, const Event &e, const CtldConfig &cf
     return V::Recovered;
   case E::SetupRequested: // the lost start (issue 24)
     return s.orphan_pending ? V::OrphanPending : V::None;
+  case E::RetryTick:
+    // Only a state that waits for one takes it: a teardown waiting to run
+    // again, or a call waiting out a host-fault or fabric back-off.
+    return s.state == S::TeardownRetryWait || s.host_faults > 0 || s.kept > 0 ? V::None : V::Stray;
   default:
     return V::None;
   }
@@ -131,6 +179,11 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
                      fmt::arg("what", e.outcome ? outcome_text(*e.outcome) : ""),
                      fmt::arg("attempt", s.job.attempt), fmt::arg("state", job_state_name(s.state)),
                      fmt::arg("retry", s.retries + 1), fmt::arg("retries", cfg.switch_retries),
+                     fmt::arg("fault", s.host_faults + 1),
+                     fmt::arg("backoff", host_fault_backoff(s.host_faults + 1).count()),
+                     fmt::arg("timeout", cfg.switch_timeout.count()),
+                     fmt::arg("kept_backoff", fabric_backoff(s.kept + 1).count() / 1000),
+                     fmt::arg("held", s.nodes_held ? ", its nodes held" : ""),
                      fmt::arg("teardown", r.next == S::Done ? "nothing to tear down"
                                                             : "tearing down with nil jobinfo"));
 }
@@ -159,10 +212,14 @@ bool setup_failures_reached(const JobSwitchState &s, const CtldConfig &cfg) {
 
 /// FailSetup: requeue the job if it may be, else cancel it, with the
 /// rule's reason; R_SETUP_FAILURES_HELD when this failure reaches
-/// switch_max_setup_failures: requeue it held instead (and say so).
+/// switch_max_setup_failures: requeue it held instead (and say so).  A
+/// job_start the journal refused (SpawnFailed with journal_down: the
+/// script never ran) is the host's fault: never held for it, and
+/// count_setup_failures() does not count it.
 void fail_setup(const JobSwitchState &s, const Event &e, Verdict v, const CtldConfig &cfg,
                 std::string_view rule, std::vector<Action> &actions) {
-  if (!setup_failures_reached(s, cfg)) {
+  const bool never_ran = e.outcome && e.outcome->kind == OutcomeKind::SpawnFailed;
+  if (never_ran || !setup_failures_reached(s, cfg)) {
     actions.push_back({.kind = s.requeue_allowed ? ActionKind::Requeue : ActionKind::Cancel,
                        .reason = setup_reason(e, v),
                        .rule = rule});
@@ -181,6 +238,31 @@ void fail_setup(const JobSwitchState &s, const Event &e, Verdict v, const CtldCo
   actions.push_back({.kind = ActionKind::RequeueHeld,
                      .reason = std::move(reason),
                      .rule = kRuleSetupFailuresHeld});
+}
+
+/// FailSetupHostFault (R_START_HOST_FAULT_EXPIRED): requeue the job if it
+/// may be, else cancel it; never held, never counted
+/// (count_setup_failures() skips the rule).
+void fail_setup_host_fault(const JobSwitchState &s, const Event &e, const CtldConfig &cfg,
+                           std::string_view rule, std::vector<Action> &actions) {
+  actions.push_back(
+      {.kind = s.requeue_allowed ? ActionKind::Requeue : ActionKind::Cancel,
+       .reason = fmt::format("{}: {} for switch_timeout={} s (a fault of the slurmctld host, "
+                             "not of the job)",
+                             kReasonSetupFailed, setup_what(e), cfg.switch_timeout.count()),
+       .rule = rule});
+}
+
+/// FailSetupFabricDown (R_START_FABRIC_DOWN): requeue the job if it may be,
+/// else cancel it, naming the outage; never held, never counted
+/// (count_setup_failures() skips the rule).
+void fail_setup_fabric_down(const JobSwitchState &s, const Event &e, std::string_view rule,
+                            std::vector<Action> &actions) {
+  actions.push_back(
+      {.kind = s.requeue_allowed ? ActionKind::Requeue : ActionKind::Cancel,
+       .reason = fmt::format("{}: the fabric is unavailable (switch/lua fabric breaker {}): {}",
+                             kReasonSetupFailed, s.fabric_down ? "open" : "opening", setup_what(e)),
+       .rule = rule});
 }
 
 std::string drain_reason(const JobSwitchState &s, const Event &e, Verdict v,
@@ -263,6 +345,15 @@ bool change_state(Do d, RowContext &c) {
     if (c.row.next != S::TeardownRunning)
       n.jobinfo.reset();
     return true;
+  case Do::CountHostFault:
+    n.host_faults++;
+    return true;
+  case Do::CountLost:
+    n.lost++;
+    return true;
+  case Do::CountKept:
+    n.kept++;
+    return true;
   default:
     return false;
   }
@@ -305,6 +396,18 @@ void act(Do d, RowContext &c) {
     break;
   case Do::FailSetup:
     fail_setup(c.s, c.e, c.v, c.cfg, c.row.rule, c.out.actions);
+    break;
+  case Do::FailSetupHostFault:
+    fail_setup_host_fault(c.s, c.e, c.cfg, c.row.rule, c.out.actions);
+    break;
+  case Do::FailSetupFabricDown:
+    fail_setup_fabric_down(c.s, c.e, c.row.rule, c.out.actions);
+    break;
+  case Do::ScheduleFabricRetry:
+    c.add({.kind = ActionKind::ScheduleRetry, .delay = fabric_backoff(n.kept)});
+    break;
+  case Do::ScheduleBackoff:
+    c.add({.kind = ActionKind::ScheduleRetry, .delay = host_fault_backoff(n.host_faults)});
     break;
   case Do::HoldJob:
     c.add({.kind = ActionKind::HoldNodes, .hold = HoldScope::Job});
@@ -366,6 +469,8 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
     n.jobinfo.reset();
   }
   n.recovered = false;
+  if (e.kind == E::SetupRequested || (e.outcome && e.outcome->kind != OutcomeKind::SpawnFailed))
+    n.host_faults = 0; // a runner started: the host is fine again
   RowContext c{.row = *r, .s = s, .e = e, .v = v, .cfg = cfg, .out = out};
   for (Do d : r->actions) {
     if (d == Do::HoldAsBlockSays)

@@ -105,6 +105,26 @@ struct JobSwitchState {
   /// An earlier attempt of this job id is an orphan not yet torn down (the
   /// lost start); filled by the core before each step, never persisted.
   bool orphan_pending = false;
+  /// The journal cannot write (Journal::failure(); issue 24), filled by the
+  /// core before each step, never persisted: a job_start it refused fails at
+  /// once (R_START_FAIL, requeue) rather than being retried as a host fault
+  /// (issue 20), since every retry would be refused the same way.
+  bool journal_down = false;
+  /// Consecutive calls of this job whose runner could not be started (issue
+  /// 20: host faults); 0 once a runner started.  Not persisted.
+  std::uint32_t host_faults = 0;
+  /// How long ago the first of those failed (the core fills it before each
+  /// step): a job_start is retried within switch_timeout of it.
+  std::chrono::milliseconds host_fault_age{0};
+  /// job_starts of this run lost with their supervisor (Abandoned) and run
+  /// again (R_START_LOST); at switch_retries, a lost one fails as timed out.
+  std::uint32_t lost = 0;
+  /// The fabric breaker is open (the core fills it before each step; issue
+  /// 20): failed teardowns are kept, failed setups name the outage.
+  bool fabric_down = false;
+  /// Times this teardown was kept for the fabric (R_COMPLETE_FABRIC_DOWN):
+  /// its back-off.  Not persisted.
+  std::uint32_t kept = 0;
   bool operator==(const JobSwitchState &) const = default;
 };
 
@@ -138,8 +158,20 @@ struct Action {
   bool error = false;                  ///< Log: at error level (else info)
   std::optional<MsgpackBytes> jobinfo; ///< RunJobComplete / RunLateJobComplete
   std::string_view rule;               ///< id of the rule that produced it
+  /// ScheduleRetry: 0 = at the next periodic check; else RetryTick after
+  /// this long (the host-fault back-off, host_fault_backoff()).
+  std::chrono::milliseconds delay{0};
   bool operator==(const Action &) const = default;
 };
+
+/// The wait before running a kept teardown again for the `n`th time (n >=
+/// 1) while the fabric is down: 5 s doubled each time, at most 60 s.  A
+/// success of any hook closes the breaker and runs every kept one at once.
+std::chrono::milliseconds fabric_backoff(std::uint32_t n);
+
+/// The wait before retrying a call whose runner could not be started for
+/// the `n`th time in a row (n >= 1): 250 ms doubled each time, at most 30 s.
+std::chrono::milliseconds host_fault_backoff(std::uint32_t n);
 
 struct StepResult {
   JobSwitchState next;

@@ -61,6 +61,36 @@ const Row kRules[] = {
   {"R_START_TIMEOUT",         S::SetupRunning,      E::SetupResult, V::TimedOut,      S::SetupAbandoned,
      {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::RunLateJobComplete}},
 
+  // Issue 20: job_start lost with a supervisor that died or that the
+  // watchdog replaced: as after a restart (R_RESTART_SETUP), job_complete
+  // with nil for that attempt, then job_start again (R_UNDO_OK); not the
+  // job's failure, up to switch_retries times in a row (then R_START_TIMEOUT).
+  {"R_START_LOST",            S::SetupRunning,      E::SetupResult, V::Lost,          S::SetupUndoing,
+     {Do::CountLost, Do::LogInfo, Do::RunJobCompleteNil}},
+  {"R_CANCELLED_SETUP_UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::Lost,        S::TeardownRunning,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::RunJobCompleteNil}},
+  // Issue 20, the fabric breaker: job_start returned slurm.FABRIC_DOWN, or
+  // failed while the breaker is open: requeue (else cancel) with a reason
+  // naming the outage; not counted toward switch_max_setup_failures; no
+  // teardown (a failed job_start undid its own work).
+  {"R_START_FABRIC_DOWN",     S::SetupRunning,      E::SetupResult, V::SetupFabricDown, S::SetupFailed,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::FailSetupFabricDown, Do::EndConfiguring}},
+  {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::SetupFabricDown, S::Done,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+  // Issue 20, host faults are the host's: job_start's runner could not be
+  // started (fork/spawn EAGAIN or ENOMEM, a full lane): the script did not
+  // run, so nothing is to undo: job_start runs again after a back-off, the
+  // job waiting in CONFIGURING; never counted toward switch_max_setup_failures ...
+  {"R_START_HOST_FAULT",      S::SetupRunning,      E::SetupResult, V::HostFault,     S::SetupRunning,
+     {Do::CountHostFault, Do::LogError, Do::ScheduleBackoff}},
+  {"R_START_HOST_RETRY",      S::SetupRunning,      E::RetryTick,   V::None,          S::SetupRunning,
+     {Do::RunJobStart}},
+  // ... until switch_timeout has passed since the first failure: then the
+  // setup fails (requeue, else cancel) with a reason naming the host fault,
+  // still not counted and never held for it.
+  {"R_START_HOST_FAULT_EXPIRED", S::SetupRunning,   E::SetupResult, V::HostFaultExpired, S::SetupFailed,
+     {Do::ForgetJobinfo, Do::LogError, Do::FailSetupHostFault, Do::EndConfiguring}},
+
   // The job ended (cancel, time limit) while job_start ran: not a failure, no
   // requeue, no drain; hold the job and its nodes until the setup reports.
   {"R_CANCEL_DURING_SETUP",   S::SetupRunning,      E::JobEnded,    V::Blocking,      S::SetupRunningEnded,
@@ -74,6 +104,14 @@ const Row kRules[] = {
   {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::Declined,      S::Done,
      {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
   {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::Failed,        S::Done,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+  {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::HostFault,     S::Done,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+  {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::HostFaultExpired, S::Done,
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+  // ... or when the job ended while job_start waited for its host-fault
+  // retry (R_START_HOST_FAULT): it never ran, nothing to tear down ...
+  {"R_CANCELLED_SETUP_NEVER_RAN", S::SetupRunningEnded, E::RetryTick, V::None,        S::Done,
      {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
   // ... or with nil when the setup's result is unknown.
   {"R_CANCELLED_SETUP_UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::Unsaveable,  S::TeardownRunning,
@@ -134,6 +172,19 @@ const Row kRules[] = {
   // the nodes held"; the nodes are already back in service).
   {"R_COMPLETE_KILLED_UNHELD", S::TeardownRunning, E::TeardownResult, V::KilledUnheld, S::Done,
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+  // Issue 20: job_complete's runner could not be started (a host fault):
+  // the script did not run; it runs again after a back-off, the job (and
+  // its nodes, if held) kept as they are, never drained for it, whatever
+  // switch_retries says (the budget is the script's).
+  {"R_COMPLETE_HOST_FAULT",   S::TeardownRunning,   E::TeardownResult, V::HostFault,  S::TeardownRetryWait,
+     {Do::CountHostFault, Do::LogError, Do::ScheduleBackoff}},
+  // Issue 20, the fabric breaker: job_complete returned slurm.FABRIC_DOWN,
+  // or failed while the breaker is open: the teardown is kept (the job, and
+  // its nodes if held, stay as they are), never drained for it, and runs
+  // again after a back-off (5 s doubled, at most 60 s), and at once when
+  // the breaker closes; switch_retries is not spent.
+  {"R_COMPLETE_FABRIC_DOWN",  S::TeardownRunning,   E::TeardownResult, V::FabricDown, S::TeardownRetryWait,
+     {Do::CountKept, Do::LogInfo, Do::ScheduleFabricRetry}},
   {"R_RETRY",                 S::TeardownRetryWait, E::RetryTick,   V::None,          S::TeardownRunning,
      {Do::RunJobCompleteWithJobinfo}},
 
@@ -155,6 +206,19 @@ const Row kRules[] = {
      {Do::CountRetry, Do::LogInfo, Do::RunJobCompleteNil}},
   {"R_UNDO_KILLED",           S::SetupUndoingEnded, E::TeardownResult, V::KilledRetry, S::SetupUndoingEnded,
      {Do::CountRetry, Do::LogInfo, Do::RunJobCompleteNil}},
+  // Its runner could not be started (a host fault): after a back-off, again.
+  {"R_UNDO_HOST_FAULT",       S::SetupUndoing,      E::TeardownResult, V::HostFault,  S::SetupUndoing,
+     {Do::CountHostFault, Do::LogError, Do::ScheduleBackoff}},
+  {"R_UNDO_HOST_FAULT",       S::SetupUndoingEnded, E::TeardownResult, V::HostFault,  S::SetupUndoingEnded,
+     {Do::CountHostFault, Do::LogError, Do::ScheduleBackoff}},
+  {"R_UNDO_FABRIC_DOWN",      S::SetupUndoing,      E::TeardownResult, V::FabricDown, S::SetupUndoing,
+     {Do::CountKept, Do::LogInfo, Do::ScheduleFabricRetry}},
+  {"R_UNDO_FABRIC_DOWN",      S::SetupUndoingEnded, E::TeardownResult, V::FabricDown, S::SetupUndoingEnded,
+     {Do::CountKept, Do::LogInfo, Do::ScheduleFabricRetry}},
+  {"R_UNDO_RETRY",       S::SetupUndoing,      E::RetryTick,   V::None,          S::SetupUndoing,
+     {Do::RunJobCompleteNil}},
+  {"R_UNDO_RETRY",       S::SetupUndoingEnded, E::RetryTick,   V::None,          S::SetupUndoingEnded,
+     {Do::RunJobCompleteNil}},
   // ... else the job fails as a failed setup and its nodes are drained as
   // after a failed teardown.
   {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::Failure,    S::SetupFailed,
@@ -274,6 +338,11 @@ const OutcomeRow kOutcomeRules[] = {
   // rc >= 0 but EAGAIN: torn down.
   {"R_ORPHAN_OK",       Teardown::Orphan, V::Success,       {Do::LogInfo, Do::ForgetAttempt}},
   {"R_ORPHAN_OK",       Teardown::Orphan, V::OtherPositive, {Do::LogInfo, Do::ForgetAttempt}},
+  // Its runner could not be started (a host fault): logged, nothing drained;
+  // the core runs it again after a back-off (issue 20).
+  {"R_ORPHAN_HOST_FAULT", Teardown::Orphan, V::HostFault,   {Do::LogError}},
+  // slurm.FABRIC_DOWN: logged, nothing drained; run again after the breaker's back-off.
+  {"R_ORPHAN_FABRIC_DOWN", Teardown::Orphan, V::FabricDown, {Do::LogInfo}},
   // Anything else is a failure: its job table's nodes are drained.
   {"R_ORPHAN_FAIL",     Teardown::Orphan, V::EagainUnheld,  {Do::LogError, Do::DrainIfConfigured, Do::ForgetAttempt}},
   {"R_ORPHAN_FAIL",     Teardown::Orphan, V::KilledUnheld,  {Do::LogError, Do::DrainIfConfigured, Do::ForgetAttempt}},
@@ -285,6 +354,8 @@ const OutcomeRow kOutcomeRules[] = {
   {"R_LATE_RESULT",     Teardown::Late,   V::EagainUnheld,  {Do::LogError}},
   {"R_LATE_RESULT",     Teardown::Late,   V::KilledUnheld,  {Do::LogError}},
   {"R_LATE_RESULT",     Teardown::Late,   V::Failure,       {Do::LogError}},
+  {"R_LATE_RESULT",     Teardown::Late,   V::HostFault,     {Do::LogError}},
+  {"R_LATE_RESULT",     Teardown::Late,   V::FabricDown,    {Do::LogError}},
 };
 // clang-format on
 
@@ -335,6 +406,31 @@ constexpr std::pair<std::string_view, std::string_view> kRuleLogs[] = {
                            "job_start now"},
   {"R_WAIT_ORPHAN_ENDED", "{job} ended while waiting for the teardown of an earlier attempt of "
                           "its job id: nothing was set up, nothing to tear down"},
+  {"R_CANCELLED_SETUP_NEVER_RAN", "{job} ended while job_start waited to be started again after "
+                                  "a host fault: it never ran, nothing to tear down"},
+  {"R_START_FABRIC_DOWN", "{job} job_start {what}: the fabric is unavailable (fabric breaker): "
+                          "the setup fails, not counted toward switch_max_setup_failures"},
+  {"R_COMPLETE_FABRIC_DOWN", "{job} job_complete {what}: the fabric is unavailable (fabric "
+                             "breaker): teardown kept{held}, nothing drained; running it again "
+                             "in {kept_backoff} s or when the breaker closes"},
+  {"R_UNDO_FABRIC_DOWN", "{job} job_complete for the killed job_start of attempt {attempt} "
+                         "{what}: the fabric is unavailable (fabric breaker): kept, running it "
+                         "again in {kept_backoff} s or when the breaker closes"},
+  {"R_START_LOST", "{job} job_start {what}: the supervisor that ran it is gone (replaced); not "
+                   "the job's failure: running job_complete with nil jobinfo for attempt "
+                   "{attempt}, then job_start again"},
+  {"R_START_HOST_FAULT", "{job} job_start {what}: a fault of this host, not of the job: running it "
+                         "again in {backoff} ms (host fault {fault} in a row; not counted toward "
+                         "switch_max_setup_failures)"},
+  {"R_START_HOST_FAULT_EXPIRED", "{job} job_start {what}: a fault of this host, for "
+                                 "switch_timeout={timeout} s: the setup fails (not counted toward "
+                                 "switch_max_setup_failures)"},
+  {"R_COMPLETE_HOST_FAULT", "{job} job_complete {what}: a fault of this host, not a failed "
+                            "teardown: running it again in {backoff} ms (host fault {fault} in a "
+                            "row), nothing drained"},
+  {"R_UNDO_HOST_FAULT", "{job} job_complete for the killed job_start of attempt {attempt} {what}: "
+                        "a fault of this host: running it again in {backoff} ms (host fault "
+                        "{fault} in a row)"},
 };
 // clang-format on
 

@@ -41,6 +41,25 @@ enum class Verdict : std::uint8_t {
   Recovered,       // JobEnded / Recover of a state loaded after a restart
   OrphanPending,   // SetupRequested while an earlier attempt of the job id awaits its teardown
   NodesMayRun,     // an orphan launched before the crash whose nodes may still run it
+  // Issue 20, host faults are the host's: the runner could not be started
+  // (SpawnFailed: fork/spawn EAGAIN or ENOMEM, a full lane, a missing
+  // runner).  The script did not run: retried with back-off, never counted
+  // against the job, never a drain ...
+  HostFault,
+  // ... until switch_timeout has passed since the first such failure of a
+  // job_start: then the setup fails (requeue), not counted either.
+  HostFaultExpired,
+  // job_start lost with a supervisor the watchdog replaced (Abandoned), less
+  // than switch_retries times in a row: undone and run again (restart rules).
+  Lost,
+  // Issue 20, the fabric breaker: job_complete returned slurm.FABRIC_DOWN,
+  // or failed while the breaker is open: kept, retried, never drained.
+  FabricDown,
+  // job_start returned slurm.FABRIC_DOWN, or failed while the breaker is
+  // open: requeued naming the outage, not counted.
+  SetupFabricDown,
+  // A RetryTick for a job that waits for none (no row: R_IGNORED).
+  Stray,
 };
 
 /// Actions of a row, before parameters are filled in.
@@ -62,7 +81,14 @@ enum class Do : std::uint8_t {
   ForgetJobinfo,
   LogInfo,
   LogError,
-  ForgetAttempt, // sibling tables: the attempt is over (journal record Forgotten)
+  ForgetAttempt,       // sibling tables: the attempt is over (journal record Forgotten)
+  CountHostFault,      // host_faults++ (the runner of this call could not be started)
+  CountLost,           // lost++ (a job_start lost with its supervisor)
+  ScheduleBackoff,     // RetryTick after the host-fault back-off (host_fault_backoff())
+  FailSetupHostFault,  // Requeue if allowed, else Cancel; never counted, never held
+  CountKept,           // kept++ (a teardown kept while the fabric is down)
+  ScheduleFabricRetry, // RetryTick after the breaker's back-off (fabric_backoff())
+  FailSetupFabricDown, // Requeue if allowed, else Cancel, naming the outage; never counted
 };
 
 struct Row {

@@ -83,7 +83,11 @@ inline constexpr std::size_t kJournalCompactBytes = 1 << 20;
 inline constexpr std::size_t kJournalTombstones = 4096;
 /// Jobs whose failed setups are counted at once (switch_max_setup_failures);
 /// past it the lowest job ids are dropped (their count starts again).
-inline constexpr std::size_t kJournalMaxFailureCounts = 4096;
+/// Above Slurm's default MaxJobCount (10000) many times over (issue 20: an
+/// outage with 5,000 array tasks failing must not forget the oldest, which
+/// would then requeue for ever); an entry is 16 bytes in memory and about
+/// 30 in a journal snapshot (2 MiB at the bound).
+inline constexpr std::size_t kJournalMaxFailureCounts = 65536;
 
 /// What a record says about one setup attempt.
 enum class JournalKind : std::uint8_t {

@@ -137,6 +137,22 @@ void CtldStats::call_refused(Hook h, const Outcome &o) {
   ++version_;
 }
 
+void CtldStats::host_fault() {
+  std::lock_guard g(mu_);
+  ++s_.host_faults;
+  ++version_;
+}
+
+void CtldStats::breaker(bool open, std::int64_t at, const std::string &why) {
+  std::lock_guard g(mu_);
+  if (open && !s_.breaker_open)
+    ++s_.breaker_opens;
+  s_.breaker_open = open;
+  s_.breaker_since = at;
+  s_.breaker_why = why;
+  ++version_;
+}
+
 void CtldStats::action(ActionKind k) {
   std::lock_guard g(mu_);
   switch (k) {
@@ -233,6 +249,12 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
               {"drains", s.drains},
               {"requeues", s.requeues},
               {"cancels", s.cancels},
+              {"host_faults", s.host_faults},
+              {"fabric_breaker",
+               {{"open", s.breaker_open},
+                {"since", s.breaker_since},
+                {"why", s.breaker_why},
+                {"opens", s.breaker_opens}}},
               {"jobs", s.jobs},
               {"journal_bytes", journal_bytes},
               {"journal_failure", s.journal_failure}};

@@ -91,10 +91,20 @@ struct StatsSnapshot {
   std::uint64_t drains = 0;           ///< drains of a job's nodes asked of Slurm
   std::uint64_t requeues = 0;         ///< requeues asked of Slurm
   std::uint64_t cancels = 0;          ///< cancels asked of Slurm
-  std::uint64_t jobs = 0;             ///< jobs with switch state now
   /// Journal::failure(): "" while the journal writes, else why it cannot
   /// (new setups fail meanwhile; issue 24).
   std::string journal_failure;
+  /// Hook calls whose runner could not be started (fork/spawn EAGAIN or
+  /// ENOMEM, a full lane), retried as faults of the host, never counted
+  /// against a job (issue 20; R_*_HOST_FAULT).
+  std::uint64_t host_faults = 0;
+  /// The fabric breaker (issue 20): open now, since when (unix time of its
+  /// last change), why it opened, and how many times it opened.
+  bool breaker_open = false;
+  std::int64_t breaker_since = 0;
+  std::string breaker_why;
+  std::uint64_t breaker_opens = 0;
+  std::uint64_t jobs = 0; ///< jobs with switch state now
 };
 
 /// The status file's JSON (switch-lua(1), STATUS): the snapshot plus what
@@ -128,6 +138,10 @@ public:
   void set_jobs(std::size_t n);
   /// StatsSnapshot::journal_failure.
   void set_journal_failure(const std::string &why);
+  /// One host fault (a runner that could not be started; host_faults).
+  void host_fault();
+  /// The fabric breaker opened (`open`, with `why`) or closed at `at` (unix).
+  void breaker(bool open, std::int64_t at, const std::string &why);
 
   StatsSnapshot snapshot() const;
   /// Grows with every change (the publisher writes when it moved).

@@ -91,6 +91,8 @@ const Field<JobArgs> kJobFields[] = {
     {"array_task_id", &JobArgs::array_task_id},
     {"het_job_id", &JobArgs::het_job_id},
     {"het_job_offset", &JobArgs::het_job_offset},
+    // Added in 0.4 (issue 21); optional on decode as well.
+    {"cluster_name", &JobArgs::cluster_name},
 };
 /// Fields every JobArgs record has; the ones after are optional on decode.
 constexpr std::size_t kJobFieldsRequired = 14;
@@ -111,6 +113,8 @@ const Field<StepArgs> kStepFields[] = {
     {"nodes", &StepArgs::nodes},
     {"network", &StepArgs::network},
     {"batch", &StepArgs::batch},
+    {"attempt", &StepArgs::attempt},
+    {"cluster_name", &StepArgs::cluster_name},
 };
 
 // Push one member; false (nothing pushed) for an empty optional, i.e. nil.
@@ -450,7 +454,8 @@ Expected<void> parse_env(lua_State *L, int idx, HookReturn &out) {
 }
 
 /// A step hook's message (switch.lua(5): `return -1, "fabric port down"`):
-/// a string or nil; made valid UTF-8 and cut at kMaxHookMessageBytes.
+/// a string or nil; made valid UTF-8, one line (control characters
+/// escaped: log_escape, issue 21) and cut at kMaxHookMessageBytes.
 Expected<void> parse_message(lua_State *L, int idx, HookReturn &out) {
   if (lua_isnil(L, idx))
     return {};
@@ -459,7 +464,8 @@ Expected<void> parse_message(lua_State *L, int idx, HookReturn &out) {
                             hook_name(out.hook), describe_value(L, idx)));
   std::size_t len = 0;
   const char *m = lua_tolstring(L, idx, &len);
-  out.message = utf8_truncate_marked(std::string_view(m, len), kMaxHookMessageBytes, "...");
+  out.message =
+      utf8_truncate_marked(log_escape(std::string_view(m, len)), kMaxHookMessageBytes, "...");
   return {};
 }
 

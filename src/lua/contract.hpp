@@ -118,6 +118,11 @@ std::vector<ArgField> step_fields();
 inline constexpr std::int64_t kSuccess = 0;
 inline constexpr std::int64_t kError = -1;
 inline constexpr std::int64_t kEagain = 11;
+/// slurm.FABRIC_DOWN (issue 20): the fabric as a whole is unavailable, not
+/// this job's part of it; opens the controller's fabric breaker
+/// (switch.lua(5), Fabric outages).  Negative, so a plugin that does not
+/// know it takes it for a failure (a drain), never for a success.
+inline constexpr std::int64_t kFabricDown = -100;
 
 /// The `job` table of job_start / job_complete.  Strings are Slurm's own
 /// text; an empty optional is nil in Lua.
@@ -157,6 +162,10 @@ struct JobArgs {
   std::optional<std::uint32_t> array_task_id;  ///< array jobs only
   std::optional<std::uint32_t> het_job_id;     ///< heterogeneous jobs only (the leader's id)
   std::optional<std::uint32_t> het_job_offset; ///< heterogeneous jobs only (component, from 0)
+  /// Added in 0.4 (issue 21): slurm_conf.cluster_name of the controller
+  /// (ClusterName, admin-set), so two clusters on one fabric can key their
+  /// allocations apart; nil in a record written before.
+  std::optional<std::string> cluster_name;
 
   /// Encodes the table as a msgpack map (keys as above).
   MsgpackBytes to_msgpack() const;
@@ -188,9 +197,23 @@ struct StepArgs {
   std::uint32_t num_tasks = 0;
   std::uint32_t user_id = 0;
   std::optional<std::string> user_name;
-  std::optional<std::string> nodes; ///< the step's hostlist expression
+  /// The step's hostlist expression, from the launch credential (signed by
+  /// slurmctld: step_hostlist).
+  std::optional<std::string> nodes;
+  /// The step's --network as slurmctld recorded it (srun's --network, else
+  /// the job's), from the stepinfo; never the task environment (issue 21).
+  /// nil when the controller's plugin did not send it (older version).
   std::optional<std::string> network;
   bool batch = false;
+  /// The setup attempt (job.attempt of the job_start) whose stepinfo this
+  /// step got, set by the plugin from the stepinfo (issue 20: a requeued
+  /// job keeps its id; a step hook of an earlier run can arrive after the
+  /// controller tore that run down).  0: unknown (a stepinfo of a
+  /// controller that predates it).
+  std::int64_t attempt = 0;
+  /// ClusterName of the controller that set the job up (the stepinfo's,
+  /// i.e. job.cluster_name of job_start); nil from an older controller.
+  std::optional<std::string> cluster_name;
 
   /// Pushes the table onto L (one slot; empty optionals are absent, i.e.
   /// nil).  Never raises except on OOM.

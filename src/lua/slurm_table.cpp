@@ -7,9 +7,11 @@
 // holds no C++ object with a destructor.  C++ work that allocates is done
 // in a nested scope that ends before the raise, and sinks are called inside
 // try/catch although they are noexcept by contract.
+#include "common/utf8.hpp"
 #include "lua/codec.hpp"
 #include "lua/detail.hpp"
 #include "lua/log_limits.hpp"
+#include "lua/run_command.hpp"
 #include "lua/runtime.hpp"
 
 #include <lua.hpp>
@@ -23,16 +25,18 @@ namespace {
 constexpr const char *kLevelNames[] = {"error",  "info",   "verbose", "debug",
                                        "debug2", "debug3", "debug4",  "debug5"};
 
-/// Hands one line to the sink, cut to kMaxLogLineBytes (lua/log_limits.hpp);
-/// never throws.
+/// Hands one line to the sink, its control characters escaped (one call,
+/// one line: common/utf8.hpp log_escape, issue 21), cut to
+/// kMaxLogLineBytes (lua/log_limits.hpp); never throws.
 void emit(LogSink *sink, LogLevel level, const char *s, std::size_t len) noexcept {
   if (sink == nullptr || !*sink)
     return;
   try {
-    if (len > kMaxLogLineBytes)
-      (*sink)(level, bound_log_line(std::string_view(s, len)));
+    const std::string line = log_escape(std::string_view(s, len));
+    if (line.size() > kMaxLogLineBytes)
+      (*sink)(level, bound_log_line(line));
     else
-      (*sink)(level, std::string_view(s, len));
+      (*sink)(level, line);
   } catch (...) { // a sink must not throw; a line is lost rather than the state
   }
 }
@@ -147,12 +151,15 @@ void fill_slurm_table(lua_State *L, LogSink *sink, int format_idx) {
   }
   lua_pushcfunction(L, l_to_json);
   lua_setfield(L, -2, "to_json");
+  register_run(L); // slurm.run: commands without a shell (lua/run_command.hpp)
   lua_pushinteger(L, static_cast<lua_Integer>(kSuccess));
   lua_setfield(L, -2, "SUCCESS");
   lua_pushinteger(L, static_cast<lua_Integer>(kError));
   lua_setfield(L, -2, "ERROR");
   lua_pushinteger(L, static_cast<lua_Integer>(kEagain));
   lua_setfield(L, -2, "EAGAIN");
+  lua_pushinteger(L, static_cast<lua_Integer>(kFabricDown));
+  lua_setfield(L, -2, "FABRIC_DOWN");
 }
 
 } // namespace

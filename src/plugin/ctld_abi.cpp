@@ -53,16 +53,17 @@ public:
   void lock() override { ops_.lock(); }
   void unlock() override { ops_.unlock(); }
   void end_configuring(std::uint32_t id) override { ops_.end_configuring(id); }
-  // Every string handed to Slurm (reasons, log lines) is valid UTF-8: a
-  // script's bytes are not trusted to be.
+  // Every string handed to Slurm (reasons, log lines) is valid UTF-8 and
+  // one line, its control characters escaped (log_escape, issue 21): a
+  // script's bytes, and the user strings in them, are not trusted.
   void requeue(std::uint32_t id, const std::string &r) override {
-    ops_.requeue(id, utf8_sanitize(r).c_str());
+    ops_.requeue(id, log_escape(r).c_str());
   }
   void requeue_held(std::uint32_t id, const std::string &r) override {
-    ops_.requeue_held(id, utf8_sanitize(r).c_str());
+    ops_.requeue_held(id, log_escape(r).c_str());
   }
   void cancel(std::uint32_t id, const std::string &r) override {
-    ops_.cancel(id, utf8_sanitize(r).c_str());
+    ops_.cancel(id, log_escape(r).c_str());
   }
   void hold(std::uint32_t id, const std::string &n, bool nodes) override {
     ops_.hold(id, n.c_str(), nodes);
@@ -71,7 +72,7 @@ public:
     ops_.release(id, n.c_str(), nodes);
   }
   void drain(const std::string &n, const std::string &r) override {
-    ops_.drain(n.c_str(), utf8_sanitize(r).c_str());
+    ops_.drain(n.c_str(), log_escape(r).c_str());
   }
   void forget(std::uint32_t id) override;
   void save_state() override { ops_.save_state(); }
@@ -79,7 +80,7 @@ public:
     return ops_.job_may_run && ops_.job_may_run(id, nodes.c_str());
   }
   void log(LogLevel l, const std::string &line) override {
-    ops_.log(static_cast<int>(l), utf8_sanitize(line).c_str());
+    ops_.log(static_cast<int>(l), log_escape(line).c_str());
   }
 
 private:
@@ -149,8 +150,13 @@ void CPort::forget(std::uint32_t id) {
       g_ctld->handles.erase(it);
     }
   }
-  if (h)
-    retire(h);
+  if (!h)
+    return;
+  retire(h);
+  // One debug line per handle released, as jobinfo_free has (e2e t1303
+  // counts them: one release per accepted job_start, none twice).
+  log(LogLevel::Debug, log_line({.job_id = id, .hook = "jobinfo_free"},
+                                ": jobinfo released (its teardown is over)"));
 }
 
 /// p as a handle if it is a live one of ours, else nullptr; never reads *p
@@ -216,6 +222,7 @@ JobArgs job_args(const slc_job_t &j) {
     a.het_job_id = j.het_job_id;
     a.het_job_offset = j.het_job_offset;
   }
+  a.cluster_name = opt(j.cluster_name);
   return a;
 }
 
@@ -272,14 +279,32 @@ bool take_setup_special_steps(const slc_ctld_ops_t &ops, bool answer) {
 /// One error line of the stepmgr slurmstepd (slc_stepmgr_init's log).
 void stepmgr_log(const std::string &line) {
   if (g_stepmgr.log)
-    g_stepmgr.log(SLC_LOG_ERROR, utf8_sanitize(line).c_str());
+    g_stepmgr.log(SLC_LOG_ERROR, log_escape(line).c_str());
 }
 
 /// The stepinfo of a step the stepmgr slurmstepd creates, from the jobinfo
 /// record slurmctld relayed (kept as bytes by slc_ctld_unpack): what
 /// slurmctld's slc_ctld_stepinfo builds from its state, with this process's
 /// switch_script_mismatch (slc_stepmgr_init).  RET as slc_ctld_stepinfo.
-int stepmgr_stepinfo(Handle &h, char **buf, std::size_t *len) {
+/// The stepinfo of a step from the job's saved state `s` and what
+/// slurmctld recorded of the step (`facts`, NULL: a batch or extern
+/// credential), issue 21: the step's network and task count travel signed.
+std::string step_record(const JobSwitchState &s, const slc_step_facts_t *facts,
+                        bool mismatch_fails) {
+  Stepinfo si{.jobinfo = *s.jobinfo,
+              .sluid = s.job.sluid,
+              .script_hash = s.script_hash,
+              .mismatch_fails = mismatch_fails,
+              .attempt = s.job.attempt};
+  si.network =
+      (facts && facts->network && facts->network[0]) ? std::string(facts->network) : s.job.network;
+  if (facts && facts->num_tasks)
+    si.num_tasks = facts->num_tasks;
+  si.cluster_name = s.job.cluster_name;
+  return encode_stepinfo(si);
+}
+
+int stepmgr_stepinfo(Handle &h, const slc_step_facts_t *facts, char **buf, std::size_t *len) {
   auto s = decode_job_state(h.raw);
   if (!s) {
     stepmgr_log(log_line({}, "stepmgr: {}; the step gets no stepinfo", s.error().message));
@@ -288,11 +313,7 @@ int stepmgr_stepinfo(Handle &h, char **buf, std::size_t *len) {
   if (!*s || !(*s)->jobinfo)
     return 0;
   h.job_id = (*s)->job.job_id;
-  copy_out(encode_stepinfo({.jobinfo = *(*s)->jobinfo,
-                            .sluid = (*s)->job.sluid,
-                            .script_hash = (*s)->script_hash,
-                            .mismatch_fails = g_stepmgr.mismatch_fails}),
-           buf, len);
+  copy_out(step_record(**s, facts, g_stepmgr.mismatch_fails), buf, len);
   return 1;
 }
 
@@ -520,23 +541,19 @@ int slc_ctld_unpack(const char *buf, size_t len, void **handle) {
   });
 }
 
-int slc_ctld_stepinfo(void *handle, char **buf, size_t *len) {
+int slc_ctld_stepinfo(void *handle, const slc_step_facts_t *facts, char **buf, size_t *len) {
   *buf = nullptr;
   *len = 0;
   return cabi::guarded("stepinfo", "the step gets no stepinfo", 0, ctld_log, [&] {
     Handle *h = handle_of(handle);
     if (h && h->raw_only && g_stepmgr.active) // the stepmgr slurmstepd
-      return stepmgr_stepinfo(*h, buf, len);
+      return stepmgr_stepinfo(*h, facts, buf, len);
     if (!h || h->raw_only || !g_ctld || !g_ctld->core)
       return 0;
     auto s = g_ctld->core->state_of(h->job_id);
     if (!s || !s->jobinfo)
       return 0;
-    copy_out(encode_stepinfo({.jobinfo = *s->jobinfo,
-                              .sluid = s->job.sluid,
-                              .script_hash = s->script_hash,
-                              .mismatch_fails = g_ctld->core->config().mismatch_fails}),
-             buf, len);
+    copy_out(step_record(*s, facts, g_ctld->core->config().mismatch_fails), buf, len);
     return 1;
   });
 }

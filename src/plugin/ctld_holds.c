@@ -49,6 +49,7 @@
 
 #include "switch_lua_glue.h"
 #include "ctld_internal.h"
+#include "mono_wait.h"
 
 /* Seconds between two re-assertions of the held nodes' flag and bits. */
 #define REASSERT_PERIOD_SEC 5
@@ -175,7 +176,9 @@ static void _release_node(uint32_t job_id, node_record_t *node_ptr)
 /* ---------------------------------------------------------------------- */
 
 static pthread_mutex_t svc_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t svc_cond = PTHREAD_COND_INITIALIZER;
+/* Made by sl_mono_cond_init() in ctld_svc_start(): its timed waits measure
+ * CLOCK_MONOTONIC, so a step of the wall clock does not stop the thread. */
+static pthread_cond_t svc_cond;
 static uint32_t *epilog_queue = NULL;
 static size_t epilog_queue_cnt = 0, epilog_queue_cap = 0;
 static bool svc_stop = false;
@@ -237,8 +240,7 @@ static void *_svc_main(void *arg)
 	uint32_t *jobs = NULL;
 	size_t cnt;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += REASSERT_PERIOD_SEC;
+	sl_mono_deadline(&deadline, REASSERT_PERIOD_SEC);
 
 	slurm_mutex_lock(&svc_mutex);
 	while (!svc_stop) {
@@ -258,12 +260,11 @@ static void *_svc_main(void *arg)
 			slurm_mutex_lock(&svc_mutex);
 			continue;
 		}
-		if (pthread_cond_timedwait(&svc_cond, &svc_mutex, &deadline) ==
+		if (sl_mono_timedwait(&svc_cond, &svc_mutex, &deadline) ==
 		    ETIMEDOUT) {
 			slurm_mutex_unlock(&svc_mutex);
 			_reassert_holds();
-			clock_gettime(CLOCK_REALTIME, &deadline);
-			deadline.tv_sec += REASSERT_PERIOD_SEC;
+			sl_mono_deadline(&deadline, REASSERT_PERIOD_SEC);
 			slurm_mutex_lock(&svc_mutex);
 		}
 	}
@@ -271,14 +272,19 @@ static void *_svc_main(void *arg)
 	return NULL;
 }
 
-/* From init.  RET 0 or the errno of pthread_create(). */
+/* From init.  RET 0 or the errno of sl_mono_cond_init() or
+ * pthread_create(). */
 extern int ctld_svc_start(void)
 {
 	int rc;
 
 	svc_stop = false;
-	if ((rc = pthread_create(&svc_thread, NULL, _svc_main, NULL)))
+	if ((rc = sl_mono_cond_init(&svc_cond)))
 		return rc;
+	if ((rc = pthread_create(&svc_thread, NULL, _svc_main, NULL))) {
+		pthread_cond_destroy(&svc_cond);
+		return rc;
+	}
 	svc_started = true;
 	return 0;
 }
@@ -293,6 +299,7 @@ extern void ctld_svc_stop(void)
 		slurm_cond_signal(&svc_cond);
 		slurm_mutex_unlock(&svc_mutex);
 		pthread_join(svc_thread, NULL);
+		pthread_cond_destroy(&svc_cond);
 		svc_started = false;
 	}
 }

@@ -147,6 +147,7 @@ static void _job_fill(slc_job_t *job, job_record_t *job_ptr, char **names,
 		(job_ptr->het_job_id != 0) && (job_ptr->het_job_id != NO_VAL);
 	job->het_job_id = job_ptr->het_job_id;
 	job->het_job_offset = job_ptr->het_job_offset;
+	job->cluster_name = slurm_conf.cluster_name;
 }
 
 /* Under the scheduler's locks (conf R, job W, node W, part R, fed R), once

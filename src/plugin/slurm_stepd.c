@@ -29,6 +29,7 @@
 #include "src/common/slurm_xlator.h"
 
 #include "src/common/env.h"
+#include "src/common/hostlist.h"
 #include "src/common/log.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
@@ -77,10 +78,25 @@ static switchlua_stepinfo_t *_managed_step(stepd_step_rec_t *step, bool special)
 	return si;
 }
 
-/* `id` (at least 64 bytes) receives the step's "JobId.StepId" text. */
+/*
+ * `id` (at least 64 bytes) receives the step's "JobId.StepId" text; `hl`
+ * the hostlist of the step's nodes (destroyed by the caller), or NULL.
+ *
+ * Trust (issue 21, switch.lua(5) SECURITY): every field comes from
+ * slurmstepd's own record, from what the launch credential's signature
+ * covers, or (network, num_tasks: the core fills them) from the stepinfo
+ * slurmctld built, never from the task environment or the unsigned part
+ * of the launch request (msg->nnodes, msg->ntasks, msg->complete_nodelist
+ * are srun's to write).  uid, user_name and step_id: slurmd checked them
+ * against the credential (_check_job_credential) before starting us.
+ */
 static void _fill_step(stepd_step_rec_t *step, slc_step_t *s, char *id,
-		       int id_size)
+		       int id_size, hostlist_t **hl)
 {
+	slurm_cred_arg_t *arg = NULL;
+	int idx;
+
+	*hl = NULL;
 	memset(s, 0, sizeof(*s));
 	log_build_step_id_str(&step->step_id, id, id_size,
 			      STEP_ID_FLAG_NO_PREFIX);
@@ -89,6 +105,8 @@ static void _fill_step(stepd_step_rec_t *step, slc_step_t *s, char *id,
 	s->step_id = step->step_id.step_id;
 	s->node_id = step->nodeid;
 	s->num_nodes = step->nnodes;
+	/* The launch's own count: kept only for a batch step (slurmctld's
+	 * batch launch); the core takes a normal step's from the stepinfo. */
 	s->num_tasks = step->ntasks;
 	s->user_id = step->uid;
 	s->node_name = step->node_name;
@@ -96,9 +114,18 @@ static void _fill_step(stepd_step_rec_t *step, slc_step_t *s, char *id,
 	s->nodes = step->node_list;
 	/* Normal steps only: the launch request, with its credential. */
 	if (step->msg && step->msg->cred && step->msg->cred->arg)
-		s->partition = step->msg->cred->arg->job_partition;
-	/* srun exports its --network (and sbatch's) as SLURM_NETWORK. */
-	s->network = getenvp(step->env, "SLURM_NETWORK");
+		arg = step->msg->cred->arg;
+	if (arg) {
+		s->partition = arg->job_partition;
+		/* The step's nodes as signed, and this node's rank in them. */
+		if (arg->step_hostlist &&
+		    (*hl = hostlist_create(arg->step_hostlist))) {
+			s->nodes = arg->step_hostlist;
+			s->num_nodes = hostlist_count(*hl);
+			if ((idx = hostlist_find(*hl, step->node_name)) >= 0)
+				s->node_id = idx;
+		}
+	}
 	s->batch = step->batch;
 }
 
@@ -116,12 +143,16 @@ extern int switchlua_job_preinit(stepd_step_rec_t *step)
 {
 	switchlua_stepinfo_t *si = _managed_step(step, false);
 	slc_step_t s;
+	hostlist_t *hl;
 	char id[64];
+	int rc;
 
 	if (!si)
 		return SLURM_SUCCESS;
-	_fill_step(step, &s, id, sizeof(id));
-	if (slc_stepd_preinit(&s, si->data, si->len) < 0)
+	_fill_step(step, &s, id, sizeof(id), &hl);
+	rc = slc_stepd_preinit(&s, si->data, si->len);
+	FREE_NULL_HOSTLIST(hl);
+	if (rc < 0)
 		return _step_failed(step, "step_preinit");
 	return SLURM_SUCCESS;
 }
@@ -147,13 +178,17 @@ extern int switchlua_job_init(stepd_step_rec_t *step)
 {
 	switchlua_stepinfo_t *si = _managed_step(step, true);
 	slc_step_t s;
+	hostlist_t *hl;
 	char id[64];
+	int rc;
 
 	if (!si || !step->argv)
 		return SLURM_SUCCESS;
-	_fill_step(step, &s, id, sizeof(id));
-	if (slc_stepd_init_step(&s, si->data, si->len, _set_env, _unset_env,
-				step) < 0)
+	_fill_step(step, &s, id, sizeof(id), &hl);
+	rc = slc_stepd_init_step(&s, si->data, si->len, _set_env, _unset_env,
+				 step);
+	FREE_NULL_HOSTLIST(hl);
+	if (rc < 0)
 		return _step_failed(step, "step_init");
 	return SLURM_SUCCESS;
 }
@@ -196,13 +231,17 @@ extern int switchlua_job_postfini(stepd_step_rec_t *step)
 {
 	switchlua_stepinfo_t *si = _managed_step(step, false);
 	slc_step_t s;
+	hostlist_t *hl;
 	char id[64];
+	int rc;
 	char *reason = NULL, *drain_reason, *old_reason = NULL;
 
 	if (!si)
 		return SLURM_SUCCESS;
-	_fill_step(step, &s, id, sizeof(id));
-	if (slc_stepd_postfini(&s, si->data, si->len, &reason) >= 0) {
+	_fill_step(step, &s, id, sizeof(id), &hl);
+	rc = slc_stepd_postfini(&s, si->data, si->len, &reason);
+	FREE_NULL_HOSTLIST(hl);
+	if (rc >= 0) {
 		slc_free(reason);
 		return SLURM_SUCCESS;
 	}

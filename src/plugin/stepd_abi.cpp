@@ -8,6 +8,7 @@
 
 #include "common/log_stamp.hpp"
 #include "common/utf8.hpp"
+#include "lua/run_command.hpp"
 #include "plugin/abi_guard.hpp"
 #include "stepd/step_hooks.hpp"
 #include "stepd/stepinfo.hpp"
@@ -27,6 +28,9 @@ struct Stepd {
   bool compared = false; ///< provenance checked (once per slurmstepd: one step)
   bool mismatch_fails_step = false;
   bool setup_special_steps = false; ///< the script's answer at init (Slurm 25.11+)
+  /// Why this node's script did not load (slc_stepd_init), for the line of
+  /// a managed step that therefore fails.
+  std::string load_error;
 };
 Stepd g_stepd;
 
@@ -41,12 +45,12 @@ std::string step_entry(const slc_step_t *step, std::string_view hook = {}) {
 /// A finished line ("switch/lua: ...") at error level, for cabi::guarded().
 void stepd_line(const std::string &line) {
   if (g_stepd.log)
-    g_stepd.log(SLC_LOG_ERROR, utf8_sanitize(line).c_str());
+    g_stepd.log(SLC_LOG_ERROR, log_escape(line).c_str());
 }
 
 void stepd_log(LogLevel l, std::string_view text) {
   if (g_stepd.log)
-    g_stepd.log(static_cast<int>(l), utf8_sanitize(log_line({}, text)).c_str());
+    g_stepd.log(static_cast<int>(l), log_escape(log_line({}, text)).c_str());
 }
 
 /// Compares the script this slurmstepd loaded with the one whose job_start
@@ -67,18 +71,44 @@ bool provenance_matches(const StepArgs &a, const Stepinfo &si) {
   return !si.mismatch_fails;
 }
 
-/// Runs one step hook; nullopt when it must not run (no script, no stepinfo).
+/// A step of a managed job (it has a stepinfo) that cannot get its step
+/// hooks (issue 20): preinit and init fail the step (FailStep, slurmstepd's
+/// "Error configuring interconnect"), postfini only logs; one line naming
+/// the step, the node and why.  A managed step never runs without them.
+std::optional<StepVerdict> cannot_run(const slc_step_t *step, std::string_view hook,
+                                      bool fails_step, const std::string &why) {
+  stepd_log(
+      LogLevel::Error,
+      fmt::format("{} on {}: the job is managed by switch/lua (its step has a stepinfo) "
+                  "but {}: {}",
+                  step_entry(step, hook), step->node_name ? step->node_name : "this node", why,
+                  fails_step ? "the step fails (Error configuring interconnect)" : "not run"));
+  if (!fails_step)
+    return std::nullopt;
+  StepVerdict v;
+  v.kind = StepVerdict::Kind::FailStep;
+  v.rc = -1;
+  return v;
+}
+
+/// Runs one step hook; nullopt when it must not run (no stepinfo: the job
+/// is not managed).  A managed step whose hooks cannot run: cannot_run().
 template <typename F>
 std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *info, size_t len,
-                                         F call) {
-  if (!g_stepd.hooks || !step || !info || len == 0)
+                                         std::string_view hook, bool fails_step, F call) {
+  if (!step || !info || len == 0)
     return std::nullopt; // contract: no stepinfo, no step hooks
+  if (!g_stepd.hooks)
+    return cannot_run(step, hook, fails_step,
+                      fmt::format("this node's script did not load ({})",
+                                  g_stepd.load_error.empty() ? "see the error at its start"
+                                                             : g_stepd.load_error));
   auto si = decode_stepinfo(std::string_view(info, len));
-  if (!si) {
-    stepd_log(LogLevel::Error,
-              fmt::format("{}: {}; step hooks skipped", step_entry(step), si.error().message));
-    return std::nullopt;
-  }
+  if (!si)
+    return cannot_run(step, hook, fails_step,
+                      fmt::format("this node cannot read its stepinfo ({}; this node reads "
+                                  "stepinfo versions 1 to {}: upgrade it to slurmctld's version)",
+                                  si.error().message, kStepinfoVersion));
   StepArgs a;
   a.job_id = step->job_id;
   a.step_id = step->step_id;
@@ -91,9 +121,16 @@ std::optional<StepVerdict> run_step_hook(const slc_step_t *step, const char *inf
   a.nodes = opt(step->nodes);
   a.id = step->id ? step->id : "";
   a.partition = opt(step->partition);
-  a.network = opt(step->network);
   a.batch = step->batch;
   a.sluid = si->sluid;
+  a.attempt = si->attempt; // the plugin's, never the script's
+  // Issue 21: what slurmctld recorded and signed, never the task environment.
+  a.network = si->network;
+  a.cluster_name = si->cluster_name;
+  if (si->num_tasks)
+    a.num_tasks = *si->num_tasks;
+  else if (!step->batch)
+    a.num_tasks = 0; // an older controller: the launch request's count is srun's to write
   if (!g_stepd.compared) {
     g_stepd.compared = true;
     g_stepd.mismatch_fails_step = !provenance_matches(a, *si);
@@ -129,6 +166,9 @@ extern "C" {
 
 int slc_stepd_init(const char *script_path, slc_log_fn log) {
   g_stepd.log = log;
+  // No call process group in slurmstepd: each slurm.run command gets one
+  // of its own, killed when it returns (lua/run_command.hpp).
+  set_run_own_group(true);
   return cabi::guarded(
       [&] { return fmt::format("loading {}", script_path ? script_path : "(null)"); },
       "the step hooks will not run", -1, stepd_line,
@@ -136,6 +176,7 @@ int slc_stepd_init(const char *script_path, slc_log_fn log) {
         auto h =
             StepHooks::load(script_path, [](LogLevel l, std::string_view t) { stepd_log(l, t); });
         if (!h) {
+          g_stepd.load_error = h.error().message;
           stepd_log(LogLevel::Error,
                     fmt::format("{}; the step hooks will not run", h.error().message));
           return -1;
@@ -156,7 +197,7 @@ bool slc_stepd_setup_special_steps(void) {
 int slc_stepd_preinit(const slc_step_t *step, const char *info, size_t len) {
   return cabi::guarded([&] { return step_entry(step, "step_preinit"); }, "fail-open", 0, stepd_line,
                        [&] {
-                         auto v = run_step_hook(step, info, len,
+                         auto v = run_step_hook(step, info, len, "step_preinit", true,
                                                 [](const StepArgs &a, const MsgpackBytes *si) {
                                                   return g_stepd.hooks->preinit(a, si);
                                                 });
@@ -169,7 +210,7 @@ int slc_stepd_init_step(const slc_step_t *step, const char *info, size_t len,
                         void (*unset_env)(void *, const char *), void *ctx) {
   return cabi::guarded([&] { return step_entry(step, "step_init"); }, "fail-open", 0, stepd_line,
                        [&] {
-                         auto v = run_step_hook(step, info, len,
+                         auto v = run_step_hook(step, info, len, "step_init", true,
                                                 [](const StepArgs &a, const MsgpackBytes *si) {
                                                   return g_stepd.hooks->init(a, si);
                                                 });
@@ -189,17 +230,18 @@ int slc_stepd_init_step(const slc_step_t *step, const char *info, size_t len,
 
 int slc_stepd_postfini(const slc_step_t *step, const char *info, size_t len, char **reason) {
   *reason = nullptr;
-  return cabi::guarded(
-      [&] { return step_entry(step, "step_postfini"); }, "fail-open", 0, stepd_line,
-      [&] {
-        auto v = run_step_hook(step, info, len, [](const StepArgs &a, const MsgpackBytes *si) {
-          return g_stepd.hooks->postfini(a, si);
-        });
-        if (!v || v->kind != StepVerdict::Kind::DrainNode)
-          return 0;
-        *reason = strdup(utf8_sanitize(v->reason).c_str());
-        return -1;
-      });
+  return cabi::guarded([&] { return step_entry(step, "step_postfini"); }, "fail-open", 0,
+                       stepd_line,
+                       [&] {
+                         auto v = run_step_hook(step, info, len, "step_postfini", false,
+                                                [](const StepArgs &a, const MsgpackBytes *si) {
+                                                  return g_stepd.hooks->postfini(a, si);
+                                                });
+                         if (!v || v->kind != StepVerdict::Kind::DrainNode)
+                           return 0;
+                         *reason = strdup(log_escape(v->reason).c_str());
+                         return -1;
+                       });
 }
 
 } // extern "C"

@@ -35,6 +35,7 @@
 #include "src/common/log.h"
 #include "src/common/pack.h"
 #include "src/common/read_config.h"
+#include "src/common/slurm_step_layout.h"
 #include "src/common/run_in_daemon.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
@@ -204,10 +205,15 @@ extern void switchlua_jobinfo_free(job_record_t *job_ptr)
 {
 	if (!job_ptr || !job_ptr->switch_jobinfo)
 		return;
+	/* One debug line per record either way: the e2e tests count them
+	 * (t1303: no handle freed twice, none leaked). */
 	if (!slc_jobinfo_free(job_ptr->switch_jobinfo, job_ptr->job_id))
-		sl_job_debug(
-			job_ptr->job_id,
-			": jobinfo_free: the switch_jobinfo pointer is not this record's (copied by job_array_split or already freed), left alone");
+		sl_stamped_(
+			debug, job_ptr->job_id, SLC_NO_STEP, "jobinfo_free",
+			": the switch_jobinfo pointer is not this record's (copied by job_array_split or already freed), left alone");
+	else
+		sl_stamped_(debug, job_ptr->job_id, SLC_NO_STEP, "jobinfo_free",
+			    ": this record's jobinfo freed");
 	job_ptr->switch_jobinfo = NULL;
 }
 
@@ -231,12 +237,18 @@ static switchlua_stepinfo_t *_stepinfo_new(const char *data, uint32_t len)
  * stepmgr_init).  `step_ptr` is NULL for the batch and extern credentials
  * (25.11+, only when setup_special_steps is true).  Never fails: a job
  * without jobinfo, or a stepinfo too large, gives the step none.
+ *
+ * The step's own facts travel in it (slc_step_facts_t): step_ptr->network,
+ * which step_create() set from the step request's --network (else the
+ * job's), and the layout's task count, so that the step hooks never read
+ * them from the task environment or the unsigned launch request (issue 21).
  */
 extern int switchlua_stepinfo_build(switchlua_stepinfo_t **stepinfo,
 				    void *switch_jobinfo,
 				    step_record_t *step_ptr)
 {
 	uint32_t job_id, step_id = SLC_NO_STEP;
+	slc_step_facts_t facts = {0};
 	char *bytes = NULL;
 	size_t len = 0;
 
@@ -247,10 +259,14 @@ extern int switchlua_stepinfo_build(switchlua_stepinfo_t **stepinfo,
 	if (step_ptr) {
 		job_id = step_ptr->step_id.job_id;
 		step_id = step_ptr->step_id.step_id;
+		facts.network = step_ptr->network;
+		if (step_ptr->step_layout)
+			facts.num_tasks = step_ptr->step_layout->task_cnt;
 	}
 
-	if (slc_ctld_stepinfo(switch_jobinfo, &bytes, &len) == 1 && bytes &&
-	    len) {
+	if (slc_ctld_stepinfo(switch_jobinfo, step_ptr ? &facts : NULL, &bytes,
+			      &len) == 1 &&
+	    bytes && len) {
 		if (len > MAX_PACK_MEM_LEN) {
 			sl_step_error(
 				job_id, step_id, "stepinfo_build",

@@ -85,9 +85,12 @@ typedef struct slc_job {
 	bool has_het; /* het_job_id != 0 */
 	uint32_t het_job_id;
 	uint32_t het_job_offset;
+	const char *cluster_name; /* slurm_conf.cluster_name (issue 21) */
 } slc_job_t;
 
-/* The step as slurmstepd knows it (stepd_step_rec_t). */
+/* The step as slurmstepd knows it (stepd_step_rec_t and the launch
+ * credential: never the task environment).  Its network and, for a normal
+ * step, its task count come from the stepinfo instead (slc_step_facts_t). */
 typedef struct slc_step {
 	uint32_t job_id;
 	uint32_t step_id;
@@ -100,8 +103,7 @@ typedef struct slc_step {
 	const char *nodes;
 	const char *id; /* "JobId.StepId" as Slurm prints it, e.g. "1234.0" */
 	const char *
-		partition; /* the launch request's partition; NULL on a batch step */
-	const char *network; /* the step's --network, if known */
+		partition; /* the launch credential's partition; NULL on a batch step */
 	bool batch;
 } slc_step_t;
 
@@ -230,13 +232,27 @@ void slc_ctld_pack(void *handle, char **buf, size_t *len);
  * for a later pack, never interpreted. */
 int slc_ctld_unpack(const char *buf, size_t len, void **handle);
 
+/* What slurmctld recorded of one step (step_record_t), for its stepinfo:
+ * the step hooks take these from the signed stepinfo, never from the task
+ * environment or the unsigned part of the launch request (issue 21). */
+typedef struct slc_step_facts {
+	/* step_ptr->network: the step's --network, else the job's (Slurm's
+	 * step_create defaults it); NULL: the job's. */
+	const char *network;
+	/* step_ptr->step_layout->task_cnt (0: not known). */
+	uint32_t num_tasks;
+} slc_step_facts_t;
+
 /* switch_p_build_stepinfo: the stepinfo record for a step of the job (the
- * jobinfo + sluid), malloc'd into *buf and *len.  RET 1 when the job has
+ * jobinfo + sluid, the job's cluster_name, and the step's `facts`; NULL
+ * for the batch and extern credentials: the job's network, no task
+ * count), malloc'd into *buf and *len.  RET 1 when the job has
  * jobinfo (a managed, set-up job), 0 when not (no stepinfo: *buf NULL).
  * In slurmctld from the core's state; in the job's stepmgr slurmstepd
  * (after slc_stepmgr_init) from the jobinfo record slurmctld relayed
  * (the handle slc_ctld_unpack kept as bytes); 0 anywhere else. */
-int slc_ctld_stepinfo(void *handle, char **buf, size_t *len);
+int slc_ctld_stepinfo(void *handle, const slc_step_facts_t *facts, char **buf,
+		      size_t *len);
 
 /* Slurm 25.05+ frees job records with their switch_jobinfo
  * (switch_p_free_jobinfo; 25.11: switch_p_jobinfo_free), and

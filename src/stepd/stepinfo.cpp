@@ -4,6 +4,7 @@
 #include "common/msgpack_write.hpp"
 #include "common/record.hpp"
 
+#include <cstdint>
 #include <fmt/format.h>
 #include <msgpack.hpp>
 
@@ -26,11 +27,28 @@ std::string encode_stepinfo(const Stepinfo &s) {
     pack_str(pk, *s.sluid);
   else
     pk.pack_nil();
-  pk.pack_map(2);
+  pk.pack_map(2 + (s.attempt ? 1 : 0) + (s.network ? 1 : 0) + (s.num_tasks ? 1 : 0) +
+              (s.cluster_name ? 1 : 0));
   pack_str(pk, "script");
   pack_str(pk, s.script_hash);
   pack_str(pk, "mismatch");
   pack_str(pk, s.mismatch_fails ? "fail" : "warn");
+  if (s.attempt) { // an older node ignores the key (the map's rule)
+    pack_str(pk, "attempt");
+    pk.pack_int64(s.attempt);
+  }
+  if (s.network) {
+    pack_str(pk, "network");
+    pack_str(pk, *s.network);
+  }
+  if (s.num_tasks) {
+    pack_str(pk, "num_tasks");
+    pk.pack(*s.num_tasks);
+  }
+  if (s.cluster_name) {
+    pack_str(pk, "cluster_name");
+    pack_str(pk, *s.cluster_name);
+  }
   return std::string(buf.data(), buf.size());
 }
 
@@ -69,6 +87,18 @@ Expected<Stepinfo> decode_stepinfo(std::string_view bytes) {
       return bad(fmt::format("provenance field 'mismatch' is '{}', not warn or fail", *mismatch));
     if (mismatch)
       s.mismatch_fails = *mismatch == "fail";
+    if (r.get("attempt", false))
+      s.attempt = r.i64("attempt");
+    s.network = r.opt_str("network");
+    s.cluster_name = r.opt_str("cluster_name");
+    if (r.get("num_tasks", false)) {
+      const std::uint64_t n = r.u64("num_tasks");
+      if (!r.error && n > UINT32_MAX)
+        return bad(fmt::format("field 'num_tasks' is {}, more than 32 bits", n));
+      s.num_tasks = static_cast<std::uint32_t>(n);
+    }
+    if (r.error)
+      return fail(*r.error);
   }
   return s;
 }

@@ -10,13 +10,22 @@
 // Encoding (msgpack):
 //   version 1: [ "swlua-step", 1, <bin: jobinfo msgpack>, <str: sluid> | nil ]
 //   version 2: [ "swlua-step", 2, <bin: jobinfo msgpack>, <str: sluid> | nil,
-//                { "script": <str: content hash>, "mismatch": "warn" | "fail" } ]
+//                { "script": <str: content hash>, "mismatch": "warn" | "fail",
+//                  "attempt": <int: the setup attempt>,
+//                  "network": <str>, "num_tasks": <uint>,
+//                  "cluster_name": <str> } ]
 // Version 2 adds the provenance of job_start's script (switch.lua(5),
 // PROVENANCE); the map ignores keys it does not know, so later additions
-// need no new version.  A decoder reads versions 1 and 2 (a version 1
-// record has no provenance: nothing to compare).  A slurmstepd of a plugin
-// that only reads version 1 refuses version 2 and skips the step hooks:
-// upgrade slurmd with slurmctld.
+// need no new version.  "network", "num_tasks" and "cluster_name" (issue
+// 21) are the step's facts as slurmctld recorded them (step_record_t:
+// network, step_layout->task_cnt; slurm_conf.cluster_name): the step
+// table takes them from here, signed with the launch credential, never
+// from the task environment or the unsigned part of the launch request.
+// Each is optional (a record of an older controller has none).
+// A decoder reads versions 1 and 2 (a version 1 record has no provenance:
+// nothing to compare).  A slurmstepd of a plugin that only reads version 1
+// refuses version 2 and skips the step hooks: upgrade slurmd with
+// slurmctld.
 #pragma once
 
 #include "common/expected.hpp"
@@ -39,6 +48,17 @@ struct Stepinfo {
   /// SlurmctldParameters switch_script_mismatch=fail: a slurmstepd whose
   /// script differs fails the step (else it warns).
   bool mismatch_fails = false;
+  /// job.attempt of the job_start that returned `jobinfo` (the map's
+  /// "attempt", issue 20); 0: unknown (a record without it).
+  std::int64_t attempt = 0;
+  /// The step's --network as slurmctld recorded it (step_record_t.network:
+  /// srun's --network, else the job's); nullopt: an older controller.
+  std::optional<std::string> network;
+  /// The step's task count (step_layout->task_cnt); nullopt: not sent
+  /// (an older controller, or a batch step's credential).
+  std::optional<std::uint32_t> num_tasks;
+  /// slurm_conf.cluster_name of the controller that built the record.
+  std::optional<std::string> cluster_name;
   bool operator==(const Stepinfo &) const = default;
 };
 

@@ -29,7 +29,9 @@ inline std::string signal_text(int sig) {
   return abbrev ? fmt::format("{} (SIG{})", sig, abbrev) : std::to_string(sig);
 }
 
-/// The first line of a message (a Lua error may carry a traceback).
+/// The first line of a message (a Lua error may carry a traceback).  The
+/// lines after it are logged as "traceback:" lines of the call
+/// (ctld/core_calls.cpp), each escaped (common/utf8.hpp log_escape).
 inline std::string_view outcome_first_line(std::string_view s) {
   return s.substr(0, s.find('\n'));
 }

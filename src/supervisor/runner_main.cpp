@@ -17,12 +17,14 @@
 // or change the reported result).  Exit status 2: no usable request.
 #include "lua/broken_pipe.hpp"
 #include "lua/log_limits.hpp"
+#include "lua/run_command.hpp"
 #include "lua/runtime.hpp"
 #include "supervisor/call.hpp"
 #include "supervisor/proc_scan.hpp"
 #include "supervisor/protocol.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -278,6 +280,8 @@ int main(int argc, char **argv) {
     }
   };
   std::optional<Script> state; // never closed: see run_hook()
+  // slurm.run's commands end within the call's own switch_timeout.
+  set_call_deadline(std::chrono::steady_clock::now() + std::chrono::seconds(req->timeout_s));
   ResultFrame result = run_hook(*req, sink, state);
   if (budget.suppressed() > 0)
     write_all(fd, encode_frame(LogFrame{0, LogLevel::Error, budget.summary()}));

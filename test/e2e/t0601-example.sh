@@ -24,13 +24,13 @@ t_example_vni() {
 	id=$(job_named "$name")
 	vni=$((1000 + id % 3000))
 	assert_eq "0: node1 FABRIC_VNI=$vni FABRIC_ENABLED=1"$'\n'"1: node2 FABRIC_VNI=$vni FABRIC_ENABLED=1" "$out" "the tasks' fabric environment"
-	ctld_job "$id" " job_start: JobId=$id: VNI $vni on node\\[1-2\\]\$" >/dev/null || fail "the example's job_start line is missing"
+	ctld_job "$id" " job_start: JobId=$id: VNI $vni on node\\[1-2\\], Name=$name\$" >/dev/null || fail "the example's job_start line is missing"
 	wait_job "$id" COMPLETED 15
 	ctld_job "$id" ": holding the job and nodes node\\[1-2\\]" >/dev/null || fail "the nodes were not held during job_complete"
 	ctld_job "$id" " job_complete: JobId=$id: VNI $vni released\$" >/dev/null || fail "the example's job_complete line is missing"
 	ctld_job "$id" ' job_complete returned rc=0 \(slurm.SUCCESS\)' >/dev/null || fail "job_complete did not succeed"
 	# The "fabric manager" (a state folder in the chroot) has nothing left.
-	! compgen -G "$E2E_ROOT/var/tmp/switch-lua-example/job-$id-*.vni" >/dev/null || fail "the VNI file of job $id is still there"
+	! compgen -G "$E2E_ROOT/var/tmp/switch-lua-example/*-job-$id-*.vni*" >/dev/null || fail "the VNI file of job $id is still there"
 	for n in node1 node2; do
 		wait_node "$n" idle 10
 		assert_eq "" "$(drain_reason "$n")" "drain reason of $n"

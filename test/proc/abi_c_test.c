@@ -9,6 +9,7 @@
  * the log stamp the glue writes its lines with (slc_log_subject).
  * A plain C program: prints "ok"/"FAIL" lines, exit status 1 on a failure.
  */
+#define _GNU_SOURCE /* memmem */
 #include "plugin/switch_lua_core.h"
 
 #include <pthread.h>
@@ -151,7 +152,7 @@ static void records_outside_slurmctld(void)
 	      "and given back unchanged");
 	slc_free(again);
 
-	CHECK(slc_ctld_stepinfo(NULL, &buf, &len) == 0 && buf == NULL &&
+	CHECK(slc_ctld_stepinfo(NULL, NULL, &buf, &len) == 0 && buf == NULL &&
 		      len == 0,
 	      "no stepinfo without a handle");
 
@@ -176,6 +177,41 @@ static void stepd_missing_script(void)
 		.job_id = 9, .step_id = 0, .num_nodes = 1, .num_tasks = 1};
 	CHECK(slc_stepd_preinit(&step, NULL, 0) == 0,
 	      "a step without stepinfo proceeds (fail-open)");
+	/* Issue 20: a step of a managed job (it has a stepinfo) never runs
+	 * without its hooks. */
+	step.node_name = "node7";
+	CHECK(slc_stepd_preinit(&step, "x", 1) == -1,
+	      "a managed step on a node whose script did not load fails");
+	CHECK(logged("JobId=9 StepId=9.0 step_preinit on node7: the job is "
+		     "managed by switch/lua") &&
+		      logged("this node's script did not load") &&
+		      logged("the step fails (Error configuring interconnect)"),
+	      "with a line naming the step, the node and why");
+	char *reason = NULL;
+	CHECK(slc_stepd_postfini(&step, "x", 1, &reason) == 0 && !reason,
+	      "its postfini only logs");
+}
+
+/* Issue 20: a stepinfo this node cannot read (a newer controller) fails a
+ * managed step, naming what this node reads. */
+static void stepd_unreadable_stepinfo(void)
+{
+	slc_step_t step = {.job_id = 10,
+			   .step_id = 0,
+			   .num_nodes = 1,
+			   .num_tasks = 1,
+			   .node_name = "node8"};
+	CHECK(slc_stepd_init(SWITCHLUA_FIXTURES "/core_flow.lua", on_log) == 0,
+	      "slurmstepd loads a good script");
+	/* [ "swlua-step", 9, <bin: empty>, nil ]: version 9. */
+	CHECK(slc_stepd_preinit(&step, "\x94\xaaswlua-step\x09\xc4\x00\xc0",
+				16) == -1,
+	      "a stepinfo of a version this node does not read fails the step");
+	CHECK(logged("JobId=10 StepId=10.0 step_preinit on node8") &&
+		      logged("this node cannot read its stepinfo (switch/lua "
+			     "stepinfo: record version 9 is newer") &&
+		      logged("this node reads stepinfo versions 1 to"),
+	      "with a line naming the node and both versions");
 }
 
 /* Whether batch and interactive steps run step_init is the script's
@@ -228,6 +264,9 @@ static void ctld_bad_parameter(const char *script)
 
 /* ctld_one_job() leaves these for stepmgr_from_relayed_record(). */
 static char *relayed, *ctld_info;
+/* The step both slurmctld and the stepmgr build a stepinfo for. */
+static const slc_step_facts_t facts_of_step = {.network = "step-net;x",
+					       .num_tasks = 3};
 static size_t relayed_len, ctld_info_len;
 
 static void ctld_one_job(const char *script)
@@ -265,8 +304,17 @@ static void ctld_one_job(const char *script)
 	CHECK(wait_for(&ended, 1), "its setup ends CONFIGURING");
 	char *info = NULL;
 	size_t len = 0;
-	CHECK(slc_ctld_stepinfo(h, &info, &len) == 1 && len > 0,
+	CHECK(slc_ctld_stepinfo(h, NULL, &info, &len) == 1 && len > 0,
 	      "a set-up job has stepinfo");
+	CHECK(memmem(info, len, "fabric", 6) != NULL,
+	      "a batch credential's stepinfo carries the job's network");
+	slc_free(info);
+	/* Issue 21: the step's --network as slurmctld recorded it travels in
+	 * the stepinfo, whatever the job's. */
+	CHECK(slc_ctld_stepinfo(h, &facts_of_step, &info, &len) == 1 &&
+		      memmem(info, len, "step-net;x", 10) != NULL &&
+		      memmem(info, len, "fabric", 6) == NULL,
+	      "a step's stepinfo carries the step's network, not the job's");
 	CHECK(slc_jobinfo_job_id(h) == 42, "the handle names its job");
 	/* What slurmctld relays to the job's stepmgr slurmstepd. */
 	slc_ctld_pack(h, &relayed, &relayed_len);
@@ -293,7 +341,7 @@ static void ctld_one_job(const char *script)
 	CHECK(slc_jobinfo_free(t, 44) == 1, "the owning record frees it");
 	CHECK(slc_jobinfo_free(t, 44) == 0 && slc_jobinfo_free(t, 45) == 0,
 	      "once: neither record frees it again");
-	CHECK(slc_ctld_stepinfo(t, &info, &len) == 0 && info == NULL,
+	CHECK(slc_ctld_stepinfo(t, NULL, &info, &len) == 0 && info == NULL,
 	      "a freed handle is not read");
 	CHECK(slc_jobinfo_job_id(t) == 0, "nor named");
 	slc_ctld_fini();
@@ -311,18 +359,20 @@ static void stepmgr_from_relayed_record(void)
 	CHECK(relayed && relayed_len > 0, "slurmctld packed the job's record");
 	CHECK(slc_ctld_unpack(relayed, relayed_len, &h) == 0 && h != NULL,
 	      "the stepmgr keeps it as bytes");
-	CHECK(slc_ctld_stepinfo(h, &info, &len) == 0 && info == NULL,
+	CHECK(slc_ctld_stepinfo(h, &facts_of_step, &info, &len) == 0 &&
+		      info == NULL,
 	      "no stepinfo before stepmgr_init");
 	CHECK(slc_stepmgr_init("switch_timeout=30", on_log) == 0,
 	      "stepmgr_init");
-	CHECK(slc_ctld_stepinfo(h, &info, &len) == 1 && len == ctld_info_len &&
-		      memcmp(info, ctld_info, len) == 0,
+	CHECK(slc_ctld_stepinfo(h, &facts_of_step, &info, &len) == 1 &&
+		      len == ctld_info_len && memcmp(info, ctld_info, len) == 0,
 	      "the stepmgr's stepinfo is slurmctld's, byte for byte");
 	CHECK(slc_jobinfo_job_id(h) == 42, "and names the job");
 	slc_free(info);
 	info = NULL;
 	slc_stepmgr_fini(42);
-	CHECK(slc_ctld_stepinfo(h, &info, &len) == 0 && info == NULL,
+	CHECK(slc_ctld_stepinfo(h, &facts_of_step, &info, &len) == 0 &&
+		      info == NULL,
 	      "no stepinfo after stepmgr_fini");
 	CHECK(slc_jobinfo_free(h, 42) == 1,
 	      "the relayed record is freed with its job record");
@@ -359,6 +409,7 @@ int main(int argc, char **argv)
 	log_subject_from_c();
 	records_outside_slurmctld();
 	stepd_missing_script();
+	stepd_unreadable_stepinfo();
 	special_steps();
 	ctld_bad_parameter(script);
 	ctld_one_job(script);

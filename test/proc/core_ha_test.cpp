@@ -305,6 +305,9 @@ TEST(CoreHa, AFullStateSaveLocationFailsNewSetupsSafelyAndRecoversWithoutARestar
     slurm.unlock();
     ASSERT_TRUE(settle(core, [&] { return slurm.did("requeue 8"); })) << slurm.all_logs();
     EXPECT_EQ(slurm.count_logged(setups_of(8)), 0) << "job_start is not called without its record";
+    EXPECT_EQ(core.stats().host_faults, 0u)
+        << "failed at once, not retried as a host fault (issue 20): " << slurm.all_logs();
+    EXPECT_FALSE(slurm.logged("R_START_HOST_FAULT")) << slurm.all_logs();
     const std::string why = fmt::format("journal {}: cannot append: No space left on device "
                                         "(errno 28): no setup starts without its record",
                                         d.journal());

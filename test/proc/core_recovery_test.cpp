@@ -16,11 +16,13 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <sys/stat.h>
 #include <thread>
 
 using namespace switchlua;
@@ -159,6 +161,44 @@ TEST(CoreRecovery, AttemptTheJournalSaysIsOverIsForgotten) {
   EXPECT_FALSE(core.state_of(7));
   EXPECT_TRUE(slurm.did("forget 7"));
   EXPECT_EQ(core.calls_in_flight(), 0u);
+}
+
+// Issue 20: attempt ids are never reused when the journal was set aside.
+// The corrupt journal's last write is an hour ahead of the wall clock (the
+// clock was set back an hour since), and Slurm's saved state carries an
+// attempt two hours ahead: the journal's records know neither, and a new
+// attempt id is above both.
+TEST(CoreRecovery, AttemptIdsStayAboveASetAsideJournalAndSlurmsSavedAttempts) {
+  TempDir d;
+  {
+    std::ofstream(d.journal()) << "NOTAJRNL and not a journal either";
+  }
+  const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const std::int64_t written_us = now_us + std::int64_t{3600} * 1000000;
+  struct timespec times[2] = {{.tv_sec = written_us / 1000000, .tv_nsec = 0},
+                              {.tv_sec = written_us / 1000000, .tv_nsec = 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, d.journal().c_str(), times, 0), 0);
+  FakeSlurm slurm;
+  CtldCore core(options(d), slurm);
+  bool aside = false;
+  for (const auto &ent : fs::directory_iterator(d.dir))
+    aside = aside || ent.path().filename().string().starts_with("switch_lua.journal.corrupt-");
+  ASSERT_TRUE(aside) << "the corrupt journal was not set aside: " << slurm.all_logs();
+  ASSERT_TRUE(core.job_start(job(7, 1000), false));
+  const std::int64_t first = core.state_of(7)->job.attempt;
+  EXPECT_GT(first, written_us - 1000000) << "an id the set-aside journal may hold";
+
+  JobSwitchState saved;
+  saved.state = JobState::Running;
+  saved.job = job(8, 1001);
+  saved.job.attempt = now_us + std::int64_t{7200} * 1000000;
+  saved.jobinfo = std::string("\x81\xa1x\x01");
+  core.adopt(saved);
+  ASSERT_TRUE(core.job_start(job(9, 1002), false));
+  EXPECT_GT(core.state_of(9)->job.attempt, saved.job.attempt) << "Slurm's saved attempt reused";
+  EXPECT_TRUE(settle(core, [&] { return core.calls_in_flight() == 0; }));
 }
 
 TEST(CoreRecovery, AttemptWhoseJobIdBelongsToANewerJobIsTornDownWithItsOwnTable) {

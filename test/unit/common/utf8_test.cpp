@@ -54,3 +54,17 @@ TEST(Utf8, TruncateMarkedFitsTheLimitWithTheMarker) {
   EXPECT_EQ(utf8_truncate_marked("short", 140), "short");
   EXPECT_EQ(utf8_truncate_marked("caf\xe9", 140), "caf\xef\xbf\xbd");
 }
+
+TEST(Utf8, LogEscapeShowsEveryLineBreakingOrTerminalCharacterEscaped) {
+  // Issue 21 (switch.lua(5), Escaping): one call, one line.
+  EXPECT_EQ(log_escape("plain text, caf\xc3\xa9 \\ back"), "plain text, caf\xc3\xa9 \\ back");
+  EXPECT_EQ(log_escape("a\nb\rc\td"), "a\\nb\\rc\\td");
+  EXPECT_EQ(log_escape(std::string("\x00\x01\x1b[31m\x7f", 8)), "\\x00\\x01\\x1b[31m\\x7f");
+  EXPECT_EQ(log_escape("nel\xc2\x85 ls\xe2\x80\xa8 ps\xe2\x80\xa9"),
+            "nel\\u0085 ls\\u2028 ps\\u2029");
+  EXPECT_EQ(log_escape("bad\xff"), "bad\xef\xbf\xbd") << "invalid UTF-8 is replaced first";
+  // Idempotent: nothing it writes is escaped again.
+  const std::string once = log_escape("x\n\x1b\xc2\x85");
+  EXPECT_EQ(log_escape(once), once);
+  EXPECT_EQ(once.find_first_of("\n\r\t\x1b"), std::string::npos);
+}

@@ -41,7 +41,8 @@ TEST(Config, ReadsTheLaneSizes) {
                           "switch_kill_grace=2 switch_max_calls=4096 switch_max_queue=1 "
                           "switch_lua_memory=256 switch_status_interval=0 "
                           "switch_script_mismatch=warn switch_max_setup_failures=0 "
-                          "switch_interactive_wait=3");
+                          "switch_interactive_wait=3 switch_breaker_failures=5 "
+                          "switch_breaker_window=60");
 }
 
 TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
@@ -50,14 +51,16 @@ TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
                                       "no,switch_kill_grace=0,switch_max_calls=9,"
                                       "switch_max_queue=3,switch_lua_memory=64,"
                                       "switch_status_interval=60,switch_script_mismatch=fail,"
-                                      "switch_max_setup_failures=5,switch_interactive_wait=0");
+                                      "switch_max_setup_failures=5,switch_interactive_wait=0,"
+                                      "switch_breaker_failures=0,switch_breaker_window=600");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->interactive_wait_ms, 0u);
   EXPECT_EQ(to_slurmctld_parameters(*c),
             "switch_timeout=7,switch_retries=0,switch_drain_on_failure=no,switch_kill_grace=0,"
             "switch_max_calls=9,switch_max_queue=3,switch_lua_memory=64,"
             "switch_status_interval=60,switch_script_mismatch=fail,"
-            "switch_max_setup_failures=5,switch_interactive_wait=0");
+            "switch_max_setup_failures=5,switch_interactive_wait=0,switch_breaker_failures=0,"
+            "switch_breaker_window=600");
   auto back = parse_slurmctld_parameters(to_slurmctld_parameters(*c));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, *c);
@@ -115,12 +118,14 @@ TEST(Config, UnknownSwitchKeyIsNamedInAWarning) {
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
                 "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
                 "switch_status_interval, switch_script_mismatch, switch_max_setup_failures, "
-                "switch_interactive_wait): check its spelling",
+                "switch_interactive_wait, switch_breaker_failures, switch_breaker_window): check "
+                "its spelling",
                 "SlurmctldParameters: Switch_X is not a switch/lua setting and is ignored "
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
                 "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
                 "switch_status_interval, switch_script_mismatch, switch_max_setup_failures, "
-                "switch_interactive_wait): check its spelling"}));
+                "switch_interactive_wait, switch_breaker_failures, switch_breaker_window): check "
+                "its spelling"}));
   EXPECT_TRUE(slurmctld_parameters_warnings("enable_configless,switch_timeout=3").empty());
 }
 
@@ -259,8 +264,8 @@ TEST(Persist, Version1RecordWithoutTheUniqueKeyDecodes) {
   msgpack::sbuffer jb;
   msgpack::packer<msgpack::sbuffer> jp(jb);
   // Version 1 had the first 14 keys; 0.2 added submit_time and attempt,
-  // 0.3 the 10 fields of issue 11.
-  ASSERT_EQ(m.size, 26u);
+  // 0.3 the 10 fields of issue 11, 0.4 cluster_name (issue 21).
+  ASSERT_EQ(m.size, 27u);
   jp.pack_map(14);
   for (std::uint32_t i = 0; i < 14; ++i) {
     std::string key(m.ptr[i].key.via.str.ptr, m.ptr[i].key.via.str.size);
@@ -357,6 +362,37 @@ TEST(Stepinfo, Version2CarriesTheScriptHashAndTheMismatchPolicy) {
   d = decode_stepinfo(encode_stepinfo(si));
   ASSERT_TRUE(d) << d.error().message;
   EXPECT_FALSE(d->mismatch_fails);
+}
+
+// Issue 20: the stepinfo carries the setup attempt (step.attempt), in the
+// provenance map, which older nodes read past; without it, 0 (unknown).
+TEST(Stepinfo, CarriesTheAttemptOfItsSetup) {
+  Stepinfo si{.jobinfo = "\x80", .sluid = "sABC", .attempt = 1764614400123456};
+  auto d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->attempt, 1764614400123456);
+  EXPECT_EQ(*d, si);
+  si.attempt = 0;
+  d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->attempt, 0);
+}
+
+TEST(Stepinfo, CarriesTheStepFactsSlurmctldRecorded) {
+  // Issue 21: the step's network, task count and the cluster name travel in
+  // the signed stepinfo; absent keys (an older controller) stay nullopt.
+  Stepinfo si{.jobinfo = "\x80", .sluid = "sX"};
+  auto d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->network, std::nullopt);
+  EXPECT_EQ(d->num_tasks, std::nullopt);
+  EXPECT_EQ(d->cluster_name, std::nullopt);
+  si.network = "vni;touch /tmp/x\n";
+  si.num_tasks = 7;
+  si.cluster_name = "prod";
+  d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(*d, si);
 }
 
 namespace {

@@ -4,6 +4,7 @@
 // rule id), plus randomized event sequences checking invariants.
 #include "ctld/job_fsm.hpp"
 #include "ctld/persist.hpp"
+#include "ctld/setup_failures.hpp"
 
 #include <gtest/gtest.h>
 
@@ -550,6 +551,179 @@ std::vector<Case> cases() {
        {A::HoldNodes, A::RunJobComplete},
        "",
        "R_RESTART_UNDO"},
+      // Issue 20, host faults are the host's: a runner that could not be
+      // started is retried after a back-off, never the job's failure ...
+      {"R_START_HOST_FAULT_SpawnEagainIsRetriedNotFailed",
+       with(state(S::SetupRunning), failed_twice),
+       E::SetupResult,
+       with_kind(OutcomeKind::SpawnFailed, "fork: Resource temporarily unavailable"),
+       max3,
+       S::SetupRunning,
+       {A::ScheduleRetry}},
+      {"R_START_HOST_RETRY_TheBackOffRunsJobStartAgain",
+       with(state(S::SetupRunning), [](JobSwitchState &s) { s.host_faults = 1; }),
+       E::RetryTick,
+       {},
+       def,
+       S::SetupRunning,
+       {A::RunJobStart}},
+      // ... until switch_timeout has passed: requeued, not held even at the
+      // third failure of switch_max_setup_failures=3.
+      {"R_START_HOST_FAULT_EXPIRED_AfterSwitchTimeoutRequeuesUncounted",
+       with(state(S::SetupRunning),
+            [](JobSwitchState &s) {
+              s.requeue_allowed = true;
+              s.setup_failures = 2;
+              s.host_faults = 5;
+              s.host_fault_age = std::chrono::seconds(11);
+            }),
+       E::SetupResult,
+       with_kind(OutcomeKind::SpawnFailed, "fork: Resource temporarily unavailable"),
+       max3,
+       S::SetupFailed,
+       {A::Requeue, A::EndConfiguring},
+       "switch setup failed: switch/lua job_start could not be started: fork: Resource "
+       "temporarily unavailable for switch_timeout=10 s (a fault of the slurmctld host"},
+      // Issue 24 with issue 20: a job_start the journal refused (it cannot
+      // write the setup's record) is not retried as a host fault (every
+      // retry would be refused too): it fails at once, requeued, and is not
+      // held even at the third failure of switch_max_setup_failures=3.
+      {"R_START_FAIL_AJournalRefusalFailsAtOnceNeverHeld",
+       with(state(S::SetupRunning),
+            [](JobSwitchState &s) {
+              s.requeue_allowed = true;
+              s.setup_failures = 2;
+              s.journal_down = true;
+            }),
+       E::SetupResult,
+       with_kind(OutcomeKind::SpawnFailed, "journal /x/switch_lua.journal: cannot append: No "
+                                           "space left on device (errno 28): no setup starts "
+                                           "without its record"),
+       max3,
+       S::SetupFailed,
+       {A::Requeue, A::EndConfiguring},
+       "switch setup failed: switch/lua job_start could not be started: journal "
+       "/x/switch_lua.journal: cannot append"},
+      {"R_CANCELLED_SETUP_NEVER_RAN_EndedDuringTheBackOffReleases",
+       with(with(state(S::SetupRunningEnded), held), [](JobSwitchState &s) { s.host_faults = 2; }),
+       E::RetryTick,
+       {},
+       def,
+       S::Done,
+       {A::EndConfiguring, A::ReleaseNodes}},
+      {"R_CANCELLED_SETUP_NONE_SpawnFailureAfterTheEndReleases",
+       with(state(S::SetupRunningEnded), held),
+       E::SetupResult,
+       with_kind(OutcomeKind::SpawnFailed, "fork: Cannot allocate memory"),
+       def,
+       S::Done,
+       {A::EndConfiguring, A::ReleaseNodes}},
+      // A RetryTick for a setup that waits for none is ignored (it must
+      // never start a second job_start beside the one in flight).
+      {"R_IGNORED_AStrayRetryTickDuringASetupStartsNothing",
+       state(S::SetupRunning),
+       E::RetryTick,
+       {},
+       def,
+       S::SetupRunning,
+       {}},
+      {"R_COMPLETE_HOST_FAULT_SpawnFailureIsRetriedNeverDrained",
+       with(with(state(S::TeardownRunning), held), [](JobSwitchState &s) { s.retries = 3; }),
+       E::TeardownResult,
+       with_kind(OutcomeKind::SpawnFailed, "fork: Resource temporarily unavailable"),
+       def,
+       S::TeardownRetryWait,
+       {A::ScheduleRetry}},
+      {"R_COMPLETE_HOST_FAULT_UnheldIsRetriedToo",
+       state(S::TeardownRunning),
+       E::TeardownResult,
+       with_kind(OutcomeKind::SpawnFailed, "switch-lua-supervisor: the batch lane's queue is full"),
+       def,
+       S::TeardownRetryWait,
+       {A::ScheduleRetry}},
+      {"R_UNDO_HOST_FAULT_UndoIsRetriedTheJobWaits",
+       state(S::SetupUndoing),
+       E::TeardownResult,
+       with_kind(OutcomeKind::SpawnFailed, "fork: Resource temporarily unavailable"),
+       def,
+       S::SetupUndoing,
+       {A::ScheduleRetry}},
+      {"R_UNDO_RETRY_TheBackOffRunsTheNilTeardownAgain",
+       with(state(S::SetupUndoingEnded), [](JobSwitchState &s) { s.kept = 1; }),
+       E::RetryTick,
+       {},
+       def,
+       S::SetupUndoingEnded,
+       {A::RunJobComplete}},
+      // Issue 20: a job_start lost with a supervisor the watchdog replaced
+      // is undone and run again (restart rules), not failed to the job ...
+      {"R_START_LOST_ReplacedSupervisorUndoesAndRunsAgain",
+       with(state(S::SetupRunning), requeueable),
+       E::SetupResult,
+       with_kind(OutcomeKind::Abandoned, "switch-lua-supervisor stopped answering; replaced"),
+       def,
+       S::SetupUndoing,
+       {A::RunJobComplete}},
+      // ... up to switch_retries times in a row.
+      {"R_START_TIMEOUT_LostSwitchRetriesTimesFailsAsTimedOut",
+       with(with(state(S::SetupRunning), requeueable), [](JobSwitchState &s) { s.lost = 3; }),
+       E::SetupResult,
+       with_kind(OutcomeKind::Abandoned, "switch-lua-supervisor died"),
+       def,
+       S::SetupAbandoned,
+       {A::Requeue, A::EndConfiguring},
+       "switch setup timed out"},
+      // Issue 20, the fabric breaker: slurm.FABRIC_DOWN keeps the teardown ...
+      {"R_COMPLETE_FABRIC_DOWN_TheScriptSaysTheFabricIsDownKeptNotDrained",
+       with(state(S::TeardownRunning), held),
+       E::TeardownResult,
+       returned(kFabricDown),
+       def,
+       S::TeardownRetryWait,
+       {A::ScheduleRetry}},
+      // ... and so does any failure while the breaker is open, held or not,
+      // switch_retries used up or not.
+      {"R_COMPLETE_FABRIC_DOWN_AFailureWhileTheBreakerIsOpenIsKept",
+       with(state(S::TeardownRunning), [](JobSwitchState &s) { s.fabric_down = true; }),
+       E::TeardownResult,
+       returned(kError),
+       def,
+       S::TeardownRetryWait,
+       {A::ScheduleRetry}},
+      {"R_COMPLETE_FAIL_TheSameFailureWithTheBreakerClosedDrains",
+       state(S::TeardownRunning),
+       E::TeardownResult,
+       returned(kError),
+       def,
+       S::Done,
+       {A::DrainNodes, A::ReleaseNodes}},
+      {"R_UNDO_FABRIC_DOWN_TheUndoIsKeptTheJobWaits",
+       state(S::SetupUndoing),
+       E::TeardownResult,
+       returned(kFabricDown),
+       def,
+       S::SetupUndoing,
+       {A::ScheduleRetry}},
+      // A setup that fails while the breaker is open is requeued naming
+      // the outage, never counted (not held at switch_max_setup_failures).
+      {"R_START_FABRIC_DOWN_AFailedSetupNamesTheOutageUncounted",
+       with(with(state(S::SetupRunning), failed_twice),
+            [](JobSwitchState &s) { s.fabric_down = true; }),
+       E::SetupResult,
+       unreachable,
+       max3,
+       S::SetupFailed,
+       {A::Requeue, A::EndConfiguring},
+       "switch setup failed: the fabric is unavailable (switch/lua fabric breaker open): "
+       "switch/lua job_start returned rc=-1: fabric manager unreachable"},
+      {"R_START_FABRIC_DOWN_TheScriptSaysSoWithTheBreakerClosed",
+       with(state(S::SetupRunning), requeueable),
+       E::SetupResult,
+       returned(kFabricDown),
+       def,
+       S::SetupFailed,
+       {A::Requeue, A::EndConfiguring},
+       "the fabric is unavailable (switch/lua fabric breaker opening)"},
       {"R_COMPLETE_KILLED_SignalFromOutsideIsRetriedHeld",
        with(state(S::TeardownRunning), held),
        E::TeardownResult,
@@ -570,15 +744,15 @@ std::vector<Case> cases() {
        {A::DrainNodes, A::ReleaseNodes},
        "switch teardown failed: JobId=42 switch/lua job_complete died on signal 0",
        "R_COMPLETE_KILLED_UNHELD"},
-      {"R_COMPLETE_KILLED_UNHELD_LostWithTheSupervisorDrainsToo",
+      // Issue 20: lost with a supervisor the watchdog replaced, the nodes
+      // not held: run again on the new one, never a drain by itself.
+      {"R_COMPLETE_HOST_FAULT_LostWithTheSupervisorUnheldRunsAgain",
        state(S::TeardownRunning),
        E::TeardownResult,
        with_kind(OutcomeKind::Abandoned, "switch-lua-supervisor died"),
        def,
-       S::Done,
-       {A::DrainNodes, A::ReleaseNodes},
-       "switch teardown failed: JobId=42 switch/lua job_complete",
-       "R_COMPLETE_KILLED_UNHELD"},
+       S::TeardownRetryWait,
+       {A::ScheduleRetry}},
       {"R_COMPLETE_KILLED_LostWithTheSupervisorIsRetried",
        with(state(S::TeardownRunning), held),
        E::TeardownResult,
@@ -1176,4 +1350,37 @@ TEST(JobFsm, R_COMPLETE_KILLED_LogSaysItRunsAgain) {
                 "periodic check (retry 1 of 3)"),
             std::string::npos)
       << logged;
+}
+
+// Issue 20, jobs of any size: a 5,000-task array whose setup fails every
+// time, with switch_max_setup_failures=3: every task is held after its
+// third failure, none forgotten by the failure counts (which kept 4,096
+// jobs before) to requeue for ever.  The tasks fail round by round, as in
+// an outage: each is requeued once per round.
+TEST(JobFsm, R_SETUP_FAILURES_HELD_EveryTaskOfA5000TaskArrayIsHeldAfterItsThirdFailure) {
+  CtldConfig cfg;
+  cfg.max_setup_failures = 3;
+  SetupFailureCounts counts;
+  Outcome fail = returned(kError);
+  constexpr std::uint32_t kTasks = 5000;
+  std::uint32_t held = 0;
+  for (std::uint32_t round = 0; round < 3; ++round) {
+    for (std::uint32_t t = 0; t < kTasks; ++t) {
+      JobSwitchState s = state(S::SetupRunning);
+      s.job.job_id = 1000 + t;
+      s.job.restart_count = round;
+      s.requeue_allowed = true;
+      s.setup_failures = prior_setup_failures(counts, s.job);
+      Event e{.kind = E::SetupResult, .outcome = &fail};
+      StepResult r = step(s, e, cfg);
+      (void)count_setup_failures(counts, cfg, e, r);
+      const bool is_held = std::any_of(r.actions.begin(), r.actions.end(),
+                                       [](const Action &a) { return a.kind == A::RequeueHeld; });
+      if (round < 2)
+        ASSERT_FALSE(is_held) << "task " << t << " held after " << round + 1 << " failures";
+      else
+        held += is_held;
+    }
+  }
+  EXPECT_EQ(held, kTasks) << "tasks not held after their third failure requeue for ever";
 }

@@ -166,14 +166,34 @@ TEST(Recovery, R_ORPHAN_FAIL_EagainIsAFailureNotARetry) {
   EXPECT_EQ(d.what, "returned slurm.EAGAIN but its nodes cannot be held (job record gone)");
 }
 
-TEST(Recovery, R_ORPHAN_FAIL_AKillFromOutsideOrALostSupervisorIsAFailure) {
+TEST(Recovery, R_ORPHAN_FAIL_AKillFromOutsideIsAFailureALostSupervisorIsNot) {
   TeardownDecision d = orphan_result(signaled(9));
   EXPECT_EQ(d.rule, "R_ORPHAN_FAIL");
   EXPECT_TRUE(d.drain);
   EXPECT_EQ(d.what, "died on signal 9 (SIGKILL)");
+  // Issue 20: lost with its supervisor it runs again on the new one.
   d = orphan_result(Outcome{.kind = OutcomeKind::Abandoned, .message = "supervisor died"});
-  EXPECT_EQ(d.rule, "R_ORPHAN_FAIL");
-  EXPECT_TRUE(d.drain && d.forget);
+  EXPECT_EQ(d.rule, "R_ORPHAN_HOST_FAULT");
+  EXPECT_FALSE(d.drain || d.forget);
+}
+
+// Issue 20: an orphan teardown whose runner could not be started is not a
+// failed teardown: nothing drained, the attempt kept (the core runs it
+// again after a back-off).
+TEST(Recovery, R_ORPHAN_HOST_FAULT_ASpawnFailureDrainsNothingAndKeepsTheAttempt) {
+  TeardownDecision d = orphan_result(Outcome{.kind = OutcomeKind::SpawnFailed,
+                                             .message = "fork: Resource temporarily unavailable"});
+  EXPECT_EQ(d.rule, "R_ORPHAN_HOST_FAULT");
+  EXPECT_FALSE(d.drain);
+  EXPECT_FALSE(d.forget);
+  EXPECT_TRUE(d.error);
+}
+
+TEST(Recovery, R_ORPHAN_FABRIC_DOWN_TheFabricIsDownDrainsNothingAndKeepsTheAttempt) {
+  TeardownDecision d = orphan_result(returned(kFabricDown));
+  EXPECT_EQ(d.rule, "R_ORPHAN_FABRIC_DOWN");
+  EXPECT_FALSE(d.drain);
+  EXPECT_FALSE(d.forget);
 }
 
 TEST(Recovery, R_ORPHAN_FAIL_ANegativeRcOrALuaErrorDrains) {

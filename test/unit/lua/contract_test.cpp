@@ -206,7 +206,7 @@ TEST(Contract, JobArgsWithoutIssue11FieldsDecodes) {
   std::string full = job.to_msgpack();
   msgpack::object_handle oh = msgpack::unpack(full.data(), full.size());
   const msgpack::object_map &m = oh.get().via.map;
-  ASSERT_EQ(m.size, 26u);
+  ASSERT_EQ(m.size, 27u); // 26 fields of 0.3, cluster_name of 0.4
   msgpack::sbuffer b;
   msgpack::packer<msgpack::sbuffer> pk(b);
   pk.pack_map(16); // job_id .. attempt
@@ -220,6 +220,32 @@ TEST(Contract, JobArgsWithoutIssue11FieldsDecodes) {
   EXPECT_EQ(back->het_job_id, std::nullopt);
   EXPECT_EQ(back->num_tasks, 0u);
   EXPECT_EQ(back->job_id, job.job_id);
+  EXPECT_EQ(back->cluster_name, std::nullopt);
+}
+
+// Issue 21: a record of 0.3 (26 fields, no cluster_name) still decodes; a
+// 0.4 record keeps cluster_name.
+TEST(Contract, JobArgsClusterNameRoundTripsAndIsOptional) {
+  JobArgs job = sample_job();
+  job.cluster_name = "prod";
+  auto back = JobArgs::from_msgpack(job.to_msgpack());
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->cluster_name, "prod");
+  std::string full = job.to_msgpack();
+  msgpack::object_handle oh = msgpack::unpack(full.data(), full.size());
+  const msgpack::object_map &m = oh.get().via.map;
+  msgpack::sbuffer b;
+  msgpack::packer<msgpack::sbuffer> pk(b);
+  pk.pack_map(m.size - 1);
+  for (std::uint32_t i = 0; i < m.size; ++i) {
+    if (m.ptr[i].key.as<std::string>() == "cluster_name")
+      continue;
+    pk.pack(m.ptr[i].key);
+    pk.pack(m.ptr[i].val);
+  }
+  back = JobArgs::from_msgpack(std::string_view(b.data(), b.size()));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->cluster_name, std::nullopt);
 }
 
 // Issue 11: a failed setup may give its message as the second value; with
@@ -235,6 +261,17 @@ TEST(Contract, JobStartFailureMayGiveAMessage) {
   EXPECT_FALSE(r->jobinfo);
   EXPECT_EQ(bad_return(Hook::JobStart, "slurm.SUCCESS, 'fabric up'"),
             R"(job_start returned "fabric up" (a string) as jobinfo, expected a table or nil)");
+}
+
+// Issue 21: the message becomes a reason and part of a log line: one line,
+// its control characters escaped, even when it carries a user's string.
+TEST(Contract, AHooksMessageIsOneLineWithControlCharactersEscaped) {
+  auto r = call(R"(function slurm_switch_job_start(job)
+                     return slurm.ERROR, "no VNI for " .. "a\nswitch/lua: forged\27[0m"
+                   end)",
+                Hook::JobStart);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->message, "no VNI for a\\nswitch/lua: forged\\x1b[0m");
 }
 
 TEST(Contract, JobStartReturnsRcAndJobinfo) {

@@ -139,6 +139,50 @@ TEST(FieldsMeta, TheCodesTablesHaveTheFieldsTheContractNames) {
     EXPECT_TRUE(step.count(n)) << n;
 }
 
+// The trust table of switch.lua(5) SECURITY ("Who sets each field", issue
+// 21): every field of the job and step tables has a row (a row names one
+// or more fields, "job.nodes, node_names, num_nodes"; "job.array_*" names
+// every field with that prefix), and no row names a field the code lacks.
+TEST(FieldsMeta, TheTrustTableHasARowForEveryJobAndStepField) {
+  const auto lines = read_lines(kRoot / "man" / "switch.lua.5");
+  std::map<std::string, std::set<std::string>> named; // "job" / "step" -> names
+  bool in = false;
+  for (const std::string &l : lines) {
+    if (l.starts_with(".SS "))
+      in = l == ".SS Who sets each field";
+    if (!in || !(l.starts_with("job.") || l.starts_with("step.")))
+      continue;
+    const std::string table = l.substr(0, l.find('.'));
+    std::string names = l.substr(table.size() + 1, l.find('|') - table.size() - 1);
+    for (std::size_t p = 0; p != std::string::npos;) {
+      const std::size_t comma = names.find(',', p);
+      std::string n = names.substr(p, comma == std::string::npos ? std::string::npos : comma - p);
+      n.erase(0, n.find_first_not_of(' '));
+      named[table].insert(n);
+      p = comma == std::string::npos ? comma : comma + 1;
+    }
+  }
+  auto check = [&](const std::vector<ArgField> &code, const std::string &table) {
+    std::set<std::string> rows = named[table];
+    ASSERT_FALSE(rows.empty()) << "switch.lua(5) Who sets each field has no " << table << " row";
+    for (const ArgField &f : code) {
+      const std::string name(f.name);
+      bool found = rows.erase(name) > 0;
+      for (const std::string &r : named[table])
+        if (r.ends_with("*") && name.starts_with(r.substr(0, r.size() - 1)))
+          found = true;
+      EXPECT_TRUE(found) << "switch.lua(5) Who sets each field: no row for " << table << "."
+                         << name;
+    }
+    for (const std::string &r : rows)
+      if (!r.ends_with("*"))
+        ADD_FAILURE() << "switch.lua(5) Who sets each field names " << table << "." << r
+                      << ", which is not a field of lua/contract.cpp";
+  };
+  check(job_fields(), "job");
+  check(step_fields(), "step");
+}
+
 // The hooks: each row of the hook table (hook_info()) has its subsection
 // ".SS slurm_switch_job_start(job)" in switch.lua(5) and its declaration
 // "function slurm_switch_job_start(job) end" in slurm.lua, with the same

@@ -153,11 +153,26 @@ TEST(Runtime, LogStillFormatsWhenScriptReplacesStringFormat) {
 }
 
 TEST(Runtime, PrintGoesToSinkAtInfoTabSeparated) {
+  // The tabs print puts between its arguments are control characters too:
+  // shown escaped, like every one in a line (issue 21).
   Loaded l("print('a', 1, nil, true, 2.0)\nprint()\n");
   ASSERT_TRUE(l.script) << l.script.error().message;
   const std::vector<std::pair<LogLevel, std::string>> want = {
-      {LogLevel::Info, "a\t1\tnil\ttrue\t2.0"}, {LogLevel::Info, ""}};
+      {LogLevel::Info, "a\\t1\\tnil\\ttrue\\t2.0"}, {LogLevel::Info, ""}};
   EXPECT_EQ(l.log.lines, want);
+}
+
+TEST(Runtime, LogLinesShowControlCharactersEscapedOneCallOneLine) {
+  // Issue 21: a user's string cannot forge a line of its own.
+  Loaded l("local name = 'job\\nswitch/lua: JobId=1 forged\\r\\27[31m\\127'\n"
+           "slurm.log_info('name=%s', name)\nprint(name)\nslurm.log_error(name)\n");
+  ASSERT_TRUE(l.script) << l.script.error().message;
+  const std::string want = "job\\nswitch/lua: JobId=1 forged\\r\\x1b[31m\\x7f";
+  ASSERT_EQ(l.log.lines.size(), 3u);
+  EXPECT_EQ(l.log.lines[0].second, "name=" + want);
+  EXPECT_EQ(l.log.lines[1].second, want);
+  EXPECT_EQ(l.log.lines[2].second, want);
+  EXPECT_EQ(l.log.lines[2].first, LogLevel::Error);
 }
 
 TEST(Runtime, ThrowingSinkDoesNotBreakTheScript) {
@@ -171,7 +186,7 @@ TEST(Runtime, ConstantsAreExposed) {
   Loaded l("print(slurm.SUCCESS, slurm.ERROR, slurm.EAGAIN)\n");
   ASSERT_TRUE(l.script) << l.script.error().message;
   ASSERT_EQ(l.log.lines.size(), 1u);
-  EXPECT_EQ(l.log.lines[0].second, "0\t-1\t11");
+  EXPECT_EQ(l.log.lines[0].second, "0\\t-1\\t11");
 }
 
 TEST(Runtime, SlurmTableIsReadOnly) {
@@ -203,9 +218,10 @@ TEST(Runtime, PairsListsSlurmFields) {
   )");
   ASSERT_TRUE(l.script) << l.script.error().message;
   ASSERT_EQ(l.log.lines.size(), 1u);
-  EXPECT_EQ(l.log.lines[0].second,
-            "EAGAIN ERROR SUCCESS log_debug log_debug2 log_debug3 log_debug4 log_debug5 "
-            "log_error log_info log_verbose to_json");
+  EXPECT_EQ(
+      l.log.lines[0].second,
+      "EAGAIN ERROR FABRIC_DOWN SUCCESS log_debug log_debug2 log_debug3 log_debug4 log_debug5 "
+      "log_error log_info log_verbose run to_json");
 }
 
 TEST(Runtime, ToJsonReturnsText) {
@@ -213,7 +229,7 @@ TEST(Runtime, ToJsonReturnsText) {
   ASSERT_TRUE(l.script) << l.script.error().message;
   ASSERT_EQ(l.log.lines.size(), 1u);
   EXPECT_EQ(l.log.lines[0].second, R"({"a":[1,2.0,"x"],"b":1})"
-                                   "\tnull");
+                                   "\\tnull");
 }
 
 TEST(Runtime, ToJsonRaisesWithPathAtCallersLine) {

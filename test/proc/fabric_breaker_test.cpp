@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Issue 20, the fabric breaker (switch.lua(5), Fabric outages): a fabric
+// outage must not drain every node that ends a job while it lasts.  With
+// the real supervisor and test/fixtures/fabric_outage.lua, whose fabric is
+// down while a file exists.
+#include "ctld/core.hpp"
+#include "fake_slurm.hpp"
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <thread>
+
+using namespace switchlua;
+using switchlua::test::FakeSlurm;
+using switchlua::test::settle;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "swl-breaker.XXXXXX").string();
+    dir = ::mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  fs::path down() const { return dir / "fabric-down"; }
+};
+
+CoreOptions options(std::uint32_t breaker_failures) {
+  CoreOptions o;
+  o.script = test::fixture("fabric_outage");
+  o.client = test::default_options();
+  o.block_job_complete = true; // as the fixture answers
+  o.retry_interval = std::chrono::hours(1);
+  o.config.breaker_failures = breaker_failures;
+  o.config.max_setup_failures = 1; // a failure counted would hold the job
+  return o;
+}
+
+JobArgs job(std::uint32_t id, const TempDir &d, const std::string &name = "job") {
+  JobArgs j;
+  j.job_id = id;
+  j.name = name;
+  j.nodes = fmt::format("node{}", id);
+  j.node_names = {j.nodes.value()};
+  j.num_nodes = 1;
+  j.network = d.down().string();
+  j.submit_time = 1000 + id;
+  j.batch = true;
+  return j;
+}
+
+bool in_state(CtldCore &core, std::uint32_t id, JobState st) {
+  auto s = core.state_of(id);
+  return s && s->state == st;
+}
+
+/// settle() for longer: a kept teardown's first back-off is 5 s.
+template <class F> bool settle_long(CtldCore &core, F done) {
+  for (int i = 0; i < 3; ++i)
+    if (settle(core, done))
+      return true;
+  return false;
+}
+
+} // namespace
+
+TEST(FabricBreaker, NFailedTeardownsOpenItTheRestAreKeptAndCompleteWhenTheFabricReturns) {
+  TempDir d;
+  FakeSlurm slurm;
+  CtldCore core(options(3), slurm);
+  for (std::uint32_t id = 1; id <= 6; ++id) {
+    ASSERT_TRUE(core.job_start(job(id, d), true));
+    ASSERT_TRUE(settle(core, [&] { return in_state(core, id, JobState::Running); }))
+        << slurm.all_logs();
+  }
+  std::ofstream(d.down()) << "down";
+  for (std::uint32_t id = 1; id <= 6; ++id) {
+    core.job_complete(id);
+    ASSERT_TRUE(settle(core, [&] {
+      return !core.state_of(id) || in_state(core, id, JobState::TeardownRetryWait);
+    })) << slurm.all_logs();
+  }
+  // The two failures before it opened drained as usual; the third opened it.
+  EXPECT_TRUE(slurm.did_starting("drain node1"));
+  EXPECT_TRUE(slurm.did_starting("drain node2"));
+  for (std::uint32_t id = 3; id <= 6; ++id) {
+    EXPECT_FALSE(slurm.did_starting(fmt::format("drain node{}", id))) << slurm.all_logs();
+    EXPECT_TRUE(in_state(core, id, JobState::TeardownRetryWait)) << id << slurm.all_logs();
+  }
+  EXPECT_EQ(slurm.count_logged("fabric breaker OPEN: 3 teardowns of different jobs failed "
+                               "within 60 s"),
+            1)
+      << slurm.all_logs();
+  EXPECT_TRUE(core.stats().breaker_open);
+  // A setup that fails meanwhile names the outage and is not counted.
+  ASSERT_TRUE(core.job_start(job(7, d), true));
+  ASSERT_TRUE(settle(core, [&] { return slurm.did_starting("requeue 7"); })) << slurm.all_logs();
+  EXPECT_NE(slurm.reason_of("requeue 7").find("the fabric is unavailable"), std::string::npos)
+      << slurm.reason_of("requeue 7");
+  EXPECT_FALSE(slurm.did_starting("requeue_held")) << slurm.all_logs();
+  // The fabric returns: the kept teardowns complete, their nodes come back.
+  fs::remove(d.down());
+  ASSERT_TRUE(settle_long(core, [&] {
+    for (std::uint32_t id = 3; id <= 6; ++id)
+      if (core.state_of(id))
+        return false;
+    return true;
+  })) << slurm.all_logs();
+  for (std::uint32_t id = 3; id <= 6; ++id) {
+    EXPECT_TRUE(slurm.did(fmt::format("release {}", id))) << slurm.all_logs();
+    EXPECT_FALSE(slurm.did_starting(fmt::format("drain node{}", id))) << slurm.all_logs();
+  }
+  EXPECT_EQ(slurm.count_logged("fabric breaker closed"), 1) << slurm.all_logs();
+  EXPECT_FALSE(core.stats().breaker_open);
+  EXPECT_EQ(core.stats().breaker_opens, 1u);
+}
+
+TEST(FabricBreaker, AScriptThatSaysFabricDownOpensItAtOnceAndNothingIsDrained) {
+  TempDir d;
+  FakeSlurm slurm;
+  CtldCore core(options(0), slurm); // only slurm.FABRIC_DOWN opens it
+  for (std::uint32_t id = 1; id <= 2; ++id) {
+    ASSERT_TRUE(core.job_start(job(id, d, "says"), true));
+    ASSERT_TRUE(settle(core, [&] { return in_state(core, id, JobState::Running); }))
+        << slurm.all_logs();
+  }
+  std::ofstream(d.down()) << "down";
+  for (std::uint32_t id = 1; id <= 2; ++id) {
+    core.job_complete(id);
+    ASSERT_TRUE(settle(core, [&] { return in_state(core, id, JobState::TeardownRetryWait); }))
+        << slurm.all_logs();
+  }
+  EXPECT_FALSE(slurm.did_starting("drain")) << slurm.all_logs();
+  EXPECT_TRUE(slurm.logged("fabric breaker OPEN: JobId=1 job_complete returned "
+                           "slurm.FABRIC_DOWN"))
+      << slurm.all_logs();
+  fs::remove(d.down());
+  ASSERT_TRUE(settle_long(core, [&] { return !core.state_of(1) && !core.state_of(2); }))
+      << slurm.all_logs();
+  EXPECT_FALSE(slurm.did_starting("drain")) << slurm.all_logs();
+  EXPECT_TRUE(slurm.did("release 1"));
+  EXPECT_TRUE(slurm.did("release 2"));
+}
