@@ -101,6 +101,12 @@ void print_human(const json &j, const std::string &path, std::int64_t age) {
                  u(b, "opens") ? fmt::format(", last closed {}", time_text(since)) : "");
   }
   fmt::print("Journal size:         {} bytes\n", u(j, "journal_bytes"));
+  if (const std::string jf = j.value("journal_failure", ""); !jf.empty())
+    fmt::print("Journal:              FAILING: {} (new setups fail until it is written "
+               "again; teardowns run)\n",
+               jf);
+  else
+    fmt::print("Journal:              writable\n");
   const json hooks = j.value("hooks", json::object());
   fmt::print("\nHook calls by outcome:\n");
   for (const auto &[name, h] : hooks.items()) {

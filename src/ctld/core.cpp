@@ -25,6 +25,17 @@ namespace switchlua {
 
 using namespace core_detail;
 
+namespace {
+
+/// Seconds since the epoch (the fabric breaker's times in the stats).
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+} // namespace
+
 ClientOptions CtldCore::Impl::sized(ClientOptions c, const CtldConfig &cfg) {
   c.max_concurrent = cfg.max_calls;
   c.max_queue = cfg.max_queue;
@@ -38,20 +49,80 @@ CtldCore::Impl::Impl(CoreOptions o, SlurmPort &p)
       client(sized(opts.client, opts.config),
              [this](CallId id, LogLevel l, std::string_view text) { on_script_log(id, l, text); }),
       cfg(opts.config) {
-  if (!opts.journal_path.empty())
-    attempt_floor = attempt_floor_of(opts.journal_path); // before it may be set aside
-  if (!opts.journal_path.empty())
-    journal =
-        std::make_unique<Journal>(opts.journal_path, [this](bool error, const std::string &l) {
+  if (opts.take_control_at_start) {
+    std::lock_guard g(mu);
+    (void)take_control(false); // logged
+  }
+  worker = std::thread([this] { run_worker(); });
+}
+
+Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
+  if (in_control)
+    return {};
+  if (!opts.journal_path.empty()) {
+    // One writer: the journal (and the status file beside it) belongs to
+    // the controller holding its lock; the one that had control releases
+    // it in its switch_p_save.
+    auto lock = JournalLock::acquire(opts.journal_path, opts.lock_wait);
+    if (!lock) {
+      port.log(LogLevel::Error, lock.error().message);
+      return Unexpected<Error>{lock.error()};
+    }
+    journal_lock = std::move(*lock);
+    // Every attempt id the journal file (and its set-aside copies) may have
+    // held (issue 20), read before the Journal may set it aside.
+    attempt_floor = std::max(attempt_floor, attempt_floor_of(opts.journal_path));
+    // Read now, as it is: what another controller wrote since this process
+    // started (a takeover), or since it gave up control, is in it.
+    journal = std::make_unique<Journal>(
+        opts.journal_path,
+        [this](bool error, const std::string &l) {
           port.log(error ? LogLevel::Error : LogLevel::Info, l);
-        });
+        },
+        opts.journal_io);
+  }
+  {
+    std::lock_guard q(qmu);
+    queue.clear();  // outcomes of calls stop_children() killed
+    timers.clear(); // back-offs of the jobs re-adopted below (fired again by them)
+  }
+  retry_wait.clear();
+  host_fault_since.clear();
+  if (breaker.open)
+    stats.breaker(false, unix_now(), ""); // a controller taking over starts closed, as at a start
+  breaker = {};
+  orphans.clear();
+  hints.clear();
+  if (!keep_jobs) {
+    for (const auto &[id, st] : jobs)
+      port.forget(id);
+    jobs.clear();
+  } else {
+    std::vector<JobSwitchState> kept;
+    for (auto &[id, st] : jobs)
+      kept.push_back(st);
+    jobs.clear();
+    for (JobSwitchState &st : kept)
+      adopt_locked(std::move(st));
+  }
+  failures = journal ? journal->table().failures : SetupFailureCounts{};
   publisher = std::make_unique<StatusPublisher>(
       stats, opts.status_path, opts.script, opts.journal_path,
       [this](LogLevel l, const std::string &line) { port.log(l, line); });
   publisher->set_interval(cfg.status_interval);
-  if (journal)
-    failures = journal->table().failures;
-  worker = std::thread([this] { run_worker(); });
+  stats.set_journal_failure(journal ? journal->failure() : std::string());
+  stats.set_jobs(jobs.size());
+  in_control = true;
+  frozen = false;
+  reconciled = opts.take_control_at_start;
+  return {};
+}
+
+std::string CtldCore::Impl::journal_refusal() const {
+  if (!journal || journal->failure().empty())
+    return {};
+  return fmt::format("journal {}: {}: no setup starts without its record", journal->path(),
+                     journal->failure());
 }
 
 CtldCore::Impl::~Impl() {
@@ -230,6 +301,13 @@ bool CtldCore::Impl::apply_setup_inline(const Queued &found) {
 
 void CtldCore::Impl::fire_retries() {
   std::lock_guard g(mu);
+  if (!in_control)
+    return;
+  if (journal && !journal->failure().empty()) {
+    journal->retry(); // recovers without waiting for the next record
+    stats.set_journal_failure(journal->failure());
+  }
+  check_waiting_orphans();
   std::set<std::uint32_t> due;
   due.swap(retry_wait);
   for (std::uint32_t id : due)
@@ -286,12 +364,6 @@ bool is_failed_teardown(std::string_view rule) {
   return rule == "R_COMPLETE_FAIL" || rule == "R_COMPLETE_EAGAIN_EXHAUSTED" ||
          rule == "R_COMPLETE_EAGAIN_UNHELD" || rule == "R_COMPLETE_KILLED_EXHAUSTED" ||
          rule == "R_COMPLETE_KILLED_UNHELD";
-}
-
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 } // namespace
@@ -378,9 +450,9 @@ std::int64_t CtldCore::Impl::next_attempt() {
   return a;
 }
 
-void CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs) {
+bool CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs) {
   if (!journal)
-    return;
+    return true;
   // The writer never writes a record its reader refuses (issue 20): one
   // past kJournalMaxRecord would make the next start set the whole journal
   // aside.  Such a record goes without the job's expanded node_names (its
@@ -408,15 +480,25 @@ void CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs) {
     if (fits)
       fit.push_back(std::move(slim));
   }
-  journal->append(fit);
+  const bool ok = journal->append(fit);
+  stats.set_journal_failure(journal->failure());
+  return ok;
 }
 
 void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   std::lock_guard g(mu);
+  if (!in_control) {
+    port.log(LogLevel::Error,
+             log_line({.job_id = job_id}, "{} not applied: this slurmctld does not hold control",
+                      event_kind_name(e.kind)));
+    return;
+  }
   auto it = jobs.find(job_id);
   if (it == jobs.end())
     return;
   it->second.setup_failures = prior_setup_failures(failures, it->second.job);
+  it->second.orphan_pending = has_orphan_of(job_id);
+  it->second.journal_down = journal && !journal->failure().empty();
   {
     // How long this job's runners have failed to start (issue 20).
     const auto now = std::chrono::steady_clock::now();
@@ -462,13 +544,21 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
     for (Action &a : r.actions) // the rule's line is the outcome line of job_complete
       if (a.kind == ActionKind::Log)
         a.reason += fmt::format(" ({})", script_ref(e.outcome->script_hash));
-  journal_step(it->second, e, r);
+  const bool durable = journal_step(it->second, e, r);
   if (auto rec = count_setup_failures(failures, cfg, e, r))
     journal_append({*rec});
   it->second = r.next;
   port.log(LogLevel::Debug, log_line({.job_id = job_id}, "{} -> {} ({})", event_kind_name(e.kind),
                                      job_state_name(r.next.state), r.rule));
-  execute(r.next, r.actions);
+  // Issue 24: a setup whose "setup started" record is not on disk does not
+  // run (after a crash nobody would know to tear it down); it fails at once
+  // naming the journal, and its job is requeued (or cancelled) as for any
+  // failed setup.  Teardowns run without their record: they are safe to
+  // repeat.
+  std::string refuse;
+  if (!durable)
+    refuse = journal_refusal();
+  execute(r.next, r.actions, refuse);
   auto again = jobs.find(job_id); // execute() may have re-entered
   if (again != jobs.end() && is_terminal(again->second.state) &&
       again->second.generation == r.next.generation) {
@@ -483,13 +573,22 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   port.save_state();
 }
 
-void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> &actions) {
+void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> &actions,
+                             const std::string &refuse_start) {
   std::uint32_t id = s.job.job_id;
   const std::string nodes = s.job.nodes.value_or("");
   for (const Action &a : actions) {
     stats.action(a.kind);
     switch (a.kind) {
     case ActionKind::RunJobStart:
+      if (!refuse_start.empty()) {
+        // The failure's own line (R_START_FAIL) says it: "JobId=N job_start
+        // could not be started: journal ...".
+        Outcome o{.kind = OutcomeKind::SpawnFailed, .message = refuse_start};
+        stats.call_refused(Hook::JobStart, o);
+        enqueue({id, s.generation, EventKind::SetupResult, o});
+        break;
+      }
       submit(s, Hook::JobStart, std::nullopt, EventKind::SetupResult);
       break;
     case ActionKind::RunJobComplete:
@@ -549,6 +648,13 @@ bool CtldCore::job_start(const JobArgs &job, bool requeue_allowed) {
   if (!job.network || job.network->empty())
     return false; // switch.lua contract: only jobs with a non-empty --network
   std::lock_guard g(impl_->mu);
+  if (!impl_->in_control) {
+    impl_->port.log(LogLevel::Error,
+                    log_line({.job_id = job.job_id, .hook = "job_start"},
+                             "not run: this slurmctld does not hold control (standby, or "
+                             "stopping); the job is not managed by switch/lua"));
+    return false;
+  }
   impl_->frozen = false;
   impl_->hints.erase(job.job_id);
   JobSwitchState &s = impl_->jobs[job.job_id];
@@ -602,7 +708,8 @@ std::optional<JobSwitchState> CtldCore::state_of(std::uint32_t job_id) const {
 void CtldCore::set_config(const CtldConfig &c) {
   std::lock_guard g(impl_->mu);
   impl_->cfg = c;
-  impl_->publisher->set_interval(c.status_interval);
+  if (impl_->publisher)
+    impl_->publisher->set_interval(c.status_interval);
 }
 
 CtldConfig CtldCore::config() const {
@@ -642,6 +749,32 @@ void CtldCore::stop_children() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
+Expected<void> CtldCore::take_control(bool keep_jobs) {
+  std::lock_guard g(impl_->mu);
+  return impl_->take_control(keep_jobs);
+}
+
+void CtldCore::release_control() {
+  if (!in_control())
+    return;
+  stop_children();
+  std::lock_guard g(impl_->mu);
+  impl_->in_control = false;
+  impl_->publisher.reset(); // its last write, while the lock is still ours
+  impl_->journal.reset();   // every record is on disk already (fdatasync'ed)
+  impl_->journal_lock.reset();
+  impl_->port.log(LogLevel::Info,
+                  log_line({},
+                           "control given up: journal closed and its lock released; {} job "
+                           "state(s) kept for a resumption after a failed reconfigure",
+                           impl_->jobs.size()));
+}
+
+bool CtldCore::in_control() const {
+  std::lock_guard g(impl_->mu);
+  return impl_->in_control;
+}
+
 std::size_t CtldCore::drain_events() {
   impl_->port.lock();
   std::size_t n = impl_->apply_queued();
@@ -665,7 +798,9 @@ StatsSnapshot CtldCore::stats() const {
 }
 
 void CtldCore::publish_status() {
-  impl_->publisher->publish();
+  std::lock_guard g(impl_->mu);
+  if (impl_->publisher)
+    impl_->publisher->publish();
 }
 
 } // namespace switchlua

@@ -55,6 +55,15 @@ public:
   /// The job's switch state ended: the job record must forget its handle.
   virtual void forget(std::uint32_t job_id) = 0;
   virtual void save_state() = 0;
+  /// Issue 24, the lost start: whether a node of `nodes` may still run an
+  /// instance of `job_id` that slurmctld no longer knows it launched (an
+  /// orphan whose launch was released before a crash).  Its teardown waits
+  /// while true.  The default, false, tears such orphans down at once.
+  virtual bool job_may_run_on_nodes(std::uint32_t job_id, const std::string &nodes) {
+    (void)job_id;
+    (void)nodes;
+    return false;
+  }
   /// One log line (already prefixed "switch/lua: ").  Thread-safe.
   virtual void log(LogLevel level, const std::string &line) = 0;
 };
@@ -72,6 +81,18 @@ struct CoreOptions {
   /// The status file (ctld/stats.hpp), e.g.
   /// "<StateSaveLocation>/switch_lua.status"; empty: none.
   std::string status_path;
+  /// Whether the constructor takes control (take_control(false)) at once:
+  /// tests and `switch-lua simulate`.  The plugin passes false: slurmctld
+  /// initialises the switch plugin in a standby backup and in a
+  /// reconfigure's new process too, which must not touch the journal; it
+  /// takes control from switch_p_restore (issue 24).
+  bool take_control_at_start = true;
+  /// How long take_control() waits for the journal's lock (JournalLock)
+  /// that another slurmctld holds (one giving up control releases it in its
+  /// switch_p_save).
+  std::chrono::milliseconds lock_wait{30000};
+  /// Fault injection into the journal's writes (tests).
+  JournalIo journal_io;
 };
 
 /// Asks the script a boolean hook (block_job_complete / setup_special_steps)
@@ -139,6 +160,26 @@ public:
   /// flight keep their timeout.
   void set_config(const CtldConfig &c);
   CtldConfig config() const;
+  /// switch_p_restore: this slurmctld now holds control (its start-up as
+  /// primary, a takeover, or the resumption after a failed reconfigure).
+  /// Takes the journal's lock, reads the journal as it is now (what another
+  /// controller wrote included), and starts the status file.  `keep_jobs`:
+  /// the job states in memory stay (a failed reconfigure: Slurm does not
+  /// load its job state again) and are merged with the journal as adopt()
+  /// does; otherwise they are dropped (Slurm loads its state now and
+  /// adopt() gets every job).  Already in control: nothing.  Errors (logged
+  /// too): the lock is held by another process past lock_wait, or cannot be
+  /// taken; the core then stays out of control (no call runs).
+  Expected<void> take_control(bool keep_jobs);
+  /// switch_p_save: this slurmctld gives up control (shutdown, reconfigure,
+  /// standby after handing control back): stop_children(), then the status
+  /// file's last write, and the journal is closed and its lock released.
+  /// From here on job_start() refuses (logged) and nothing is applied
+  /// until take_control().
+  void release_control();
+  /// Whether this core holds control (take_control() and no
+  /// release_control() since).
+  bool in_control() const;
   /// switch_p_save, before slurmctld exits or re-execs (reconfigure): kills
   /// every supervised child, and freezes the states so the killed calls'
   /// outcomes are not applied: the saved state keeps what was outstanding,

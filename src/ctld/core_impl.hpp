@@ -46,8 +46,16 @@ struct Orphan {
   JobArgs job;
   std::optional<MsgpackBytes> jobinfo;
   bool in_flight = false;
+  /// R_ORPHAN_WAIT_NODES: launched before the crash, its nodes may still run
+  /// it; its teardown waits (checked at every periodic check).
+  bool waiting = false;
+  std::chrono::steady_clock::time_point since{};
   std::uint32_t host_faults = 0; ///< runners in a row that could not be started
 };
+
+/// The longest an orphan waits for its nodes (R_ORPHAN_WAIT_NODES) before
+/// it is torn down anyway, with an error line.
+inline constexpr std::chrono::minutes kOrphanNodeWaitMax{10};
 
 /// The journal record of `kind` for the setup attempt of `job`.
 inline JournalRecord journal_record(JournalKind k, const JobArgs &job) {
@@ -98,6 +106,11 @@ struct CtldCore::Impl {
   /// state still says what was outstanding and the next slurmctld re-runs it.
   bool frozen = false;
   std::unique_ptr<Journal> journal;
+  std::unique_ptr<JournalLock> journal_lock; ///< held while in control
+  bool in_control = false;                   ///< take_control() .. release_control()
+  /// reconcile_journal() ran since take_control() (the plugin's path; a
+  /// core that takes control at construction counts as reconciled).
+  bool reconciled = true;
   std::int64_t last_attempt = 0; // without a journal
   /// Every attempt id seen outside the journal's records (attempt_floor()):
   /// the journal file's and its set-aside copies' modification times, the
@@ -175,14 +188,35 @@ struct CtldCore::Impl {
   /// there is none.
   static std::int64_t attempt_floor_of(const std::string &path);
 
-  void journal_append(const std::vector<JournalRecord> &recs);
+  /// Whether the records are durable (Journal::append); true without a
+  /// journal.
+  bool journal_append(const std::vector<JournalRecord> &recs);
 
   /// The journal records of one transition, written (fsync'ed) before its
-  /// actions run: the durable record comes before the effect.
-  void journal_step(const JobSwitchState &old, const Event &e, const StepResult &r);
+  /// actions run: the durable record comes before the effect.  False when
+  /// the journal could not write them.
+  bool journal_step(const JobSwitchState &old, const Event &e, const StepResult &r);
+
+  /// CtldCore::take_control (mu held).
+  Expected<void> take_control(bool keep_jobs);
+  /// adopt() of one state against the journal's table (mu held).
+  void adopt_locked(JobSwitchState s);
+  /// Why a setup may not start now ("" when it may): the journal cannot
+  /// write its record (issue 24: no setup without its record).
+  std::string journal_refusal() const;
 
   /// Starts (again) the teardown of an orphaned attempt.
   void run_orphan(std::int64_t attempt);
+  /// Whether an orphan of job id `job_id` is not torn down yet; before
+  /// reconcile_journal() (a start Slurm schedules before the restore
+  /// thread ran), also a launched attempt of it in the journal that may
+  /// become one.
+  bool has_orphan_of(std::uint32_t job_id) const;
+  /// Periodic check: the waiting orphans whose nodes no longer may run
+  /// them (or that waited kOrphanNodeWaitMax) are torn down now.
+  void check_waiting_orphans();
+  /// OrphanGone for every job in SetupWaitOrphan without an orphan left.
+  void wake_orphan_waiters();
 
   /// The result of an orphan teardown (R_ORPHAN_OK / R_ORPHAN_FAIL;
   /// orphan_result(), recovery_fsm.hpp).
@@ -204,7 +238,11 @@ struct CtldCore::Impl {
   /// the same level.  The state machine's own line then says what it means.
   void log_outcome(std::uint32_t job_id, Hook h, const Outcome &o);
 
-  void execute(const JobSwitchState &s, const std::vector<Action> &actions);
+  /// Carries out the actions.  `refuse_start` non-empty: a RunJobStart is
+  /// not run but fails at once with that message (its journal record could
+  /// not be written).
+  void execute(const JobSwitchState &s, const std::vector<Action> &actions,
+               const std::string &refuse_start = {});
 };
 
 } // namespace switchlua

@@ -18,9 +18,9 @@ namespace switchlua {
 
 using namespace core_detail;
 
-void CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, const StepResult &r) {
+bool CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, const StepResult &r) {
   if (!journal)
-    return;
+    return true;
   const JobSwitchState &n = r.next;
   std::vector<JournalRecord> recs;
   bool starts = false;
@@ -29,10 +29,8 @@ void CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, con
   if (starts && old.job.attempt != 0 && old.job.attempt != n.job.attempt &&
       !is_terminal(old.state) && old.state != JobState::SetupFailed)
     recs.push_back(journal_record(JournalKind::Forgotten, old.job)); // R_UNDO_OK
-  if (n.job.attempt == 0) { // a state saved by an older plugin: no key to journal
-    journal_append(recs);
-    return;
-  }
+  if (n.job.attempt == 0) // a state saved by an older plugin: no key to journal
+    return journal_append(recs);
   if (starts) {
     JournalRecord st = journal_record(JournalKind::SetupStarted, n.job);
     st.job = n.job;
@@ -57,7 +55,7 @@ void CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, con
   bool was_over = is_terminal(old.state) || old.state == JobState::SetupFailed;
   if (over && (!was_over || e.kind == EventKind::SetupRequested))
     recs.push_back(journal_record(JournalKind::Forgotten, n.job));
-  journal_append(recs);
+  return journal_append(recs);
 }
 
 void CtldCore::Impl::run_orphan(std::int64_t attempt) {
@@ -162,7 +160,59 @@ void CtldCore::Impl::apply_orphan(std::int64_t attempt, const Outcome &out) {
   if (d.forget) {
     journal_append({journal_record(JournalKind::Forgotten, o.job)});
     orphans.erase(it);
+    wake_orphan_waiters(); // the next start of this job id may set up now
   }
+}
+
+bool CtldCore::Impl::has_orphan_of(std::uint32_t job_id) const {
+  for (const auto &[a, o] : orphans)
+    if (o.job.job_id == job_id)
+      return true;
+  if (reconciled || !journal)
+    return false;
+  auto carried = jobs.find(job_id);
+  for (const auto &[a, e] : journal->table().live)
+    if (e.job.job_id == job_id && orphan_may_still_run(e) &&
+        (carried == jobs.end() || carried->second.job.attempt != a))
+      return true;
+  return false;
+}
+
+void CtldCore::Impl::check_waiting_orphans() {
+  std::vector<std::int64_t> start;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto &[attempt, o] : orphans) {
+    if (!o.waiting)
+      continue;
+    const std::string nodes = o.job.nodes.value_or("");
+    const bool timed_out = now - o.since >= kOrphanNodeWaitMax;
+    if (!timed_out && port.job_may_run_on_nodes(o.job.job_id, nodes))
+      continue;
+    o.waiting = false;
+    if (timed_out)
+      port.log(LogLevel::Error,
+               log_line({.job_id = o.job.job_id},
+                        "recovery: attempt {}'s nodes {} may still run it after {} minutes: "
+                        "tearing it down anyway (R_ORPHAN_TEARDOWN)",
+                        attempt, nodes, kOrphanNodeWaitMax.count()));
+    else
+      port.log(LogLevel::Info, log_line({.job_id = o.job.job_id},
+                                        "recovery: attempt {}'s nodes {} no longer run it: "
+                                        "tearing it down now (R_ORPHAN_TEARDOWN)",
+                                        attempt, nodes));
+    start.push_back(attempt);
+  }
+  for (std::int64_t a : start)
+    run_orphan(a);
+}
+
+void CtldCore::Impl::wake_orphan_waiters() {
+  std::vector<std::uint32_t> ready;
+  for (const auto &[id, s] : jobs)
+    if (s.state == JobState::SetupWaitOrphan && !has_orphan_of(id))
+      ready.push_back(id);
+  for (std::uint32_t id : ready)
+    apply(id, Event{.kind = EventKind::OrphanGone});
 }
 
 Recovery CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
@@ -189,7 +239,8 @@ Recovery CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
   }
   if (s.state == JobState::SetupUndoing && !configuring)
     s.state = JobState::SetupUndoingEnded;
-  bool delay = s.state == JobState::SetupRunning || s.state == JobState::SetupUndoing;
+  bool delay = s.state == JobState::SetupRunning || s.state == JobState::SetupUndoing ||
+               s.state == JobState::SetupWaitOrphan;
   if (hint == Recovery::LaunchNow) // written before the glue launches it
     impl_->journal_append({journal_record(JournalKind::LaunchReleased, s.job)});
   impl_->apply(job_id, Event{.kind = EventKind::Recover});
@@ -198,12 +249,16 @@ Recovery CtldCore::recover_job(std::uint32_t job_id, bool configuring) {
 
 void CtldCore::adopt(JobSwitchState s) {
   std::lock_guard g(impl_->mu);
+  impl_->adopt_locked(std::move(s));
+}
+
+void CtldCore::Impl::adopt_locked(JobSwitchState s) {
   s.recovered = true;
   const std::uint32_t id = s.job.job_id;
   // Slurm's saved attempts are a source of ids too: a journal set aside
   // does not know them (Impl::attempt_floor).
-  impl_->attempt_floor = std::max(impl_->attempt_floor, s.job.attempt);
-  const Journal *j = impl_->journal.get();
+  attempt_floor = std::max(attempt_floor, s.job.attempt);
+  const Journal *j = journal.get();
   if (j && s.job.attempt != 0) {
     // The journal's word on this attempt: the restart table (R_RECOVER_*).
     const JournalTable &t = j->table();
@@ -213,17 +268,18 @@ void CtldCore::adopt(JobSwitchState s) {
     AdoptDecision d =
         adopt_decision(s, t.forgotten.count(s.job.attempt) > 0, same_job ? &e->second : nullptr);
     if (!d.log.empty())
-      impl_->port.log(LogLevel::Info, log_line({}, d.log));
+      port.log(LogLevel::Info, log_line({}, d.log));
     if (d.hint)
-      impl_->hints[id] = *d.hint;
+      hints[id] = *d.hint;
     s = std::move(d.next);
   }
-  impl_->jobs[id] = std::move(s);
+  jobs[id] = std::move(s);
 }
 
 void CtldCore::reconcile_journal() {
   std::lock_guard g(impl_->mu);
   impl_->frozen = false;
+  impl_->reconciled = true;
   if (!impl_->journal)
     return;
   std::set<std::int64_t> carried;
@@ -240,15 +296,21 @@ void CtldCore::reconcile_journal() {
       // The jobinfo its job_start returned, or that its teardown was given;
       // nil when job_start never reported (an abandoned attempt).
       it->second.jobinfo = (e.accepted || e.teardown_started) ? e.jobinfo : std::nullopt;
-      impl_->port.log(
-          LogLevel::Info,
-          log_line({}, orphan_teardown_line(attempt, e, it->second.jobinfo.has_value())));
+      // The lost start: launched before the crash, its nodes may still run
+      // it (R_ORPHAN_WAIT_NODES).
+      const bool may_run = orphan_may_still_run(e) &&
+                           impl_->port.job_may_run_on_nodes(e.job.job_id, e.job.nodes.value_or(""));
+      const OrphanStart st = orphan_start(attempt, e, may_run, it->second.jobinfo.has_value());
+      impl_->port.log(LogLevel::Info, log_line({}, st.line));
+      it->second.waiting = st.wait;
+      it->second.since = std::chrono::steady_clock::now();
     }
-    if (!it->second.in_flight)
+    if (!it->second.in_flight && !it->second.waiting)
       start.push_back(attempt);
   }
   for (std::int64_t a : start)
     impl_->run_orphan(a);
+  impl_->wake_orphan_waiters(); // after a restart: a waiting start whose orphan is gone
 }
 
 } // namespace switchlua

@@ -110,6 +110,8 @@ Verdict setup_verdict(const Outcome &o, const JobSwitchState &s, const CtldConfi
   case OutcomeKind::LoadFailed:
     return V::Failed;
   case OutcomeKind::SpawnFailed: // the script did not run: the host's fault (issue 20)
+    if (s.journal_down)
+      return V::Failed; // issue 24: no setup without its record, none retried meanwhile
     return s.host_fault_age < cfg.switch_timeout ? V::HostFault : V::HostFaultExpired;
   case OutcomeKind::ExitedWithoutReturn:
     return V::Exited;
@@ -138,6 +140,8 @@ Verdict verdict_of(const JobSwitchState &s, const Event &e, const CtldConfig &cf
     return s.block_job_complete ? V::Blocking : V::NonBlocking;
   case E::Recover:
     return V::Recovered;
+  case E::SetupRequested: // the lost start (issue 24)
+    return s.orphan_pending ? V::OrphanPending : V::None;
   case E::RetryTick:
     // Only a state that waits for one takes it: a teardown waiting to run
     // again, or a call waiting out a host-fault or fabric back-off.
@@ -208,10 +212,14 @@ bool setup_failures_reached(const JobSwitchState &s, const CtldConfig &cfg) {
 
 /// FailSetup: requeue the job if it may be, else cancel it, with the
 /// rule's reason; R_SETUP_FAILURES_HELD when this failure reaches
-/// switch_max_setup_failures: requeue it held instead (and say so).
+/// switch_max_setup_failures: requeue it held instead (and say so).  A
+/// job_start the journal refused (SpawnFailed with journal_down: the
+/// script never ran) is the host's fault: never held for it, and
+/// count_setup_failures() does not count it.
 void fail_setup(const JobSwitchState &s, const Event &e, Verdict v, const CtldConfig &cfg,
                 std::string_view rule, std::vector<Action> &actions) {
-  if (!setup_failures_reached(s, cfg)) {
+  const bool never_ran = e.outcome && e.outcome->kind == OutcomeKind::SpawnFailed;
+  if (never_ran || !setup_failures_reached(s, cfg)) {
     actions.push_back({.kind = s.requeue_allowed ? ActionKind::Requeue : ActionKind::Cancel,
                        .reason = setup_reason(e, v),
                        .rule = rule});

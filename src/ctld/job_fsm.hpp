@@ -56,6 +56,11 @@ enum class JobState : std::uint8_t {
   /// runs again (a new attempt) once it succeeded.
   SetupUndoing,
   SetupUndoingEnded, ///< the same, after the job ended; job and nodes held
+  /// Issue 24, the lost start: an earlier attempt of this job id was
+  /// launched before a slurmctld crash and no job record carries it; its
+  /// nodes may still run it, so it is not torn down yet, and this start
+  /// waits in CONFIGURING (no job_start yet) until that teardown is over.
+  SetupWaitOrphan,
 };
 std::string_view job_state_name(JobState s);
 /// Whether nothing more can happen to this run of the job.
@@ -70,6 +75,7 @@ enum class EventKind : std::uint8_t {
   RetryTick,          ///< the periodic check (retries EAGAIN teardowns)
   Recover,            ///< first look at the job after a slurmctld restart
   LateTeardownResult, ///< the extra job_complete of a late setup finished: only logged
+  OrphanGone,         ///< no earlier attempt of the job id waits for its teardown any more
 };
 std::string_view event_kind_name(EventKind e);
 
@@ -96,6 +102,14 @@ struct JobSwitchState {
   /// the core's failure count says (switch_max_setup_failures); filled by
   /// the core before each step, never persisted with the state.
   std::uint32_t setup_failures = 0;
+  /// An earlier attempt of this job id is an orphan not yet torn down (the
+  /// lost start); filled by the core before each step, never persisted.
+  bool orphan_pending = false;
+  /// The journal cannot write (Journal::failure(); issue 24), filled by the
+  /// core before each step, never persisted: a job_start it refused fails at
+  /// once (R_START_FAIL, requeue) rather than being retried as a host fault
+  /// (issue 20), since every retry would be refused the same way.
+  bool journal_down = false;
   /// Consecutive calls of this job whose runner could not be started (issue
   /// 20: host faults); 0 once a runner started.  Not persisted.
   std::uint32_t host_faults = 0;

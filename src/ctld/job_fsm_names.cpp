@@ -12,10 +12,10 @@
 namespace switchlua {
 
 std::string_view job_state_name(JobState s) {
-  static constexpr std::array<std::string_view, 12> names = {
-      "None",         "SetupRunning",     "SetupRunningEnded", "Running",           "Declined",
-      "SetupFailed",  "SetupAbandoned",   "TeardownRunning",   "TeardownRetryWait", "Done",
-      "SetupUndoing", "SetupUndoingEnded"};
+  static constexpr std::array<std::string_view, 13> names = {
+      "None",         "SetupRunning",      "SetupRunningEnded", "Running",           "Declined",
+      "SetupFailed",  "SetupAbandoned",    "TeardownRunning",   "TeardownRetryWait", "Done",
+      "SetupUndoing", "SetupUndoingEnded", "SetupWaitOrphan"};
   return names.at(static_cast<std::size_t>(s));
 }
 
@@ -24,9 +24,9 @@ bool is_terminal(JobState s) {
 }
 
 std::string_view event_kind_name(EventKind e) {
-  static constexpr std::array<std::string_view, 7> names = {
-      "SetupRequested", "SetupResult", "JobEnded",          "TeardownResult",
-      "RetryTick",      "Recover",     "LateTeardownResult"};
+  static constexpr std::array<std::string_view, 8> names = {
+      "SetupRequested", "SetupResult", "JobEnded",           "TeardownResult",
+      "RetryTick",      "Recover",     "LateTeardownResult", "OrphanGone"};
   return names.at(static_cast<std::size_t>(e));
 }
 

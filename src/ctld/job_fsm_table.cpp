@@ -20,6 +20,25 @@ const Row kRules[] = {
   // A job with --network was allocated: run job_start; it waits in CONFIGURING.
   {"R_SETUP",                 S::None,              E::SetupRequested, V::None,       S::SetupRunning,
      {Do::RunJobStart}},
+  // The lost start (issue 24): an earlier attempt of this job id, launched
+  // before a slurmctld crash, is not torn down yet because its nodes may
+  // still run it: wait in CONFIGURING without job_start, so that Slurm's
+  // launch finds no duplicate on the nodes ...
+  {"R_SETUP_WAIT_ORPHAN",     S::None,              E::SetupRequested, V::OrphanPending, S::SetupWaitOrphan,
+     {Do::LogInfo}},
+  // ... then set up as usual once that teardown is over ...
+  {"R_SETUP_AFTER_ORPHAN",    S::SetupWaitOrphan,   E::OrphanGone,  V::None,          S::SetupRunning,
+     {Do::LogInfo, Do::RunJobStart}},
+  // ... or end with nothing to tear down when the job ends first.
+  {"R_WAIT_ORPHAN_ENDED",     S::SetupWaitOrphan,   E::JobEnded,    V::NonBlocking,   S::Done,
+     {Do::LogInfo, Do::EndConfiguring}},
+  {"R_WAIT_ORPHAN_ENDED",     S::SetupWaitOrphan,   E::JobEnded,    V::Blocking,      S::Done,
+     {Do::LogInfo, Do::EndConfiguring}},
+  {"R_WAIT_ORPHAN_ENDED",     S::SetupWaitOrphan,   E::JobEnded,    V::Recovered,     S::Done,
+     {Do::LogInfo, Do::EndConfiguring}},
+  // After a restart it waits on: the core sends OrphanGone once no orphan
+  // of the job id is left.
+  {"R_RESTART_WAIT_ORPHAN",   S::SetupWaitOrphan,   E::Recover,     V::Recovered,     S::SetupWaitOrphan, {}},
   // switch.lua contract: job_start rc == SUCCESS with a table: store it, launch.
   {"R_START_OK",              S::SetupRunning,      E::SetupResult, V::Accepted,      S::Running,
      {Do::StoreJobinfo, Do::LogInfo, Do::EndConfiguring}},
@@ -312,6 +331,10 @@ const OutcomeRow kOutcomeRules[] = {
   // An attempt the journal says is not over and no job record carries:
   // job_complete with its own job table and jobinfo (nil if it never reported).
   {"R_ORPHAN_TEARDOWN", Teardown::Orphan, V::Recovered,     {Do::LogInfo, Do::RunJobCompleteWithJobinfo}},
+  // The lost start (issue 24): its launch was released before the crash and
+  // its nodes may still run it: no teardown under running tasks; it waits
+  // until the nodes no longer may run the job, then R_ORPHAN_TEARDOWN.
+  {"R_ORPHAN_WAIT_NODES", Teardown::Orphan, V::NodesMayRun, {Do::LogInfo}},
   // rc >= 0 but EAGAIN: torn down.
   {"R_ORPHAN_OK",       Teardown::Orphan, V::Success,       {Do::LogInfo, Do::ForgetAttempt}},
   {"R_ORPHAN_OK",       Teardown::Orphan, V::OtherPositive, {Do::LogInfo, Do::ForgetAttempt}},
@@ -376,6 +399,13 @@ constexpr std::pair<std::string_view, std::string_view> kRuleLogs[] = {
   {"R_CANCELLED_SETUP_OK", "{job} job_start {what} after the job had ended: {teardown}"},
   {"R_CANCELLED_SETUP_NONE", "{job} job_start {what} after the job had ended: {teardown}"},
   {"R_CANCELLED_SETUP_UNKNOWN", "{job} job_start {what} after the job had ended: {teardown}"},
+  {"R_SETUP_WAIT_ORPHAN", "{job} job_start waits: an earlier attempt of this job id, launched "
+                          "before a slurmctld restart, is not torn down yet (its nodes may still "
+                          "run it); the job stays CONFIGURING until that teardown is over"},
+  {"R_SETUP_AFTER_ORPHAN", "{job} the earlier attempt of this job id is torn down: running "
+                           "job_start now"},
+  {"R_WAIT_ORPHAN_ENDED", "{job} ended while waiting for the teardown of an earlier attempt of "
+                          "its job id: nothing was set up, nothing to tear down"},
   {"R_CANCELLED_SETUP_NEVER_RAN", "{job} ended while job_start waited to be started again after "
                                   "a host fault: it never ran, nothing to tear down"},
   {"R_START_FABRIC_DOWN", "{job} job_start {what}: the fabric is unavailable (fabric breaker): "

@@ -39,6 +39,8 @@ enum class Verdict : std::uint8_t {
   Blocking,        // JobEnded with block_job_complete true
   NonBlocking,     // JobEnded with block_job_complete false
   Recovered,       // JobEnded / Recover of a state loaded after a restart
+  OrphanPending,   // SetupRequested while an earlier attempt of the job id awaits its teardown
+  NodesMayRun,     // an orphan launched before the crash whose nodes may still run it
   // Issue 20, host faults are the host's: the runner could not be started
   // (SpawnFailed: fork/spawn EAGAIN or ENOMEM, a full lane, a missing
   // runner).  The script did not run: retried with back-off, never counted

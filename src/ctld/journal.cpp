@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 #include <msgpack.hpp>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <thread>
 #include <unistd.h>
 
 namespace switchlua {
@@ -49,13 +51,19 @@ std::optional<std::string_view> bin_or_nil(const msgpack::object &o, bool &ok) {
   return std::string_view(o.via.bin.ptr, o.via.bin.size);
 }
 
-bool write_all(int fd, std::string_view data) {
+/// Writes all of `data`; false with errno set on an error or a write that
+/// stops short (ENOSPC when the call reported no error).
+bool write_all(int fd, std::string_view data, const JournalIo &io) {
   while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
+    ssize_t n =
+        io.write ? io.write(fd, data.data(), data.size()) : ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0)
+    if (n <= 0) {
+      if (n == 0)
+        errno = ENOSPC;
       return false;
+    }
     data.remove_prefix(static_cast<std::size_t>(n));
   }
   return true;
@@ -396,7 +404,8 @@ bool read_whole_file(const std::string &path, std::string &out) {
 
 } // namespace
 
-Journal::Journal(std::string path, LogFn log) : path_(std::move(path)), log_(std::move(log)) {
+Journal::Journal(std::string path, LogFn log, JournalIo io)
+    : path_(std::move(path)), log_(std::move(log)), io_(io) {
   auto say = [&](bool error, const std::string &what) {
     log_(error, log_line({}, "journal {}: {}", path_, what));
   };
@@ -460,8 +469,10 @@ bool Journal::compact() {
   std::string image(kJournalHeader);
   for (const JournalRecord &r : table_.snapshot())
     image += frame_journal_record(r);
-  auto written = write_file_atomically(path_, image);
+  auto written = write_file_atomically(path_, image, {.fsync_fn = io_.fsync});
   if (!written && !written.error().replaced) {
+    if (untrusted_) // the streak's line is already out
+      return false;
     log_(true, log_line({}, "journal {}: compaction failed: {}; appending to the old file", path_,
                         written.error().message));
     return false;
@@ -489,33 +500,126 @@ bool Journal::compact() {
   return true;
 }
 
-void Journal::append(const std::vector<JournalRecord> &records) {
+void Journal::fail(const std::string &what, int err, const std::string &consequence) {
+  const bool first = failure_.empty();
+  failure_ = fmt::format("{}: {} (errno {})", what, std::strerror(err), err);
+  failure_errno_ = err;
+  untrusted_ = true;
+  if (first)
+    log_(true, log_line({},
+                        "journal {}: {}; {}; until a fresh snapshot of it is written and synced "
+                        "no new setup starts (each fails naming the journal), teardowns still "
+                        "run (see switch_lua.conf(5), STATESAVELOCATION)",
+                        path_, failure_, consequence));
+}
+
+bool Journal::retry() {
+  if (fd_ < 0 || !untrusted_)
+    return !untrusted_;
+  if (!compact() || fd_ < 0)
+    return false;
+  untrusted_ = false;
+  log_(false, log_line({},
+                       "journal {}: writable again after '{}': a fresh snapshot ({} setup "
+                       "attempt(s) not over) is written and synced; setups start again",
+                       path_, failure_, table_.live.size()));
+  failure_.clear();
+  failure_errno_ = 0;
+  return true;
+}
+
+bool Journal::append(const std::vector<JournalRecord> &records) {
   if (records.empty())
-    return;
+    return !untrusted_;
   for (const JournalRecord &r : records)
     table_.apply(r);
   if (fd_ < 0)
-    return;
+    return !untrusted_;
+  if (untrusted_) // the table already holds the new records: the snapshot writes them
+    return retry();
   if (size_ > compact_at_) {
-    // The table already holds the new records: the snapshot writes them.
     if (compact() || fd_ < 0)
-      return;
+      return fd_ >= 0;
   }
   std::string data;
   for (const JournalRecord &r : records)
     data += frame_journal_record(r);
-  bool ok = write_all(fd_, data) && ::fdatasync(fd_) == 0;
-  if (ok) {
-    size_ += data.size();
-    write_failed_ = false;
-    return;
+  if (!write_all(fd_, data, io_)) {
+    const int err = errno;
+    // Cut back to the last whole record: a partial one followed, once the
+    // disk has room again, by whole ones would read as corruption in the
+    // middle and cost every live attempt at the next start.
+    const bool cut = ::ftruncate(fd_, static_cast<off_t>(size_)) == 0;
+    fail("cannot append", err,
+         cut ? fmt::format("cut back to its last whole record ({} bytes)", size_)
+             : fmt::format("cannot cut it back to its last whole record ({} bytes): {}", size_,
+                           std::strerror(errno)));
+    return false;
   }
-  if (!write_failed_)
-    log_(true, log_line({},
-                        "journal {}: cannot append ({}): what happens now may "
-                        "be repeated after a crash",
-                        path_, std::strerror(errno)));
-  write_failed_ = true;
+  const int synced = io_.fdatasync ? io_.fdatasync(fd_) : ::fdatasync(fd_);
+  if (synced != 0) {
+    const int err = errno;
+    size_ += data.size();
+    fail("fdatasync failed", err,
+         "the kernel may have dropped what was written, and a later sync can report success "
+         "for it: the file is no longer trusted");
+    return false;
+  }
+  size_ += data.size();
+  return true;
+}
+
+Expected<std::unique_ptr<JournalLock>> JournalLock::acquire(const std::string &journal,
+                                                            std::chrono::milliseconds wait) {
+  const std::string path = journal + ".lock";
+  auto err = [&](std::string what) {
+    return Unexpected<Error>{Error{log_line({}, "journal {}: {}", journal, what)}};
+  };
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return err(fmt::format("cannot open the lock file {}: {}", path, std::strerror(errno)));
+  struct flock fl{};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  const auto end = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    fl.l_pid = 0; // required by F_OFD_*
+    if (::fcntl(fd, F_OFD_SETLK, &fl) == 0)
+      break;
+    const int e = errno;
+    if ((e != EAGAIN && e != EACCES && e != EINTR) || std::chrono::steady_clock::now() >= end) {
+      std::string holder;
+      char buf[256];
+      ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      if (n > 0)
+        holder.assign(buf, static_cast<std::size_t>(n));
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0'))
+        holder.pop_back();
+      ::close(fd);
+      if (e == EAGAIN || e == EACCES || e == EINTR)
+        return err(fmt::format(
+            "another slurmctld holds its lock {} ({}) after {} ms: two controllers must never "
+            "write one journal; this one does not take control",
+            path, holder.empty() ? "holder unknown" : holder, wait.count()));
+      return err(fmt::format("cannot lock {}: {}", path, std::strerror(e)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  struct utsname u{};
+  ::uname(&u);
+  const std::string who = fmt::format("{} pid {} since {}\n", u.nodename, ::getpid(),
+                                      std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, who.data(), who.size(), 0) < 0) {
+    // Only the note for the next holder's error line is lost.
+  }
+  return std::unique_ptr<JournalLock>(new JournalLock(path, fd));
+}
+
+JournalLock::~JournalLock() {
+  if (fd_ >= 0)
+    ::close(fd_); // releases the OFD lock
 }
 
 std::int64_t Journal::next_attempt() {

@@ -33,18 +33,42 @@
 //                 one error line, the file is moved aside to
 //                 <path>.corrupt-<unix seconds> (named in the line) and the
 //                 plugin continues on Slurm's saved job state alone.
+//
+// A failing disk (issue 24; switch_lua.conf(5), STATESAVELOCATION):
+//   failed or short append  the file is cut back (ftruncate) to the last
+//                 whole record at once, so bytes written after the disk
+//                 recovers never follow a partial record (which the next
+//                 start would take for corruption in the middle);
+//   failed fdatasync  the kernel may have dropped the dirty pages and a
+//                 later fsync can report success for them (the PostgreSQL
+//                 "fsyncgate" of 2018): the file is untrusted;
+//   untrusted     no record is appended; each append (and retry()) first
+//                 writes a fresh snapshot of the whole table (temp file,
+//                 fsync, rename, fsync of the folder); once one succeeds the
+//                 journal is trusted again.  append() says whether its
+//                 records are durable; the caller decides what may not
+//                 happen without them.  One error line at the first failure,
+//                 one line when it is writable again.
+//
+// One writer (issue 24): only the slurmctld in control opens the journal,
+// holding an OFD lock (fcntl F_OFD_SETLK, honoured over NFS v4 and by
+// lockd) on <path>.lock (JournalLock); a second controller on the same
+// StateSaveLocation waits for it and then fails loudly instead of writing.
 #pragma once
 
 #include "common/expected.hpp"
 #include "lua/contract.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <vector>
 
 namespace switchlua {
@@ -152,6 +176,38 @@ struct JournalTable {
   std::vector<JournalRecord> snapshot() const;
 };
 
+/// Test seam of the journal's own appends (fault injection): each returns
+/// as the system call it stands for, errno set on failure.  nullptr: the
+/// system call.  `fsync` also goes to the snapshot's write_file_atomically.
+struct JournalIo {
+  ssize_t (*write)(int fd, const void *buf, std::size_t n) = nullptr;
+  int (*fdatasync)(int fd) = nullptr;
+  int (*fsync)(int fd) = nullptr;
+};
+
+/// The exclusive right to write one journal: an OFD write lock (fcntl
+/// F_OFD_SETLK) on "<journal>.lock", created mode 0600, released when the
+/// lock object is destroyed or its process dies (on NFS: when the server
+/// reclaims the client's locks).  While held the file says who holds it
+/// ("<host> pid <pid> since <unix seconds>").
+class JournalLock {
+public:
+  /// Takes the lock, trying every 100 ms for up to `wait`.  Errors start
+  /// "switch/lua: journal <journal>: " and say why: the lock file cannot be
+  /// opened (errno), or another process holds it (what the file says).
+  static Expected<std::unique_ptr<JournalLock>> acquire(const std::string &journal,
+                                                        std::chrono::milliseconds wait);
+  ~JournalLock();
+  JournalLock(const JournalLock &) = delete;
+  JournalLock &operator=(const JournalLock &) = delete;
+  const std::string &path() const { return path_; }
+
+private:
+  JournalLock(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  std::string path_;
+  int fd_ = -1;
+};
+
 /// The journal file.  Not thread-safe: the core calls it under its mutex.
 class Journal {
 public:
@@ -160,17 +216,29 @@ public:
   /// described above, and compacts it.  Never fails: a journal that cannot
   /// be opened or written is logged ("switch/lua: journal <path>: ...")
   /// and the plugin runs without one (as before the journal existed).
-  Journal(std::string path, LogFn log);
+  /// The caller holds its JournalLock.
+  Journal(std::string path, LogFn log, JournalIo io = {});
   ~Journal();
   Journal(const Journal &) = delete;
   Journal &operator=(const Journal &) = delete;
 
-  /// Appends the records and fdatasyncs them, before the caller acts.  When
-  /// the file is past kJournalCompactBytes (or twice its last snapshot, if
-  /// that is larger) it is compacted instead, the snapshot holding the new
-  /// records.  A write error is logged (once per failure streak) and the
-  /// table still changes.
-  void append(const std::vector<JournalRecord> &records);
+  /// Applies the records to table() (always: it is the truth in memory)
+  /// and makes them durable before the caller acts: appended and
+  /// fdatasync'ed, or, when the file is past kJournalCompactBytes (or twice
+  /// its last snapshot, if that is larger) or untrusted, in a fresh
+  /// snapshot.  True when they are on disk (or there is no file at all:
+  /// running without a journal, as logged at open); false when the disk
+  /// failed (see "A failing disk" above; failure() says how).
+  bool append(const std::vector<JournalRecord> &records);
+  /// While untrusted: tries the fresh snapshot now (the core's periodic
+  /// check), so the journal recovers without waiting for a record.  True
+  /// when the journal is (again) trusted.
+  bool retry();
+  /// "" while writes succeed; else why not, for logs, reasons and the
+  /// status file: "cannot append: No space left on device (errno 28)".
+  const std::string &failure() const { return failure_; }
+  /// The errno of failure(), 0 when none.
+  int failure_errno() const { return failure_errno_; }
   const JournalTable &table() const { return table_; }
   /// A fresh attempt id: microseconds since the epoch, greater than every
   /// attempt seen so far.
@@ -185,12 +253,17 @@ public:
   bool compact();
 
 private:
+  /// Records a failure (first one of a streak: one error line).
+  void fail(const std::string &what, int err, const std::string &consequence);
   std::string path_;
   LogFn log_;
+  JournalIo io_;
   int fd_ = -1;
   std::size_t size_ = 0;
   std::size_t compact_at_ = kJournalCompactBytes;
-  bool write_failed_ = false;
+  bool untrusted_ = false; ///< a failed append or fdatasync: snapshot first
+  std::string failure_;
+  int failure_errno_ = 0;
   JournalTable table_;
 };
 

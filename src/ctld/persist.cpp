@@ -13,7 +13,7 @@ namespace {
 constexpr std::string_view kMagic = "swlua";
 
 std::optional<JobState> state_from_name(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(JobState::SetupUndoingEnded); ++i) {
+  for (int i = 0; i <= static_cast<int>(JobState::SetupWaitOrphan); ++i) {
     auto s = static_cast<JobState>(i);
     if (job_state_name(s) == name)
       return s;

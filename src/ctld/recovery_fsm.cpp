@@ -109,6 +109,30 @@ std::string orphan_teardown_line(std::int64_t attempt, const JournalEntry &e, bo
                      outcome_row(Teardown::Orphan, Verdict::Recovered).rule);
 }
 
+bool orphan_may_still_run(const JournalEntry &e) {
+  return e.launch_released && !e.teardown_started;
+}
+
+OrphanStart orphan_start(std::int64_t attempt, const JournalEntry &e, bool nodes_may_run,
+                         bool with_jobinfo) {
+  const Verdict v =
+      orphan_may_still_run(e) && nodes_may_run ? Verdict::NodesMayRun : Verdict::Recovered;
+  const OutcomeRow &r = outcome_row(Teardown::Orphan, v);
+  OrphanStart out{.rule = r.rule, .wait = v == Verdict::NodesMayRun, .line = {}};
+  if (!out.wait) {
+    out.line = orphan_teardown_line(attempt, e, with_jobinfo);
+    return out;
+  }
+  out.line = fmt::format(
+      "{} recovery: the journal has attempt {} (submitted at {}) launched before the restart, "
+      "and no job record carries it (Slurm lost the job's start): its nodes {} may still run "
+      "it, so it is not torn down yet; its teardown runs once they no longer may, and the next "
+      "start of this job id waits in CONFIGURING until then ({})",
+      log_subject({.job_id = e.job.job_id}), attempt, e.job.submit_time,
+      e.job.nodes.value_or("(none)"), r.rule);
+  return out;
+}
+
 TeardownDecision orphan_result(const Outcome &out) {
   const Verdict v = unheld_verdict(out);
   return decide(outcome_row(Teardown::Orphan, v), v, outcome_text(out));

@@ -75,6 +75,24 @@ struct TeardownDecision {
 /// attempt `attempt` of entry `e`, torn down with its jobinfo (or nil).
 std::string orphan_teardown_line(std::int64_t attempt, const JournalEntry &e, bool with_jobinfo);
 
+/// When an orphan's teardown starts (issue 24, the lost start).  An
+/// attempt whose launch was released before the crash and whose teardown
+/// never started may still run on its nodes (Slurm lost the job's start:
+/// its record came back PENDING, or is gone): while `nodes_may_run` it
+/// waits (R_ORPHAN_WAIT_NODES, `wait` true); otherwise, and for every other
+/// orphan, it is torn down now (R_ORPHAN_TEARDOWN).  `line` is the
+/// decision's info line after "switch/lua: ".
+struct OrphanStart {
+  std::string_view rule;
+  bool wait = false;
+  std::string line;
+};
+OrphanStart orphan_start(std::int64_t attempt, const JournalEntry &e, bool nodes_may_run,
+                         bool with_jobinfo);
+/// Whether an orphan of entry `e` is of the kind that may still run on its
+/// nodes (launch released, no teardown started): only those are asked about.
+bool orphan_may_still_run(const JournalEntry &e);
+
 /// The result of an orphan teardown.  switch.lua contract, job_complete:
 /// SUCCESS or another positive value but EAGAIN ends it (R_ORPHAN_OK);
 /// anything else is a failure that drains its job table's nodes

@@ -14,6 +14,9 @@ std::optional<JournalRecord> count_setup_failures(SetupFailureCounts &counts, co
                                                   const Event &e, const StepResult &r) {
   if (r.rule == "R_START_HOST_FAULT_EXPIRED" || r.rule == "R_START_FABRIC_DOWN")
     return std::nullopt; // a fault of the host or the fabric, never the job's (issue 20)
+  if (e.kind == EventKind::SetupResult && e.outcome && e.outcome->kind == OutcomeKind::SpawnFailed)
+    return std::nullopt; // the script never ran (a journal that cannot write, issue 24): not the
+                         // job's
   const JobSwitchState &n = r.next;
   const std::uint32_t id = n.job.job_id;
   bool requeued = false, held = false;

@@ -182,6 +182,14 @@ void CtldStats::set_jobs(std::size_t n) {
   ++version_;
 }
 
+void CtldStats::set_journal_failure(const std::string &why) {
+  std::lock_guard g(mu_);
+  if (s_.journal_failure == why)
+    return;
+  s_.journal_failure = why;
+  ++version_;
+}
+
 StatsSnapshot CtldStats::snapshot() const {
   std::lock_guard g(mu_);
   return s_;
@@ -248,7 +256,8 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
                 {"why", s.breaker_why},
                 {"opens", s.breaker_opens}}},
               {"jobs", s.jobs},
-              {"journal_bytes", journal_bytes}};
+              {"journal_bytes", journal_bytes},
+              {"journal_failure", s.journal_failure}};
 }
 
 namespace {

@@ -91,6 +91,9 @@ struct StatsSnapshot {
   std::uint64_t drains = 0;           ///< drains of a job's nodes asked of Slurm
   std::uint64_t requeues = 0;         ///< requeues asked of Slurm
   std::uint64_t cancels = 0;          ///< cancels asked of Slurm
+  /// Journal::failure(): "" while the journal writes, else why it cannot
+  /// (new setups fail meanwhile; issue 24).
+  std::string journal_failure;
   /// Hook calls whose runner could not be started (fork/spawn EAGAIN or
   /// ENOMEM, a full lane), retried as faults of the host, never counted
   /// against a job (issue 20; R_*_HOST_FAULT).
@@ -133,6 +136,8 @@ public:
   /// Counts Requeue, Cancel, DrainNodes and ScheduleRetry; others ignored.
   void action(ActionKind k);
   void set_jobs(std::size_t n);
+  /// StatsSnapshot::journal_failure.
+  void set_journal_failure(const std::string &why);
   /// One host fault (a runner that could not be started; host_faults).
   void host_fault();
   /// The fabric breaker opened (`open`, with `why`) or closed at `at` (unix).

@@ -76,6 +76,9 @@ public:
   }
   void forget(std::uint32_t id) override;
   void save_state() override { ops_.save_state(); }
+  bool job_may_run_on_nodes(std::uint32_t id, const std::string &nodes) override {
+    return ops_.job_may_run && ops_.job_may_run(id, nodes.c_str());
+  }
   void log(LogLevel l, const std::string &line) override {
     ops_.log(static_cast<int>(l), log_escape(line).c_str());
   }
@@ -92,6 +95,9 @@ struct Ctld {
   bool block_job_complete = false;
   bool setup_special_steps = false; ///< as answered at init, when Slurm honours it
   std::string good_copy; // the last good script's copy (script_guard.hpp), "" without a state dir
+  std::string script;
+  bool reconfigured = false; ///< started by a reconfigure (SLURMCTLD_RECONF)
+  bool controlled = false;   ///< has held control in this process
 };
 Ctld *g_ctld = nullptr;
 
@@ -340,16 +346,19 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     o.config = *cfg;
     o.client.supervisor = fmt::format("{}/switch-lua-supervisor", libexec_dir);
     o.client.runner = fmt::format("{}/switch-lua-runner", libexec_dir);
+    c->script = script_path;
+    c->reconfigured = std::getenv("SLURMCTLD_RECONF") != nullptr;
+    // Issue 24: slurmctld initialises the plugin in a standby backup and in
+    // a reconfigure's new process too: nothing under StateSaveLocation is
+    // read or written here; the core takes control (journal, status file,
+    // last good copy) from switch_p_restore (slc_ctld_take_control).
+    o.take_control_at_start = false;
+    // Longer than an NFS server keeps the locks of a client that died (its
+    // lease, 90 s by default).
+    o.lock_wait = std::chrono::seconds(120);
     if (state_dir && state_dir[0]) {
       o.journal_path = fmt::format("{}/switch_lua.journal", state_dir);
-      // The last good script survives a reconfigure, never a cold start.
       c->good_copy = o.client.good_copy = fmt::format("{}/switch_lua.good", state_dir);
-      const char *reconf = std::getenv("SLURMCTLD_RECONF");
-      const std::string kept = keep_good_copy_at_init(c->good_copy, script_path, reconf != nullptr,
-                                                      std::getenv(kGoodScriptEnv));
-      if (!kept.empty())
-        ops->log(kept.find(" is lost ") != std::string::npos ? SLC_LOG_ERROR : SLC_LOG_INFO,
-                 log_line({}, kept).c_str());
       o.status_path = fmt::format("{}/switch_lua.status", state_dir);
     }
     if (const char *conf = std::getenv("SLURM_CONF"))
@@ -358,7 +367,16 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     o.client.child_env.push_back(fmt::format("{}={}", kSlurmUserEnv, slurm_user()));
     {
       // Ask the script once, in a supervised child (no Lua in slurmctld).
-      SupervisorClient probe(o.client, [&](CallId, LogLevel l, std::string_view t) {
+      // Its supervisor gets the last good copy only in the process a
+      // reconfigure executed, where the copy carries over (as before issue
+      // 24): it records there the verdict on the same script the old
+      // process would record, and changes no decision.  A standby or a cold
+      // start gets none: nothing under StateSaveLocation is written before
+      // this slurmctld holds control.
+      ClientOptions probe_opts = o.client;
+      if (!c->reconfigured || !std::getenv(kGoodScriptEnv))
+        probe_opts.good_copy.clear();
+      SupervisorClient probe(probe_opts, [&](CallId, LogLevel l, std::string_view t) {
         c->port->log(l, log_line({}, t));
       });
       auto log_error = [&](const std::string &line) { ops->log(SLC_LOG_ERROR, line.c_str()); };
@@ -380,10 +398,40 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
 
 void slc_ctld_stop_children(void) {
   cabi::guarded_void("save", "calls in flight may outlive slurmctld", ctld_log, [] {
-    if (g_ctld && g_ctld->core)
-      g_ctld->core->stop_children();
-    if (g_ctld && !g_ctld->good_copy.empty())
+    if (!g_ctld || !g_ctld->core)
+      return;
+    const bool had = g_ctld->core->in_control();
+    g_ctld->core->release_control(); // stops the children too
+    if (had && !g_ctld->good_copy.empty())
       export_good_copy(g_ctld->good_copy); // for the process a reconfigure execs
+  });
+}
+
+int slc_ctld_take_control(bool keep_jobs) {
+  if (!g_ctld || !g_ctld->core)
+    return 0;
+  return cabi::guarded("restore", "this slurmctld does not take control", -1, ctld_log, [&] {
+    if (g_ctld->core->in_control())
+      return 0;
+    if (!g_ctld->good_copy.empty()) {
+      // The last good script survives a reconfigure (the new process's
+      // first control, or the old one resuming after it failed), never a
+      // cold start or a takeover.
+      const bool reconf = keep_jobs || (g_ctld->reconfigured && !g_ctld->controlled);
+      const std::string kept = keep_good_copy_at_init(g_ctld->good_copy, g_ctld->script, reconf,
+                                                      std::getenv(kGoodScriptEnv));
+      if (!kept.empty())
+        g_ctld->port->log(kept.find(" is lost ") != std::string::npos ? LogLevel::Error
+                                                                      : LogLevel::Info,
+                          log_line({}, kept));
+    }
+    if (auto r = g_ctld->core->take_control(keep_jobs); !r)
+      return -1; // logged
+    g_ctld->controlled = true;
+    g_ctld->port->log(LogLevel::Info,
+                      log_line({}, "this slurmctld holds control: journal read as it is now{}",
+                               keep_jobs ? " (resuming after a failed reconfigure)" : ""));
+    return 0;
   });
 }
 

@@ -19,12 +19,15 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "slurm/slurm.h"
 #include "slurm/slurm_errno.h"
 
 #include "src/common/slurm_xlator.h"
 
+#include "src/common/hostlist.h"
 #include "src/common/log.h"
 #include "src/common/read_config.h"
 #include "src/common/xmalloc.h"
@@ -206,4 +209,45 @@ extern void ctld_op_forget(uint32_t job_id)
 extern void ctld_op_save_state(void)
 {
 	schedule_job_save();
+}
+
+/*
+ * The lost start (issue 24): a job launched before a slurmctld crash whose
+ * saved record came back PENDING (or gone) may still run on its nodes.
+ * slurmctld asks every node to register when it starts and aborts there a
+ * job it does not run (abort_job_on_node() in validate_jobs_on_node()).  A
+ * node is taken as clear once it has answered this slurmctld later than
+ * KillWait + 2 * MessageTimeout after it took control (its registration,
+ * the abort and the kill have had their time); a node that does not
+ * answer may still run the job.  Node W held.
+ */
+extern bool ctld_op_job_may_run(uint32_t job_id, const char *nodes)
+{
+	time_t clear_after = ctld_control_time + slurm_conf.kill_wait +
+			     2 * slurm_conf.msg_timeout;
+	hostlist_t *hl;
+	char *name;
+	bool may = false;
+
+	if (!nodes || !nodes[0])
+		return false;
+	if (time(NULL) < clear_after)
+		return true;
+	if (!(hl = hostlist_create(nodes)))
+		return true;
+	while ((name = hostlist_shift(hl))) {
+		node_record_t *node_ptr = find_node_record(name);
+
+		if (node_ptr && (IS_NODE_NO_RESPOND(node_ptr) ||
+				 (node_ptr->last_response < clear_after)))
+			may = true;
+		free(name);
+	}
+	FREE_NULL_HOSTLIST(hl);
+	if (may)
+		sl_job_debug(
+			job_id,
+			": nodes %s may still run an instance lost by the restart",
+			nodes);
+	return may;
 }

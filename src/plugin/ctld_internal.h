@@ -54,6 +54,9 @@ extern void ctld_op_cancel(uint32_t job_id, const char *reason);
 extern void ctld_op_drain(const char *nodes, const char *reason);
 extern void ctld_op_forget(uint32_t job_id);
 extern void ctld_op_save_state(void);
+extern bool ctld_op_job_may_run(uint32_t job_id, const char *nodes);
+/* When this slurmctld last took control (switch_p_restore). */
+extern time_t ctld_control_time;
 
 /* ctld_launch.c: add one launch delay of ours to the job (job W held). */
 extern void ctld_delay_launch(job_record_t *job_ptr);

@@ -38,6 +38,7 @@
 
 #include "src/common/hostlist.h"
 #include "src/common/id_util.h"
+#include "src/common/list.h"
 #include "src/common/log.h"
 #include "src/common/macros.h"
 #include "src/common/read_config.h"
@@ -98,7 +99,10 @@ static const slc_ctld_ops_t ctld_ops = {
 	.forget = ctld_op_forget,
 	.save_state = ctld_op_save_state,
 	.log = switchlua_log_line,
+	.job_may_run = ctld_op_job_may_run,
 };
+
+time_t ctld_control_time = 0;
 
 /* ---------------------------------------------------------------------- */
 /* Hooks.                                                                 */
@@ -237,16 +241,30 @@ extern void switchlua_job_complete(job_record_t *job_ptr)
 }
 
 /* Under config_write_lock, before read_slurm_conf(): job_list is not
- * loaded yet (or, after a failed reconfigure, is loaded and unchanged). */
+ * loaded yet (start-up; a takeover has just emptied it), or, after a failed
+ * reconfigure, is loaded and unchanged.  From here on this slurmctld holds
+ * control: the core takes the journal (issue 24).  An error is fatal to
+ * Slurm: another controller still writes the journal. */
 extern int switchlua_restore(bool recover)
 {
+	bool keep_jobs;
+
 	if (!ctld_active)
 		return SLURM_SUCCESS;
+	keep_jobs = job_list && (list_count(job_list) > 0);
+	ctld_control_time = time(NULL);
+	if (slc_ctld_take_control(keep_jobs)) {
+		sl_error(
+			"restore: this slurmctld cannot take the journal under StateSaveLocation (line above): not taking control");
+		return SLURM_ERROR;
+	}
 	return ctld_restore_start();
 }
 
 /* The last hook before a reconfigure re-exec (fini is not called then),
- * and at shutdown.  No locks held. */
+ * at shutdown, and when a backup hands control back (it then waits in
+ * standby and may take over again: switch_p_restore).  No locks held.  The
+ * core gives up control: children killed, journal closed, lock released. */
 extern int switchlua_save(void)
 {
 	if (ctld_active)

@@ -135,6 +135,10 @@ typedef struct slc_ctld_ops {
 	/* schedule_job_save() (lock-free in Slurm). */
 	void (*save_state)(void);
 	slc_log_fn log;
+	/* The lost start (issue 24): whether a node of `nodes` may still run an
+	 * instance of job_id that slurmctld no longer knows it launched.  NULL:
+	 * never (such an attempt is torn down at once). */
+	bool (*job_may_run)(uint32_t job_id, const char *nodes);
 } slc_ctld_ops_t;
 
 /* SlurmUser's uid (slurm_conf.slurm_user_id), from init() in every process
@@ -164,9 +168,18 @@ void slc_set_slurm_special_steps(bool supported);
 int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path,
 		  const char *slurmctld_params, const char *libexec_dir,
 		  const char *state_dir);
-/* Kill every supervised child and stop the supervisor (switch_p_save before
- * a reconfigure re-exec, and fini). */
+/* switch_p_save (before shutdown, a reconfigure re-exec, or standby after
+ * handing control back): kill every supervised child, stop the supervisor,
+ * and give up control: the journal is closed and its lock released. */
 void slc_ctld_stop_children(void);
+/* switch_p_restore: this slurmctld now holds control.  Takes the journal's
+ * lock (waiting for a controller that is giving it up), reads the journal
+ * and the last good script's copy as they are now.  keep_jobs: the job
+ * states in memory stay (a failed reconfigure resumes; Slurm loads no job
+ * state), else they are dropped (Slurm loads its job state next).
+ * RET 0, or -1 after logging why (another slurmctld holds the journal):
+ * Slurm must not go on. */
+int slc_ctld_take_control(bool keep_jobs);
 void slc_ctld_fini(void);
 /* block_job_complete as the script answered at init. */
 bool slc_ctld_block_job_complete(void);

@@ -141,3 +141,21 @@ TEST(StatusCli, MissingOrForeignFilesAreErrors) {
       << r.out;
   fs::remove_all(d);
 }
+
+// Issue 24: a journal that cannot be written is in the status; the
+// fixture, of a plugin that predates the field, reads as writable.
+TEST(StatusCli, SaysWhenTheJournalIsFailing) {
+  const fs::path d = scratch();
+  auto r = run("status --file " + kFixture.string());
+  EXPECT_NE(r.out.find("Journal:              writable\n"), std::string::npos) << r.out;
+  json j = fixture();
+  j["journal_failure"] = "cannot append: No space left on device (errno 28)";
+  {
+    std::ofstream(d / "failing") << j.dump();
+  }
+  r = run("status --file " + (d / "failing").string());
+  EXPECT_NE(r.out.find("Journal:              FAILING: cannot append: No space left on device "
+                       "(errno 28) (new setups fail until it is written again; teardowns run)\n"),
+            std::string::npos)
+      << r.out;
+}

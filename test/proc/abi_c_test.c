@@ -290,6 +290,10 @@ static void ctld_one_job(const char *script)
 	      "slurmctld init with a good script");
 	CHECK(slc_ctld_block_job_complete(),
 	      "block_job_complete() as the script answers");
+	CHECK(slc_ctld_job_start(&job) == NULL,
+	      "before switch_p_restore (a standby, or a reconfigure not yet committed) no setup runs");
+	CHECK(slc_ctld_take_control(false) == 0,
+	      "switch_p_restore: this slurmctld takes control");
 	slc_job_t plain = job;
 	plain.job_id = 43;
 	plain.network = NULL;

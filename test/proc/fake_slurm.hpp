@@ -38,6 +38,11 @@ public:
   void drain(const std::string &n, const std::string &r) override { add("drain " + n + ": " + r); }
   void forget(std::uint32_t id) override { add(fmt("forget", id)); }
   void save_state() override {}
+  /// The lost start: what job_may_run_on_nodes() answers (default false).
+  std::atomic<bool> nodes_may_run{false};
+  bool job_may_run_on_nodes(std::uint32_t, const std::string &) override {
+    return nodes_may_run.load();
+  }
   void log(LogLevel l, const std::string &line) override {
     std::lock_guard g(mu);
     logs.push_back(line);

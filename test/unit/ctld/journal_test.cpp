@@ -8,9 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace switchlua;
@@ -303,4 +306,153 @@ TEST(Journal, FailureCountsSurviveAReopenAndACompaction) {
   ASSERT_EQ(j.table().failures.count(7), 1u);
   EXPECT_EQ(j.table().failures.at(7).failures, 2u);
   EXPECT_EQ(j.table().failures.count(8), 0u);
+}
+
+// ---------------------------------------------------------------------------
+// A failing disk (issue 24): fault injection through JournalIo.
+// ---------------------------------------------------------------------------
+
+namespace {
+
+/// What the injected write and fdatasync do: the next `short_writes` writes
+/// write half their bytes, then the next `failed_writes` fail with ENOSPC;
+/// the next `failed_syncs` fdatasyncs fail with EIO.
+int g_short_writes = 0, g_failed_writes = 0, g_failed_syncs = 0, g_failed_fsyncs = 0;
+
+ssize_t inject_write(int fd, const void *buf, std::size_t n) {
+  if (g_short_writes > 0 && n > 1) {
+    --g_short_writes;
+    return ::write(fd, buf, n / 2);
+  }
+  if (g_failed_writes > 0) {
+    --g_failed_writes;
+    errno = ENOSPC;
+    return -1;
+  }
+  return ::write(fd, buf, n);
+}
+int inject_fdatasync(int fd) {
+  if (g_failed_syncs > 0) {
+    --g_failed_syncs;
+    errno = EIO;
+    return -1;
+  }
+  return ::fdatasync(fd);
+}
+int inject_fsync(int fd) {
+  if (g_failed_fsyncs > 0) {
+    --g_failed_fsyncs;
+    errno = ENOSPC;
+    return -1;
+  }
+  return ::fsync(fd);
+}
+constexpr JournalIo kInjected{
+    .write = inject_write, .fdatasync = inject_fdatasync, .fsync = inject_fsync};
+
+ino_t inode_of(const std::string &path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+std::size_t count_lines(const Logged &log, bool error, const std::string &part) {
+  std::size_t n = 0;
+  for (const auto &[e, l] : log.lines)
+    n += (e == error && l.find(part) != std::string::npos) ? 1 : 0;
+  return n;
+}
+
+} // namespace
+
+TEST(JournalDisk, AShortAppendIsCutBackToTheLastWholeRecord) {
+  TempDir d;
+  Logged log;
+  Journal j(d.file(), log.fn(), kInjected);
+  ASSERT_TRUE(j.append({started(7, 100)}));
+  const std::string before = read_file(d.file());
+  // The disk fills in the middle of the next append: half of it written,
+  // then ENOSPC.
+  g_short_writes = 1;
+  g_failed_writes = 1;
+  EXPECT_FALSE(j.append({started(8, 101), rec(JournalKind::SetupAccepted, 8, 101, kInfo)}));
+  EXPECT_EQ(read_file(d.file()), before) << "the partial record is cut off at once";
+  EXPECT_EQ(scan_journal(read_file(d.file())).status, JournalScan::Status::Clean);
+  EXPECT_EQ(j.failure(), "cannot append: No space left on device (errno 28)");
+  EXPECT_EQ(j.failure_errno(), ENOSPC);
+  EXPECT_EQ(count_lines(log, true, "cannot append: No space left on device (errno 28)"), 1u);
+  EXPECT_EQ(count_lines(log, true, "cut back to its last whole record"), 1u);
+  // Still full: no record is appended, no second error line.
+  g_failed_fsyncs = 1; // the snapshot's temp file cannot be synced either
+  EXPECT_FALSE(j.append({rec(JournalKind::LaunchReleased, 8, 101)}));
+  EXPECT_EQ(read_file(d.file()), before);
+  EXPECT_EQ(log.lines.size(), 1u) << log.lines.back().second;
+  // Room again: the next append writes a fresh snapshot holding everything
+  // the table knows, the records that could not be written included.
+  EXPECT_TRUE(j.append({started(9, 102)}));
+  EXPECT_TRUE(j.failure().empty());
+  EXPECT_EQ(count_lines(log, false, "writable again"), 1u);
+  JournalScan scan = scan_journal(read_file(d.file()));
+  EXPECT_EQ(scan.status, JournalScan::Status::Clean);
+  JournalTable t;
+  for (const auto &r : scan.records)
+    t.apply(r);
+  ASSERT_EQ(t.live.size(), 3u);
+  EXPECT_TRUE(t.live.at(101).accepted);
+  EXPECT_TRUE(t.live.at(101).launch_released);
+  // And plain appends after it.
+  EXPECT_TRUE(j.append({rec(JournalKind::Forgotten, 7, 100)}));
+  EXPECT_EQ(scan_journal(read_file(d.file())).status, JournalScan::Status::Clean);
+}
+
+TEST(JournalDisk, AFailedFdatasyncIsNotForgottenAfterTheNextSuccessfulOne) {
+  TempDir d;
+  Logged log;
+  Journal j(d.file(), log.fn(), kInjected);
+  ASSERT_TRUE(j.append({started(7, 100)}));
+  const ino_t first = inode_of(d.file());
+  g_failed_syncs = 1;
+  EXPECT_FALSE(j.append({started(8, 101)}));
+  EXPECT_EQ(j.failure(), "fdatasync failed: Input/output error (errno 5)");
+  EXPECT_EQ(count_lines(log, true, "no longer trusted"), 1u);
+  // The next fdatasync would succeed, but the pages of the failed one may
+  // be gone: the file is replaced by a fresh snapshot, never appended to.
+  EXPECT_TRUE(j.append({started(9, 102)}));
+  EXPECT_NE(inode_of(d.file()), first) << "a new file (snapshot renamed over the old one)";
+  EXPECT_TRUE(j.failure().empty());
+  Logged again;
+  Journal k(d.file(), again.fn());
+  EXPECT_EQ(k.table().live.size(), 3u);
+}
+
+TEST(JournalDisk, RetryRecoversWithoutANewRecord) {
+  TempDir d;
+  Logged log;
+  Journal j(d.file(), log.fn(), kInjected);
+  g_failed_writes = 1;
+  EXPECT_FALSE(j.append({started(7, 100)}));
+  g_failed_fsyncs = 1;
+  EXPECT_FALSE(j.retry());
+  EXPECT_FALSE(j.failure().empty());
+  EXPECT_TRUE(j.retry());
+  EXPECT_TRUE(j.failure().empty());
+  Logged again;
+  Journal k(d.file(), again.fn());
+  EXPECT_EQ(k.table().live.size(), 1u);
+}
+
+TEST(JournalLock, ASecondWriterFailsLoudlyUntilTheFirstLetsGo) {
+  TempDir d;
+  auto a = JournalLock::acquire(d.file(), std::chrono::milliseconds(0));
+  ASSERT_TRUE(a) << a.error().message;
+  // OFD locks conflict between open file descriptions, even in one process.
+  auto b = JournalLock::acquire(d.file(), std::chrono::milliseconds(250));
+  ASSERT_FALSE(b);
+  const std::string &m = b.error().message;
+  EXPECT_NE(m.find("switch/lua: journal " + d.file()), std::string::npos) << m;
+  EXPECT_NE(m.find("another slurmctld holds its lock " + d.file() + ".lock"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find(fmt::format("pid {}", ::getpid())), std::string::npos) << m;
+  a->reset();
+  auto c = JournalLock::acquire(d.file(), std::chrono::milliseconds(0));
+  EXPECT_TRUE(c) << c.error().message;
 }

@@ -223,3 +223,28 @@ TEST(Recovery, R_LATE_RESULT_IsOnlyLoggedAtErrorUnlessItSucceeded) {
     EXPECT_FALSE(d.drain || d.forget) << "only logged: nothing drained, nothing retried";
   }
 }
+
+// Issue 24, the lost start: an orphan whose launch was released before the
+// crash and whose teardown never started may still run on its nodes: its
+// teardown waits while they may; every other orphan is torn down at once.
+TEST(Recovery, R_ORPHAN_WAIT_NODES_ALaunchedOrphanWaitsWhileItsNodesMayRunIt) {
+  const JournalEntry launched = entry(true, true, false);
+  OrphanStart st = orphan_start(555, launched, true, true);
+  EXPECT_EQ(st.rule, "R_ORPHAN_WAIT_NODES");
+  EXPECT_TRUE(st.wait);
+  EXPECT_NE(st.line.find("JobId=7 recovery: the journal has attempt 555"), std::string::npos)
+      << st.line;
+  EXPECT_NE(st.line.find("is not torn down yet"), std::string::npos) << st.line;
+  // Its nodes no longer may: torn down now.
+  st = orphan_start(555, launched, false, true);
+  EXPECT_EQ(st.rule, "R_ORPHAN_TEARDOWN");
+  EXPECT_FALSE(st.wait);
+  // Not launched, or its teardown had started (the job had ended): never waits.
+  for (const JournalEntry &e :
+       {entry(true, false, false), entry(false, false, false), entry(true, true, true)}) {
+    EXPECT_FALSE(orphan_may_still_run(e));
+    st = orphan_start(555, e, true, e.accepted);
+    EXPECT_EQ(st.rule, "R_ORPHAN_TEARDOWN");
+    EXPECT_FALSE(st.wait);
+  }
+}

@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Two controllers on one StateSaveLocation (issue 24; switch_lua.conf(5),
+// HIGH AVAILABILITY), with the real supervisor and runner and a fake Slurm
+// each: only the core holding control reads and writes the journal, a
+// standby's start and restart change nothing, each takeover reads the
+// journal as the other controller left it (A->B->A->B), a second writer is
+// refused loudly, and a reconfigure's new process that dies after the
+// plugin's init (or after it took control) loses nothing.
+#include "ctld/core.hpp"
+#include "ctld/persist.hpp"
+#include "fake_slurm.hpp"
+#include "harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <unistd.h>
+
+using namespace switchlua;
+using switchlua::test::FakeSlurm;
+using switchlua::test::settle;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "swl-ha-test.XXXXXX").string();
+    dir = ::mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string journal() const { return (dir / "switch_lua.journal").string(); }
+  std::string status() const { return (dir / "switch_lua.status").string(); }
+};
+
+/// A controller that holds control from its start (`in_control`), or a
+/// standby / a reconfigure's new process that only ran the plugin's init.
+CoreOptions options(const TempDir &d, bool in_control) {
+  CoreOptions o;
+  o.script = test::fixture("recovery");
+  o.client = test::default_options();
+  o.journal_path = d.journal();
+  o.status_path = d.status();
+  o.retry_interval = std::chrono::milliseconds(100);
+  o.take_control_at_start = in_control;
+  o.lock_wait = std::chrono::milliseconds(300);
+  return o;
+}
+
+JobArgs job(std::uint32_t id) {
+  JobArgs j;
+  j.job_id = id;
+  j.nodes = "node1";
+  j.node_names = {"node1"};
+  j.num_nodes = 1;
+  j.network = "fabric";
+  j.submit_time = 1000 + id;
+  return j;
+}
+
+/// Starts the setup of `id` and runs it to Running; returns the state Slurm
+/// saved while it ran (SetupRunning), as a crash right after leaves it.
+JobSwitchState set_up(CtldCore &core, FakeSlurm &slurm, std::uint32_t id) {
+  // As slurmctld calls job_start: with its locks held, which the core's
+  // worker needs to apply the result.
+  slurm.lock();
+  EXPECT_TRUE(core.job_start(job(id), false));
+  JobSwitchState saved = *core.state_of(id);
+  slurm.unlock();
+  EXPECT_EQ(saved.state, JobState::SetupRunning);
+  EXPECT_TRUE(settle(core, [&] { return core.state_of(id)->state == JobState::Running; }))
+      << slurm.all_logs();
+  auto rec = decode_job_state(encode_job_state(&saved));
+  EXPECT_TRUE(rec && rec->has_value());
+  return **rec;
+}
+
+/// Slurm's saved record of a job that is Running with its setup's result.
+JobSwitchState saved_running(CtldCore &core, std::uint32_t id) {
+  JobSwitchState s = *core.state_of(id);
+  auto rec = decode_job_state(encode_job_state(&s));
+  EXPECT_TRUE(rec && rec->has_value());
+  return **rec;
+}
+
+/// The attempts not over in the journal file as it is on disk (read
+/// only: the journal may be held).
+std::size_t live_on_disk(const TempDir &d) {
+  std::ifstream in(d.journal(), std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  JournalScan scan = scan_journal(ss.str());
+  EXPECT_EQ(scan.status, JournalScan::Status::Clean) << scan.error;
+  JournalTable t;
+  for (const auto &r : scan.records)
+    t.apply(r);
+  return t.live.size();
+}
+
+std::string setups_of(std::uint32_t id) {
+  return fmt::format("JobId={} job_start started", id);
+}
+std::string teardowns_of(std::uint32_t id) {
+  return fmt::format("complete job_id={} ", id);
+}
+
+} // namespace
+
+TEST(CoreHa, AStandbyStartAndRestartWhileThePrimaryWritesLoseNothing) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  auto primary = std::make_unique<CtldCore>(options(d, true), sa);
+  ASSERT_TRUE(primary->in_control());
+  JobSwitchState s7 = set_up(*primary, sa, 7);
+  {
+    CtldCore standby(options(d, false), sb); // a standby starts, and stops
+    EXPECT_FALSE(standby.in_control());
+  }
+  auto standby = std::make_unique<CtldCore>(options(d, false), sb); // and starts again
+  JobSwitchState s8 = set_up(*primary, sa, 8);
+  EXPECT_FALSE(sb.logged("journal")) << "a standby does not read the journal: " << sb.all_logs();
+  EXPECT_FALSE(standby->job_start(job(9), false)) << "a standby runs no setup";
+  EXPECT_TRUE(sb.logged("JobId=9 job_start not run: this slurmctld does not hold control"))
+      << sb.all_logs();
+  // The primary is killed: the backup takes over.
+  primary->halt();
+  primary.reset();
+  ASSERT_TRUE(standby->take_control(false));
+  standby->adopt(s7);
+  standby->adopt(s8);
+  EXPECT_EQ(standby->recover_job(7, true), Recovery::ClearConfiguring);
+  EXPECT_EQ(standby->recover_job(8, true), Recovery::ClearConfiguring)
+      << "the setup the primary ran after the standby's restart is known: " << sb.all_logs();
+  standby->reconcile_journal();
+  EXPECT_EQ(standby->calls_in_flight(), 0u) << sb.all_logs();
+  EXPECT_EQ(sb.count_logged("job_start started"), 0) << "no setup that returned runs again";
+  EXPECT_EQ(sb.count_logged("complete job_id="), 0) << "and nothing is torn down as an orphan";
+  for (std::uint32_t id : {7u, 8u}) {
+    standby->job_complete(id);
+    ASSERT_TRUE(settle(*standby, [&] { return !standby->state_of(id); })) << sb.all_logs();
+  }
+  EXPECT_EQ(sb.count_logged(teardowns_of(7)), 1);
+  EXPECT_EQ(sb.count_logged(teardowns_of(8)), 1);
+  standby.reset();
+  EXPECT_EQ(live_on_disk(d), 0u);
+}
+
+TEST(CoreHa, ASecondWriterIsRefusedLoudly) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  CtldCore a(options(d, true), sa);
+  CtldCore b(options(d, false), sb);
+  auto r = b.take_control(false);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("another slurmctld holds its lock"), std::string::npos)
+      << r.error().message;
+  EXPECT_TRUE(sb.logged("this one does not take control")) << sb.all_logs();
+  EXPECT_FALSE(b.in_control());
+  EXPECT_FALSE(b.job_start(job(7), false));
+  EXPECT_TRUE(a.job_start(job(8), false));
+}
+
+TEST(CoreHa, TakeoverABABEachReadsTheJournalAsTheOtherLeftIt) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  CtldCore a(options(d, true), sa);  // primary
+  CtldCore b(options(d, false), sb); // backup, standby
+  JobSwitchState s7 = set_up(a, sa, 7);
+  a.release_control(); // scontrol takeover: A hands control to B
+  EXPECT_FALSE(a.in_control());
+  // 1st takeover: B knows A's attempt and does not run it again.
+  ASSERT_TRUE(b.take_control(false));
+  b.adopt(s7);
+  EXPECT_EQ(b.recover_job(7, true), Recovery::ClearConfiguring);
+  b.reconcile_journal();
+  JobSwitchState s8 = set_up(b, sb, 8);
+  b.job_complete(7); // job 7 ends under B
+  ASSERT_TRUE(settle(b, [&] { return !b.state_of(7); })) << sb.all_logs();
+  JobSwitchState r8 = saved_running(b, 8);
+  b.release_control(); // B hands control back
+  // 2nd: A drops what it knew and reads what B wrote: 7 is over (no orphan
+  // teardown of it), 8 returned (not run again).
+  ASSERT_TRUE(a.take_control(false));
+  EXPECT_FALSE(a.state_of(7)) << "A's own picture is dropped";
+  a.adopt(r8);
+  EXPECT_EQ(a.recover_job(8, false), Recovery::Nothing);
+  a.reconcile_journal();
+  EXPECT_EQ(a.calls_in_flight(), 0u) << sa.all_logs();
+  a.job_complete(8);
+  ASSERT_TRUE(settle(a, [&] { return !a.state_of(8); })) << sa.all_logs();
+  JobSwitchState s9 = set_up(a, sa, 9);
+  a.release_control();
+  // 3rd, B's second takeover in one process: works like the first.
+  ASSERT_TRUE(b.take_control(false));
+  EXPECT_FALSE(b.state_of(8));
+  b.adopt(s9);
+  EXPECT_EQ(b.recover_job(9, true), Recovery::ClearConfiguring) << sb.all_logs();
+  b.reconcile_journal();
+  EXPECT_EQ(b.calls_in_flight(), 0u) << sb.all_logs();
+  b.job_complete(9);
+  ASSERT_TRUE(settle(b, [&] { return !b.state_of(9); })) << sb.all_logs();
+  JobSwitchState s10 = set_up(b, sb, 10);
+  b.job_complete(10);
+  ASSERT_TRUE(settle(b, [&] { return !b.state_of(10); })) << sb.all_logs();
+  b.release_control();
+  // The ledger: one setup and one teardown per attempt, over both.
+  for (std::uint32_t id : {7u, 8u, 9u, 10u}) {
+    EXPECT_EQ(sa.count_logged(setups_of(id)) + sb.count_logged(setups_of(id)), 1) << id;
+    EXPECT_EQ(sa.count_logged(teardowns_of(id)) + sb.count_logged(teardowns_of(id)), 1)
+        << id << "\nA:\n"
+        << sa.all_logs() << "\nB:\n"
+        << sb.all_logs();
+  }
+  EXPECT_EQ(live_on_disk(d), 0u);
+}
+
+TEST(CoreHa, AReconfigureWhoseNewProcessDiesAfterInitLosesNothing) {
+  TempDir d;
+  FakeSlurm sp, sc;
+  CtldCore parent(options(d, true), sp);
+  set_up(parent, sp, 7);
+  parent.release_control(); // switch_p_save before the re-exec
+  {
+    CtldCore child(options(d, false), sc); // init only, then a fatal()
+  }
+  // "reconfigure failed": the old process resumes with its job list.
+  ASSERT_TRUE(parent.take_control(true));
+  EXPECT_EQ(parent.state_of(7)->state, JobState::Running) << sp.all_logs();
+  parent.reconcile_journal();
+  EXPECT_EQ(parent.calls_in_flight(), 0u);
+  set_up(parent, sp, 8);
+  EXPECT_EQ(live_on_disk(d), 2u) << "the resumed process writes the live journal";
+}
+
+TEST(CoreHa, AReconfigureWhoseNewProcessDiesAfterTakingControlLosesNothing) {
+  TempDir d;
+  FakeSlurm sp, sc;
+  CtldCore parent(options(d, true), sp);
+  JobSwitchState s7 = set_up(parent, sp, 7);
+  parent.release_control();
+  {
+    // The new process takes control, loads the job state, starts a setup,
+    // and dies (a fatal() of a later plugin).
+    CtldCore child(options(d, false), sc);
+    ASSERT_TRUE(child.take_control(false));
+    child.adopt(s7);
+    EXPECT_EQ(child.recover_job(7, true), Recovery::ClearConfiguring);
+    child.reconcile_journal();
+    set_up(child, sc, 11);
+    child.halt();
+  }
+  ASSERT_TRUE(parent.take_control(true));
+  EXPECT_EQ(parent.recover_job(7, false), Recovery::Nothing);
+  parent.reconcile_journal(); // 11's attempt: no job of the parent carries it
+  ASSERT_TRUE(settle(parent, [&] { return sp.logged("R_ORPHAN_OK"); })) << sp.all_logs();
+  EXPECT_EQ(sp.count_logged(teardowns_of(11)), 1) << "torn down once, with its own jobinfo";
+  EXPECT_EQ(sp.count_logged(teardowns_of(7)), 0) << "7 still runs";
+  EXPECT_EQ(parent.state_of(7)->state, JobState::Running);
+  EXPECT_EQ(live_on_disk(d), 1u);
+}
+
+namespace {
+/// The disk under the journal is full while set (CoreOptions::journal_io).
+std::atomic<bool> g_disk_full{false};
+ssize_t full_write(int fd, const void *buf, std::size_t n) {
+  if (g_disk_full) {
+    errno = ENOSPC;
+    return -1;
+  }
+  return ::write(fd, buf, n);
+}
+int full_fsync(int fd) {
+  if (g_disk_full) {
+    errno = ENOSPC;
+    return -1;
+  }
+  return ::fsync(fd);
+}
+} // namespace
+
+// switch_lua.conf(5), STATESAVELOCATION: while the journal cannot be
+// written no setup starts (it fails naming the journal and errno, the job is
+// requeued), teardowns still run, the state is in the status counters, and
+// once the disk has room the product runs normally again without a restart.
+TEST(CoreHa, AFullStateSaveLocationFailsNewSetupsSafelyAndRecoversWithoutARestart) {
+  TempDir d;
+  FakeSlurm slurm;
+  CoreOptions o = options(d, true);
+  o.journal_io = {.write = full_write, .fsync = full_fsync};
+  {
+    CtldCore core(o, slurm);
+    set_up(core, slurm, 7);
+    g_disk_full = true;
+    slurm.lock();
+    EXPECT_TRUE(core.job_start(job(8), true));
+    slurm.unlock();
+    ASSERT_TRUE(settle(core, [&] { return slurm.did("requeue 8"); })) << slurm.all_logs();
+    EXPECT_EQ(slurm.count_logged(setups_of(8)), 0) << "job_start is not called without its record";
+    EXPECT_EQ(core.stats().host_faults, 0u)
+        << "failed at once, not retried as a host fault (issue 20): " << slurm.all_logs();
+    EXPECT_FALSE(slurm.logged("R_START_HOST_FAULT")) << slurm.all_logs();
+    const std::string why = fmt::format("journal {}: cannot append: No space left on device "
+                                        "(errno 28): no setup starts without its record",
+                                        d.journal());
+    EXPECT_TRUE(slurm.logged("JobId=8 job_start could not be started: " + why)) << slurm.all_logs();
+    EXPECT_NE(slurm.reason_of("requeue 8").find(why), std::string::npos)
+        << "the requeue reason names the journal and errno: " << slurm.reason_of("requeue 8");
+    EXPECT_EQ(core.stats().journal_failure, "cannot append: No space left on device (errno 28)");
+    EXPECT_EQ(slurm.count_logged("cannot append: No space left on device"), 2)
+        << "one error line at the first failure, and the failed setup's own line: "
+        << slurm.all_logs();
+    // A teardown runs without its record: safe to repeat.
+    core.job_complete(7);
+    ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();
+    EXPECT_EQ(slurm.count_logged(teardowns_of(7)), 1);
+    // Room again: the periodic check writes a fresh snapshot.
+    g_disk_full = false;
+    core.retry_now();
+    EXPECT_TRUE(core.stats().journal_failure.empty());
+    EXPECT_TRUE(slurm.logged("writable again")) << slurm.all_logs();
+    set_up(core, slurm, 9);
+    EXPECT_EQ(live_on_disk(d), 1u) << "7 over, 8 never started, 9 set up";
+  }
+}
+
+// Issue 24, the lost start: slurmctld launched job 7 and was killed before
+// it saved the job RUNNING; after the restart its record is PENDING (no
+// switch state), so the journal's attempt is an orphan.  While its node may
+// still run it, it is not torn down (R_ORPHAN_WAIT_NODES), and Slurm's next
+// start of job 7 waits in CONFIGURING without job_start
+// (R_SETUP_WAIT_ORPHAN); once the node no longer may run it the teardown
+// runs once, then job 7's new setup (R_SETUP_AFTER_ORPHAN).
+TEST(CoreHa, ALostStartIsNotTornDownUnderRunningTasksAndTheNextStartWaits) {
+  TempDir d;
+  std::int64_t old_attempt;
+  {
+    FakeSlurm s0;
+    CtldCore before(options(d, true), s0);
+    set_up(before, s0, 7);
+    old_attempt = before.state_of(7)->job.attempt;
+    before.halt(); // kill -9 before Slurm saved the job RUNNING
+  }
+  FakeSlurm slurm;
+  slurm.nodes_may_run = true;
+  CtldCore core(options(d, true), slurm);
+  core.reconcile_journal(); // job 7's record came back PENDING: nothing adopted
+  EXPECT_TRUE(slurm.logged("R_ORPHAN_WAIT_NODES")) << slurm.all_logs();
+  EXPECT_EQ(core.calls_in_flight(), 0u) << "no teardown under running tasks";
+  // Slurm starts job 7 again.
+  slurm.lock();
+  EXPECT_TRUE(core.job_start(job(7), true)) << "managed: its launch is delayed";
+  slurm.unlock();
+  EXPECT_EQ(core.state_of(7)->state, JobState::SetupWaitOrphan);
+  EXPECT_TRUE(slurm.logged("JobId=7 job_start waits")) << slurm.all_logs();
+  core.retry_now(); // a periodic check: the node may still run it
+  EXPECT_EQ(core.calls_in_flight(), 0u);
+  EXPECT_EQ(slurm.count_logged(teardowns_of(7)), 0);
+  // The node reported the job gone.
+  slurm.nodes_may_run = false;
+  core.retry_now();
+  ASSERT_TRUE(settle(core, [&] {
+    return core.state_of(7) && core.state_of(7)->state == JobState::Running;
+  })) << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged(fmt::format("complete job_id=7 submit_time=1007 attempt={} "
+                                           "made_by={}",
+                                           old_attempt, old_attempt)),
+            1)
+      << "the lost attempt is torn down once, with its own jobinfo";
+  EXPECT_EQ(slurm.count_logged(setups_of(7)), 1) << "then the new setup, once";
+  EXPECT_TRUE(slurm.logged("R_SETUP_AFTER_ORPHAN")) << slurm.all_logs();
+  const auto acts = slurm.all_actions();
+  EXPECT_EQ(std::count(acts.begin(), acts.end(), "end_configuring 7"), 1)
+      << "launched once, after the teardown";
+  EXPECT_FALSE(slurm.did_starting("drain")) << slurm.all_logs();
+}
+
+// A call in flight on the controller that gives up control is killed, its
+// outcome never applied there, and the new controller runs it again as the
+// restart rules say (R_RESTART_SETUP): never finished by both.
+TEST(CoreHa, ACallInFlightAtTheHandOverIsKilledAndRunAgainByTheNewController) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  CoreOptions oa = options(d, true), ob = options(d, false);
+  oa.script = ob.script = test::fixture("core_flow");
+  CtldCore a(oa, sa);
+  CtldCore b(ob, sb);
+  JobArgs slow = job(20);
+  slow.name = "slow"; // job_start takes 0.3 s
+  sa.lock();
+  ASSERT_TRUE(a.job_start(slow, false));
+  sa.unlock();
+  ASSERT_EQ(a.calls_in_flight(), 1u);
+  a.release_control(); // kills the call
+  EXPECT_EQ(a.calls_in_flight(), 0u);
+  a.drain_events();
+  EXPECT_EQ(a.state_of(20)->state, JobState::SetupRunning) << "its outcome is not applied";
+  EXPECT_FALSE(sa.logged("JobId=20 SetupResult -> Running")) << sa.all_logs();
+  const JobSwitchState at_save = *a.state_of(20);
+  auto saved = decode_job_state(encode_job_state(&at_save));
+  ASSERT_TRUE(saved && saved->has_value());
+  ASSERT_TRUE(b.take_control(false));
+  b.adopt(**saved);
+  EXPECT_EQ(b.recover_job(20, true), Recovery::DelayLaunch);
+  b.reconcile_journal();
+  ASSERT_TRUE(settle(b, [&] {
+    return b.state_of(20) && b.state_of(20)->state == JobState::Running;
+  })) << sb.all_logs();
+  EXPECT_TRUE(sb.logged("R_RESTART_SETUP")) << sb.all_logs();
+  EXPECT_EQ(sb.count_logged("JobId=20 job_start started"), 1);
+  EXPECT_EQ(sb.count_logged("torn down nil"), 1) << "the killed attempt is undone once";
+  EXPECT_FALSE(sb.logged("R_ORPHAN")) << "carried by the job: no orphan";
+}
+
+// The same when Slurm schedules the job's new start before the restore
+// thread reconciled the journal: the launched attempt in the journal makes
+// it wait all the same.
+TEST(CoreHa, ALostStartWaitsEvenWhenTheNewStartComesBeforeTheReconcile) {
+  TempDir d;
+  {
+    FakeSlurm s0;
+    CtldCore before(options(d, true), s0);
+    set_up(before, s0, 7);
+    before.halt();
+  }
+  FakeSlurm slurm;
+  slurm.nodes_may_run = true;
+  CtldCore core(options(d, false), slurm); // the plugin's path
+  ASSERT_TRUE(core.take_control(false));
+  slurm.lock();
+  EXPECT_TRUE(core.job_start(job(7), true));
+  slurm.unlock();
+  EXPECT_EQ(core.state_of(7)->state, JobState::SetupWaitOrphan) << slurm.all_logs();
+  core.reconcile_journal();
+  EXPECT_EQ(core.calls_in_flight(), 0u);
+  EXPECT_EQ(core.state_of(7)->state, JobState::SetupWaitOrphan);
+  slurm.nodes_may_run = false;
+  core.retry_now();
+  ASSERT_TRUE(settle(core, [&] {
+    return core.state_of(7) && core.state_of(7)->state == JobState::Running;
+  })) << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged(teardowns_of(7)), 1);
+  EXPECT_EQ(slurm.count_logged(setups_of(7)), 1);
+}
