@@ -195,7 +195,7 @@ t_watchdog() {
 	wait_for 15 t0801_rerun "$id" || fail "JobId=$id: job_start did not run again on the new supervisor"
 	if kill -0 "$sup" 2>/dev/null; then fail "the stopped supervisor $sup still exists"; fi
 	new=$(our_supervisor)
-	[ -n "$new" ] && [ "$new" != "$sup" ] || fail "no new supervisor (had $sup, now '${new}')"
+	if [ -z "$new" ] || [ "$new" = "$sup" ]; then fail "no new supervisor (had $sup, now '${new}')"; fi
 	assert_eq CONFIGURING "$(job_state "$id")" "state of JobId=$id (not failed for the host's fault)"
 	cancel "$id"
 	id2=$(submit -N2 --network=fs:ok --wrap=true)
