@@ -17,8 +17,10 @@
 #
 # AuthInfo=cred_expire=5 makes Slurm's requeue delay (the credential
 # lifetime) 5 s instead of 120.  Needs `scripts/testbed slurm-install 25.11.7` and `scripts/testbed
-# plugin-install 25.11.7`; skipped with that command otherwise, and skipped
-# when the cluster does not start on Debian's Slurm.
+# plugin-install 25.11.7`; skipped with that command otherwise, skipped
+# unless SWITCHLUA_SLURM=25.11.7 (a run for 25.11.7, after its plugin-install:
+# scripts/test's e2e-25.11 section), and skipped when the cluster does not
+# start on Debian's Slurm.
 
 # e2e-timeout: 300
 # e2e-config: --slurm debian --switch-type switch/lua --script test/e2e/lua/upgrade.lua --slurmctld-params switch_timeout=120,switch_retries=100 --extra AuthInfo=cred_expire=5
@@ -38,6 +40,11 @@ ledger_balanced() {
 e2e_test "switch/lua: upgrade 24.11.5 -> ${T1401_TO} with a running job, a held teardown, a running setup and a requeued job: each setup that returned runs once, each allocation is released once with its own jobinfo, the killed setup is undone with nil, the 24.11 journal is read, nothing drained" t_upgrade
 t_upgrade() {
 	[ "$(cluster_slurm)" = debian ] || skip "the upgrade starts on Debian's Slurm 24.11.5, this cluster runs $(cluster_slurm)"
+	# Only in a run for that Slurm: the plugin at /opt/switch-lua-X.Y.Z is
+	# built from this checkout by the plugin-install before such a run
+	# (scripts/test's e2e-25.11), and may be any older build in another.
+	[ "${SWITCHLUA_SLURM:-}" = "$T1401_TO" ] ||
+		skip "runs with SWITCHLUA_SLURM=$T1401_TO, after scripts/testbed plugin-install $T1401_TO (scripts/test's e2e-25.11 section)"
 	[ -x "$E2E_ROOT/opt/slurm-$T1401_TO/sbin/slurmctld" ] ||
 		skip "Slurm $T1401_TO is not installed in the testbed: run scripts/testbed slurm-install $T1401_TO"
 	[ -e "$E2E_ROOT/opt/switch-lua-$T1401_TO/lib/slurm/switch_lua.so" ] ||
