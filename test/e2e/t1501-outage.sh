@@ -294,6 +294,42 @@ t_node_down() { t_node_fails down; }
 e2e_test "switch/lua: node failure: node2's slurmd killed under a running 3-node job: one job_complete, the allocation released once, only node2 out of service" t_node_killed
 t_node_killed() { t_node_fails kill; }
 
+# A node whose copy of switch.lua is broken while the controller's is good
+# (issue 20, 7): node2's slurmd, and the slurmstepd it starts, read their
+# own configuration folder (scripts/cluster restart-slurmd --conf) with a
+# switch.lua that does not load.  Expected: a --network step there fails
+# with "Error configuring interconnect", and node2's log names the node,
+# the step and why (the script's load error); the same step on node1 (the
+# good copy) runs; the job's allocation is released once; nothing drained.
+e2e_test "switch/lua: step hooks: a broken switch.lua on node2 only (the controller's copy good): a --network step there fails with a line naming node2 and the load error, never runs without its hooks; on node1 it runs" t_broken_node_script
+t_broken_node_script() {
+	local d=/etc/slurm-e2e-node2 name out rc id
+	c_root sh -c "rm -rf $d && cp -a /etc/slurm $d && printf 'this is not Lua (\\n' >$d/switch.lua"
+	trap _node2_conf_restore EXIT
+	"$E2E_CLUSTER" restart-slurmd node2 --conf "$d" >&2
+	ledger_reset
+	name=e2e-broken-$(e2e_uniq)
+	rc=0
+	out=$(run_srun -N1 -w node2 -J "$name" --network=outage echo ran-on-node2) || rc=$?
+	[ "$rc" != 0 ] || fail "the step ran on node2 without its step hooks: $out"
+	assert_contains "Error configuring interconnect" "$out" "srun's message"
+	assert_not_contains "ran-on-node2" "$out" "task output"
+	wait_log "$(slurmd_log node2)" "$d/switch.lua:1: .*; the step hooks will not run" 10
+	wait_log "$(slurmd_log node2)" "switch/lua: .*on node2: the job is managed by switch/lua \(its step has a stepinfo\) but .*: the step fails \(Error configuring interconnect\)" 10
+	id=$(job_named "$name")
+	wait_job_done "$id" 30
+	out=$(run_srun -N1 -w node1 --network=outage echo ran-on-node1) || fail "the step on node1 failed: $out"
+	assert_contains "ran-on-node1" "$out" "task output on node1"
+	wait_for 20 _no_allocs || fail "allocations left: $(ls -A "$OUT_DIR_H/alloc")"
+	expect_ledger_balanced "$id"
+	expect_no_drain
+}
+_no_allocs() { [ -z "$(ls -A "$OUT_DIR_H/alloc")" ]; }
+_node2_conf_restore() {
+	"$E2E_CLUSTER" restart-slurmd node2 >&2 || :
+	c_root rm -rf /etc/slurm-e2e-node2 || :
+}
+
 # (e) The controller host runs out of processes.  The issue asks for
 # slurmctld itself under a pids limit a few above its task count; that
 # cannot be done here without killing it: Slurm's slurm_thread_create()
