@@ -165,13 +165,18 @@ void CtldCore::Impl::apply_orphan(std::int64_t attempt, const Outcome &out) {
 }
 
 std::uint32_t CtldCore::Impl::held_teardown_of(std::uint32_t job_id, const JobArgs &job) const {
-  if (job.node_names.empty())
-    return 0;
+  auto holds = [&](std::uint32_t id, const JobSwitchState &s) {
+    return id != job_id && s.nodes_held &&
+           (s.state == JobState::TeardownRunning || s.state == JobState::TeardownRetryWait ||
+            s.state == JobState::SetupUndoingEnded);
+  };
+  if (job.node_names.empty() || std::none_of(jobs.begin(), jobs.end(), [&](const auto &kv) {
+        return holds(kv.first, kv.second);
+      }))
+    return 0; // the usual case: no held teardown, no set built
   const std::set<std::string_view> mine(job.node_names.begin(), job.node_names.end());
   for (const auto &[id, s] : jobs) {
-    if (id == job_id || !s.nodes_held ||
-        (s.state != JobState::TeardownRunning && s.state != JobState::TeardownRetryWait &&
-         s.state != JobState::SetupUndoingEnded))
+    if (!holds(id, s))
       continue;
     for (const std::string &n : s.job.node_names)
       if (mine.contains(n))
