@@ -498,6 +498,9 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
     return;
   it->second.setup_failures = prior_setup_failures(failures, it->second.job);
   it->second.orphan_pending = has_orphan_of(job_id);
+  if (e.kind == EventKind::SetupRequested)
+    it->second.held_by =
+        it->second.orphan_pending ? 0 : held_teardown_of(job_id, it->second.job); // issue 20
   it->second.journal_down = journal && !journal->failure().empty();
   {
     // How long this job's runners have failed to start (issue 20).
@@ -569,6 +572,14 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   }
   if (closes)
     close_breaker(job_id, hook);
+  // Issue 20: a held teardown that has reported frees the jobs that wait
+  // for its nodes (R_SETUP_AFTER_HELD).
+  if (e.kind == EventKind::TeardownResult || e.kind == EventKind::LateTeardownResult)
+    for (const auto &[id, s] : jobs)
+      if (s.state == JobState::SetupWaitOrphan && s.held_by != 0) {
+        wake_orphan_waiters();
+        break;
+      }
   stats.set_jobs(jobs.size());
   port.save_state();
 }

@@ -217,6 +217,11 @@ struct CtldCore::Impl {
   void check_waiting_orphans();
   /// OrphanGone for every job in SetupWaitOrphan without an orphan left.
   void wake_orphan_waiters();
+  /// Issue 20: the JobId of a job other than `job_id` whose teardown holds
+  /// one of `job`'s nodes (nodes_held, in TeardownRunning, TeardownRetryWait
+  /// or SetupUndoingEnded), 0 if none.  Compares job.node_names; O(jobs x
+  /// nodes).
+  std::uint32_t held_teardown_of(std::uint32_t job_id, const JobArgs &job) const;
 
   /// The result of an orphan teardown (R_ORPHAN_OK / R_ORPHAN_FAIL;
   /// orphan_result(), recovery_fsm.hpp).

@@ -164,6 +164,27 @@ void CtldCore::Impl::apply_orphan(std::int64_t attempt, const Outcome &out) {
   }
 }
 
+std::uint32_t CtldCore::Impl::held_teardown_of(std::uint32_t job_id, const JobArgs &job) const {
+  auto holds = [&](std::uint32_t id, const JobSwitchState &s) {
+    return id != job_id && s.nodes_held &&
+           (s.state == JobState::TeardownRunning || s.state == JobState::TeardownRetryWait ||
+            s.state == JobState::SetupUndoingEnded);
+  };
+  if (job.node_names.empty() || std::none_of(jobs.begin(), jobs.end(), [&](const auto &kv) {
+        return holds(kv.first, kv.second);
+      }))
+    return 0; // the usual case: no held teardown, no set built
+  const std::set<std::string_view> mine(job.node_names.begin(), job.node_names.end());
+  for (const auto &[id, s] : jobs) {
+    if (!holds(id, s))
+      continue;
+    for (const std::string &n : s.job.node_names)
+      if (mine.contains(n))
+        return id;
+  }
+  return 0;
+}
+
 bool CtldCore::Impl::has_orphan_of(std::uint32_t job_id) const {
   for (const auto &[a, o] : orphans)
     if (o.job.job_id == job_id)
@@ -209,7 +230,7 @@ void CtldCore::Impl::check_waiting_orphans() {
 void CtldCore::Impl::wake_orphan_waiters() {
   std::vector<std::uint32_t> ready;
   for (const auto &[id, s] : jobs)
-    if (s.state == JobState::SetupWaitOrphan && !has_orphan_of(id))
+    if (s.state == JobState::SetupWaitOrphan && !has_orphan_of(id) && !held_teardown_of(id, s.job))
       ready.push_back(id);
   for (std::uint32_t id : ready)
     apply(id, Event{.kind = EventKind::OrphanGone});

@@ -131,6 +131,8 @@ Verdict verdict_of(const JobSwitchState &s, const Event &e, const CtldConfig &cf
   case E::TeardownResult:
     return e.outcome ? teardown_verdict(*e.outcome, s, cfg) : V::Failure;
   case E::JobEnded:
+    if (s.state == S::SetupWaitOrphan && s.held_by != 0 && !s.recovered)
+      return V::NodesHeld; // issue 20: it waited for another job's teardown
     // After a restart, a call that was in flight is gone: the states that
     // waited for one re-run it; the others end as usual.
     if (s.recovered && (s.state == S::SetupRunning || s.state == S::SetupRunningEnded ||
@@ -141,7 +143,11 @@ Verdict verdict_of(const JobSwitchState &s, const Event &e, const CtldConfig &cf
   case E::Recover:
     return V::Recovered;
   case E::SetupRequested: // the lost start (issue 24)
-    return s.orphan_pending ? V::OrphanPending : V::None;
+    if (s.orphan_pending)
+      return V::OrphanPending;
+    return s.held_by != 0 ? V::NodesHeld : V::None; // issue 20
+  case E::OrphanGone:
+    return s.held_by != 0 ? V::NodesHeld : V::None;
   case E::RetryTick:
     // Only a state that waits for one takes it: a teardown waiting to run
     // again, or a call waiting out a host-fault or fabric back-off.
@@ -177,9 +183,9 @@ std::string log_text(const Row &r, const JobSwitchState &s, const Event &e, cons
   return fmt::format(fmt::runtime(rule_log_template(r.rule)), fmt::arg("job", job_tag(s)),
                      fmt::arg("hook", e.kind == E::SetupResult ? "job_start" : "job_complete"),
                      fmt::arg("what", e.outcome ? outcome_text(*e.outcome) : ""),
-                     fmt::arg("attempt", s.job.attempt), fmt::arg("state", job_state_name(s.state)),
-                     fmt::arg("retry", s.retries + 1), fmt::arg("retries", cfg.switch_retries),
-                     fmt::arg("fault", s.host_faults + 1),
+                     fmt::arg("attempt", s.job.attempt), fmt::arg("held_by", s.held_by),
+                     fmt::arg("state", job_state_name(s.state)), fmt::arg("retry", s.retries + 1),
+                     fmt::arg("retries", cfg.switch_retries), fmt::arg("fault", s.host_faults + 1),
                      fmt::arg("backoff", host_fault_backoff(s.host_faults + 1).count()),
                      fmt::arg("timeout", cfg.switch_timeout.count()),
                      fmt::arg("kept_backoff", fabric_backoff(s.kept + 1).count() / 1000),

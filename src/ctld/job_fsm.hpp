@@ -105,6 +105,13 @@ struct JobSwitchState {
   /// An earlier attempt of this job id is an orphan not yet torn down (the
   /// lost start); filled by the core before each step, never persisted.
   bool orphan_pending = false;
+  /// Issue 20, a node DOWN and back during a held teardown: the JobId of
+  /// another job whose teardown holds one of this job's nodes and has not
+  /// reported (0: none).  The core fills it at SetupRequested (when no
+  /// orphan is pending) and it stays while the job waits in
+  /// SetupWaitOrphan, so that the rule that ends the wait names that job;
+  /// never persisted (after a restart the wait reads as an orphan wait).
+  std::uint32_t held_by = 0;
   /// The journal cannot write (Journal::failure(); issue 24), filled by the
   /// core before each step, never persisted: a job_start it refused fails at
   /// once (R_START_FAIL, requeue) rather than being retried as a host fault

@@ -26,6 +26,17 @@ const Row kRules[] = {
   // launch finds no duplicate on the nodes ...
   {"R_SETUP_WAIT_ORPHAN",     S::None,              E::SetupRequested, V::OrphanPending, S::SetupWaitOrphan,
      {Do::LogInfo}},
+  // Issue 20: another job's teardown still holds one of its nodes (a node
+  // that went DOWN and came back, or was resumed, lost the COMPLETING hold
+  // to Slurm, whose scheduler gave it to this job before the plugin
+  // re-asserted it): wait in CONFIGURING without job_start, as above, until
+  // that teardown has reported ...
+  {"R_SETUP_WAIT_HELD",       S::None,              E::SetupRequested, V::NodesHeld, S::SetupWaitOrphan,
+     {Do::LogInfo}},
+  {"R_SETUP_AFTER_HELD",      S::SetupWaitOrphan,   E::OrphanGone,  V::NodesHeld,     S::SetupRunning,
+     {Do::LogInfo, Do::RunJobStart}},
+  {"R_WAIT_HELD_ENDED",       S::SetupWaitOrphan,   E::JobEnded,    V::NodesHeld,     S::Done,
+     {Do::LogInfo, Do::EndConfiguring}},
   // ... then set up as usual once that teardown is over ...
   {"R_SETUP_AFTER_ORPHAN",    S::SetupWaitOrphan,   E::OrphanGone,  V::None,          S::SetupRunning,
      {Do::LogInfo, Do::RunJobStart}},
@@ -404,6 +415,14 @@ constexpr std::pair<std::string_view, std::string_view> kRuleLogs[] = {
                           "run it); the job stays CONFIGURING until that teardown is over"},
   {"R_SETUP_AFTER_ORPHAN", "{job} the earlier attempt of this job id is torn down: running "
                            "job_start now"},
+  {"R_SETUP_WAIT_HELD", "{job} job_start waits: the teardown of JobId={held_by} still holds one "
+                        "of its nodes (the node went DOWN or was resumed while that teardown "
+                        "was held, and Slurm gave it to this job); the job stays CONFIGURING "
+                        "until that teardown has reported"},
+  {"R_SETUP_AFTER_HELD", "{job} the teardown of JobId={held_by} has reported: running job_start "
+                         "now"},
+  {"R_WAIT_HELD_ENDED", "{job} ended while waiting for the teardown of JobId={held_by}: nothing "
+                        "was set up, nothing to tear down"},
   {"R_WAIT_ORPHAN_ENDED", "{job} ended while waiting for the teardown of an earlier attempt of "
                           "its job id: nothing was set up, nothing to tear down"},
   {"R_CANCELLED_SETUP_NEVER_RAN", "{job} ended while job_start waited to be started again after "

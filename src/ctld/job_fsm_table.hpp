@@ -41,6 +41,11 @@ enum class Verdict : std::uint8_t {
   Recovered,       // JobEnded / Recover of a state loaded after a restart
   OrphanPending,   // SetupRequested while an earlier attempt of the job id awaits its teardown
   NodesMayRun,     // an orphan launched before the crash whose nodes may still run it
+  // Issue 20: SetupRequested while another job's teardown still holds one
+  // of the job's nodes (a node that went DOWN and came back lost its
+  // COMPLETING hold to Slurm, which gave it to this job); also the
+  // OrphanGone and JobEnded of such a wait (JobSwitchState::held_by).
+  NodesHeld,
   // Issue 20, host faults are the host's: the runner could not be started
   // (SpawnFailed: fork/spawn EAGAIN or ENOMEM, a full lane, a missing
   // runner).  The script did not run: retried with back-off, never counted

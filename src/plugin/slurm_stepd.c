@@ -48,9 +48,17 @@ static bool stepd_active = false;
 
 extern int switchlua_stepd_init(const char *script_path)
 {
-	/* A refused script is logged by the core and leaves the hooks
-	 * inactive; failing init() would fail every step on the node. */
-	stepd_active = (slc_stepd_init(script_path, switchlua_log_line) == 0);
+	/*
+	 * A script that does not load (or is refused) is logged by the core,
+	 * which then fails every managed step's preinit and init with a line
+	 * naming the node and why (slc_stepd_preinit(): issue 20, a managed
+	 * step gets its fabric or fails) and leaves unmanaged steps alone.
+	 * So the hooks stay active here whatever the load said: skipping them
+	 * ran a managed step without its hooks, as if it had its fabric
+	 * (seen live, t1501).  Failing init() would fail every step.
+	 */
+	(void) slc_stepd_init(script_path, switchlua_log_line);
+	stepd_active = true;
 	return SLURM_SUCCESS;
 }
 

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
@@ -148,4 +149,62 @@ TEST(FabricBreaker, AScriptThatSaysFabricDownOpensItAtOnceAndNothingIsDrained) {
   EXPECT_FALSE(slurm.did_starting("drain")) << slurm.all_logs();
   EXPECT_TRUE(slurm.did("release 1"));
   EXPECT_TRUE(slurm.did("release 2"));
+}
+
+// Issue 20, a node DOWN and back during a held teardown: Slurm's DOWN path
+// ends the node's COMPLETING state and ReturnToService gives it back, so
+// its scheduler can allocate it to another job while our teardown still
+// holds it.  That job waits in CONFIGURING without job_start until the
+// teardown has reported (R_SETUP_WAIT_HELD, R_SETUP_AFTER_HELD); a job on
+// other nodes is not held up.
+TEST(FabricBreaker, AJobGivenANodeThatAKeptTeardownHoldsWaitsUntilThatTeardownReported) {
+  TempDir d;
+  FakeSlurm slurm;
+  CtldCore core(options(0), slurm);
+  JobArgs a = job(1, d, "says");
+  a.nodes = "node[1-2]";
+  a.node_names = {"node1", "node2"};
+  a.num_nodes = 2;
+  ASSERT_TRUE(core.job_start(a, true));
+  ASSERT_TRUE(settle(core, [&] { return in_state(core, 1, JobState::Running); }))
+      << slurm.all_logs();
+  std::ofstream(d.down()) << "down";
+  core.job_complete(1);
+  ASSERT_TRUE(settle(core, [&] { return in_state(core, 1, JobState::TeardownRetryWait); }))
+      << slurm.all_logs();
+  ASSERT_TRUE(core.state_of(1)->nodes_held);
+  // Job 2 is given node2, job 3 node3.
+  JobArgs b = job(2, d);
+  b.nodes = "node2";
+  b.node_names = {"node2"};
+  ASSERT_TRUE(core.job_start(b, true));
+  EXPECT_TRUE(in_state(core, 2, JobState::SetupWaitOrphan)) << slurm.all_logs();
+  EXPECT_EQ(core.state_of(2)->held_by, 1u);
+  EXPECT_EQ(slurm.count_logged("JobId=2 job_start waits: the teardown of JobId=1 still holds one "
+                               "of its nodes"),
+            1)
+      << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged("JobId=2 job_start started"), 0) << slurm.all_logs();
+  fs::remove(d.down()); // job 3's setup succeeds (a job on other nodes is not held up)
+  ASSERT_TRUE(core.job_start(job(3, d), true));
+  ASSERT_TRUE(settle(core, [&] { return in_state(core, 3, JobState::Running); }))
+      << slurm.all_logs();
+  // Job 3's setup succeeded: the breaker closes and job 1's kept teardown
+  // runs again at once and succeeds; then job 2 is set up.
+  ASSERT_TRUE(settle_long(core, [&] { return in_state(core, 2, JobState::Running); }))
+      << slurm.all_logs();
+  EXPECT_FALSE(core.state_of(1)) << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged("JobId=2 the teardown of JobId=1 has reported: running job_start "
+                               "now"),
+            1)
+      << slurm.all_logs();
+  // The order: job 1's nodes released before job 2's setup ended.
+  const std::vector<std::string> acts = slurm.all_actions();
+  const auto released = std::find(acts.begin(), acts.end(), "release 1");
+  const auto configured = std::find(acts.begin(), acts.end(), "end_configuring 2");
+  ASSERT_NE(released, acts.end()) << slurm.all_logs();
+  ASSERT_NE(configured, acts.end()) << slurm.all_logs();
+  EXPECT_LT(released, configured);
+  const std::string logs = slurm.all_logs();
+  EXPECT_FALSE(slurm.did_starting("drain")) << logs;
 }
