@@ -181,6 +181,11 @@ public:
   /// (ctld/metrics.hpp) is written at the same moments as the status file,
   /// atomically, world-readable; empty: nowhere.  Thread-safe.
   void set_metrics_path(const std::string &path);
+  /// Both settings at once (switch_status_interval, switch_metrics_file).
+  void set_settings(std::uint32_t interval_s, const std::string &metrics_path) {
+    set_interval(interval_s);
+    set_metrics_path(metrics_path);
+  }
   /// Writes the file now (tests; the thread does it every second).
   void publish();
 
