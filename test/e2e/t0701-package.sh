@@ -7,6 +7,9 @@
 # removal and purge: slurmctld with SwitchType=switch/lua then refuses to
 # start and says why in its log, and the site's /etc/slurm/switch.lua stays.
 # At the end the package of build-deb/ is installed again and slurmctld runs.
+# On a cluster of a Slurm built from its release tarball (--slurm X.Y.Z),
+# the package for that Slurm (scripts/deb --slurm X.Y.Z, which scripts/test
+# installs before its e2e-26.05 section) is the one the cluster runs on.
 
 # e2e-config: --switch-type switch/lua --script conf/switch.lua
 
@@ -82,6 +85,32 @@ t_pkg_site_tools() {
 local r = t.run(os.getenv("EX"), "job_start", t.job({ job_id = 42, network = "vni" }))
 io.write(r.class, " ", r.jobinfo and r.jobinfo.vni or "nil", "\n")')
 	assert_eq "ok 1042" "$out" "switchlua.testing runs the installed example's job_start"
+}
+
+e2e_test "package for a tarball Slurm: slurm-switch-lua-slurm-X.Y.Z has everything under /opt/switch-lua-X.Y.Z, no Depends on a Slurm package, and the running slurmctld loaded its plugin" t_pkg_tarball
+t_pkg_tarball() {
+	local v pkg dir f pid deps
+	v=$(cluster_slurm)
+	[ "$v" != debian ] || skip "this cluster runs Debian's Slurm: the package of build-deb/ is tested above"
+	pkg=slurm-switch-lua-slurm-$v
+	dir=/opt/switch-lua-$v
+	# shellcheck disable=SC2016 # a dpkg-query format
+	[ "$(c_root dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null)" = "ii " ] ||
+		skip "$pkg is not installed (scripts/deb --slurm $v && scripts/deb install --slurm $v)"
+	for f in "$dir/lib/slurm/switch_lua.so" "$dir/libexec/switch-lua/switch-lua-supervisor" \
+		"$dir/libexec/switch-lua/switch-lua-runner" "$dir/bin/switch-lua" "$dir/bin/switch-lua-typecheck" \
+		"$dir/share/man/man5/switch.lua.5" "$dir/share/slurm-switch-lua/lua-meta/slurm.lua" \
+		"/usr/share/doc/$pkg/examples/switch.lua"; do
+		assert_eq "$pkg: $f" "$(c_root dpkg -S "$f" 2>/dev/null)" "the owner of $f"
+	done
+	# shellcheck disable=SC2016 # a dpkg-query format
+	deps=$(c_root dpkg-query -W -f='${Depends}' "$pkg")
+	assert_not_contains "slurm" "$deps" "Depends (a tarball Slurm is no package)"
+	pid=$(cat "$E2E_CLH/run/slurmctld.pid")
+	assert_contains " $dir/lib/slurm/switch_lua.so" "$(c_root cat "/proc/$pid/maps")" "the plugin slurmctld mapped"
+	c_root "$dir/bin/switch-lua-typecheck" "/usr/share/doc/$pkg/examples/switch.lua" >/dev/null ||
+		fail "the package's switch-lua-typecheck rejects its example"
+	network_job_works
 }
 
 e2e_test "package: upgrade to a rebuilt package of a higher version; slurmctld restarted on it runs a --network job" t_pkg_upgrade
