@@ -3,7 +3,7 @@
 // switch-lua: try a switch.lua before it touches a cluster.
 //   switch-lua check FILE
 //   switch-lua simulate FILE --network STR [options]
-//   switch-lua status [--json] [--file PATH]
+//   switch-lua status [--json | --format table|json|prometheus] [--file PATH]
 //   switch-lua settings [PARAMS]
 #include "cli/simulate.hpp"
 #include "cli/status.hpp"
@@ -70,6 +70,7 @@ struct CliArgs {
   std::string drain = switchlua::slurmctld_setting("switch_drain_on_failure").default_value;
   std::string status_file;
   bool status_json = false;
+  std::string status_format = "table";
   std::string settings_params;
 };
 
@@ -128,7 +129,10 @@ CLI::App *add_status(CLI::App &app, CliArgs &a) {
   st->add_option("--file", a.status_file,
                  "the status file (default: StateSaveLocation/switch_lua.status, from "
                  "$SLURM_CONF or /etc/slurm/slurm.conf)");
-  st->add_flag("--json", a.status_json, "machine-readable output");
+  st->add_flag("--json", a.status_json, "machine-readable output (--format json)");
+  st->add_option("--format", a.status_format,
+                 "table (default), json, or prometheus (the Prometheus text exposition format)")
+      ->check(CLI::IsMember({"table", "json", "prometheus"}));
   return st;
 }
 
@@ -222,7 +226,15 @@ int main(int argc, char **argv) {
 
   if (status->parsed()) {
     auto path = switchlua::status_file_path(a.status_file);
-    return path ? switchlua::run_status(*path, a.status_json) : 1;
+    if (a.status_json && a.status_format != "table" && a.status_format != "json") {
+      std::cerr << "switch-lua status: --json and --format " << a.status_format
+                << " contradict each other\n";
+      return 1;
+    }
+    const auto format = a.status_json || a.status_format == "json" ? switchlua::StatusFormat::Json
+                        : a.status_format == "prometheus" ? switchlua::StatusFormat::Prometheus
+                                                          : switchlua::StatusFormat::Table;
+    return path ? switchlua::run_status(*path, format) : 1;
   }
 
   // One module search path whatever the caller's environment (switch.lua(5)).

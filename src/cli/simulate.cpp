@@ -3,6 +3,7 @@
 
 #include "lua/trust.hpp"
 
+#include "cli/lint.hpp"
 #include "cli/sim_cluster.hpp"
 #include "common/log_stamp.hpp"
 #include "ctld/core.hpp"
@@ -542,6 +543,20 @@ static int hook_type(Script &s, Hook h) {
   return type;
 }
 
+namespace {
+/// The luacheck lines of `switch-lua check`: advice, never its exit status.
+void print_lint(const LintResult &lint) {
+  if (!lint.ran) {
+    fmt::print("luacheck: not run: {}\n", lint.why_not);
+    return;
+  }
+  fmt::print("luacheck: {} warning{} ({})\n", lint.warnings.size(),
+             lint.warnings.size() == 1 ? "" : "s", lint.config);
+  for (const std::string &w : lint.warnings)
+    fmt::print("  {}\n", w);
+}
+} // namespace
+
 int run_check(const std::string &script, bool as_json) {
   std::vector<std::string> lines;
   auto s = Script::load(
@@ -556,8 +571,12 @@ int run_check(const std::string &script, bool as_json) {
   const std::string content = file_content_hash(script);
   const std::vector<std::string> errors = controller_errors(s);
   const bool loaded = errors.empty();
+  const LintResult lint = run_luacheck(script);
   if (as_json) {
     json j{{"script", script}, {"loaded", loaded}, {"content", content}, {"errors", errors}};
+    j["luacheck"] = {{"ran", lint.ran}, {"config", lint.config}, {"warnings", lint.warnings}};
+    if (!lint.ran)
+      j["luacheck"]["why_not"] = lint.why_not;
     if (!loaded)
       j["error"] = join(errors);
     if (s) {
@@ -586,6 +605,7 @@ int run_check(const std::string &script, bool as_json) {
       fmt::print("  hook    {}\n", hook_function(h));
     else
       fmt::print("  missing {} (default: {})\n", hook_function(h), hook_info(h).when_absent);
+  print_lint(lint);
   return 0;
 }
 

@@ -3,6 +3,7 @@
 // switch-lua status (cli/status.hpp).
 #include "cli/status.hpp"
 
+#include "ctld/metrics.hpp"
 #include "ctld/stats.hpp"
 
 #include <fmt/format.h>
@@ -185,7 +186,7 @@ std::optional<std::string> status_file_path(const std::string &file) {
   return *dir + "/switch_lua.status";
 }
 
-int run_status(const std::string &path, bool as_json) {
+int run_status(const std::string &path, StatusFormat format) {
   std::ifstream in(path);
   if (!in) {
     std::cerr << fmt::format("switch-lua status: cannot read {}: {}; slurmctld writes it when "
@@ -209,7 +210,13 @@ int run_status(const std::string &path, bool as_json) {
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
   const std::int64_t age = std::max<std::int64_t>(0, now - i(j, "written"));
-  if (as_json) {
+  if (format == StatusFormat::Prometheus) {
+    // The file's own numbers, as slurmctld writes them to switch_metrics_file;
+    // its age is the sample switchlua_status_written_timestamp_seconds.
+    fmt::print("{}", prometheus_text(j));
+    return 0;
+  }
+  if (format == StatusFormat::Json) {
     j["file"] = path;
     j["age_seconds"] = age;
     fmt::print("{}\n", j.dump(2));

@@ -2,9 +2,9 @@
 //
 // File: cli/status.hpp
 //
-// `switch-lua status [--json] [--file PATH]`: prints the controller's
-// counters from the status file slurmctld's switch/lua rewrites
-// (ctld/stats.hpp), in an sdiag-like layout, with the file's age.
+// `switch-lua status [--json | --format table|json|prometheus] [--file PATH]`: prints the
+// controller's counters from the status file slurmctld's switch/lua rewrites (ctld/stats.hpp), in
+// an sdiag-like layout, with the file's age.
 #pragma once
 
 #include <optional>
@@ -23,8 +23,13 @@ std::optional<std::string> state_save_location(std::string_view slurm_conf_text)
 /// Errors (printed, nullopt) name the slurm.conf read.
 std::optional<std::string> status_file_path(const std::string &file);
 
+/// How `switch-lua status` prints: the sdiag-like table, the file's JSON
+/// (with `file` and `age_seconds`), or the Prometheus text of its numbers
+/// (ctld/metrics.hpp; the same text as switch_metrics_file).
+enum class StatusFormat { Table, Json, Prometheus };
+
 /// Prints the file at `path`; returns the exit status: 0, 1 when the file
 /// cannot be read or is not a status file of a known format.
-int run_status(const std::string &path, bool json);
+int run_status(const std::string &path, StatusFormat format);
 
 } // namespace switchlua

@@ -51,7 +51,12 @@ struct Key {
   std::uint64_t (*get)(const CtldConfig &);
   void (*set)(CtldConfig &, std::uint64_t);
   std::array<std::string_view, 2> words{"no", "yes"};
+  /// A path setting: the CtldConfig member it sets (get/set unused).
+  std::string CtldConfig::*path = nullptr;
 };
+
+/// What describe() writes for a path setting that is not set.
+constexpr std::string_view kNoPath = "none";
 
 // clang-format off
 const Key kKeys[] = {
@@ -94,6 +99,7 @@ const Key kKeys[] = {
   {"switch_breaker_window", 1, kMaxSwitchBreakerWindow, "number of seconds",
    [](const CtldConfig &c) -> std::uint64_t { return c.breaker_window_s; },
    [](CtldConfig &c, std::uint64_t v) { c.breaker_window_s = static_cast<std::uint32_t>(v); }},
+  {"switch_metrics_file", 0, 0, "path", nullptr, nullptr, {}, &CtldConfig::metrics_file},
 };
 // clang-format on
 
@@ -127,6 +133,29 @@ std::string value_text(const Key &k, std::uint64_t v) {
   return k.hi == 0 ? std::string(k.words[v ? 1 : 0]) : std::to_string(v);
 }
 
+/// A path setting's value: "none" (any case) is empty; else an absolute
+/// path (a comma would end the token; a space or control character is
+/// refused as a likely typo).
+Expected<std::string> parse_path(const Token &t) {
+  const std::string_view v = t.has_value ? t.value : "";
+  if (iequals(v, kNoPath))
+    return std::string();
+  bool ok = v.size() > 1 && v.front() == '/' && v.back() != '/';
+  for (char c : v)
+    ok = ok && static_cast<unsigned char>(c) > ' ' && c != 0x7f;
+  if (!ok)
+    return fail(fmt::format("SlurmctldParameters: {}={}: must be an absolute file path "
+                            "(without spaces) or none",
+                            t.key, v));
+  return std::string(v);
+}
+
+std::string current_text(const Key &k, const CtldConfig &c) {
+  if (k.path)
+    return (c.*k.path).empty() ? std::string(kNoPath) : c.*k.path;
+  return value_text(k, k.get(c));
+}
+
 /// Calls f(token) for each comma-separated token.
 template <class F> void each_token(std::string_view params, F f) {
   while (!params.empty()) {
@@ -146,12 +175,27 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
     const Key *k = find_key(t.key);
     if (!k || error)
       return; // not ours: Slurm ignores unknown tokens (unknown switch_*: see warnings)
+    const bool again = std::find(seen.begin(), seen.end(), k) != seen.end();
+    if (k->path) {
+      auto p = parse_path(t);
+      if (!p) {
+        error = p.error().message;
+        return;
+      }
+      if (again && c.*k->path != *p) {
+        error = fmt::format("SlurmctldParameters: {} given twice ({} and {})", k->name,
+                            current_text(*k, c), p->empty() ? std::string(kNoPath) : *p);
+        return;
+      }
+      c.*k->path = *p;
+      seen.push_back(k);
+      return;
+    }
     auto v = parse_value(*k, t);
     if (!v) {
       error = v.error().message;
       return;
     }
-    bool again = std::find(seen.begin(), seen.end(), k) != seen.end();
     if (again && k->get(c) != *v) {
       error = fmt::format("SlurmctldParameters: {} given twice ({} and {})", k->name,
                           value_text(*k, k->get(c)), value_text(*k, *v));
@@ -185,7 +229,7 @@ namespace {
 std::string join_settings(const CtldConfig &c, std::string_view sep) {
   std::string out;
   for (const Key &k : kKeys)
-    out += fmt::format("{}{}={}", out.empty() ? "" : sep, k.name, value_text(k, k.get(c)));
+    out += fmt::format("{}{}={}", out.empty() ? "" : sep, k.name, current_text(k, c));
   return out;
 }
 } // namespace
@@ -205,8 +249,8 @@ std::vector<SettingSpec> slurmctld_settings() {
     std::string_view unit = k.unit;
     if (unit.starts_with("number of "))
       unit.remove_prefix(10);
-    out.push_back(
-        SettingSpec{k.name, k.hi == 0, k.lo, k.hi, unit, k.words, value_text(k, k.get(defaults))});
+    out.push_back(SettingSpec{k.name, k.hi == 0 && !k.path, k.lo, k.hi, unit, k.words,
+                              current_text(k, defaults), k.path != nullptr});
   }
   return out;
 }

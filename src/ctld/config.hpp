@@ -85,6 +85,10 @@ struct CtldConfig {
   /// slurm.FABRIC_DOWN opens it.
   std::uint32_t breaker_failures = kDefaultSwitchBreakerFailures;
   std::uint32_t breaker_window_s = kDefaultSwitchBreakerWindow;
+  /// switch_metrics_file: an absolute path where slurmctld rewrites the
+  /// counters in the Prometheus text format (ctld/metrics.hpp) within a
+  /// second of a change; empty (written "none"): no such file.
+  std::string metrics_file;
   bool operator==(const CtldConfig &) const = default;
 };
 
@@ -114,8 +118,10 @@ std::string to_slurmctld_parameters(const CtldConfig &c);
 /// One row of the settings table (config.cpp), as switch_lua.conf(5)
 /// documents it.  An integer setting is valid in [lo, hi] and counts `unit`
 /// ("seconds", "count", "MiB", "milliseconds"); a word setting (`is_word`)
-/// takes words[1] (on) or words[0] (off), e.g. yes/no, fail/warn.
-/// `default_value` is the default as describe() writes it ("10", "yes").
+/// takes words[1] (on) or words[0] (off), e.g. yes/no, fail/warn; a path
+/// setting (`is_path`) takes an absolute path without spaces or commas, or
+/// "none".  `default_value` is the default as describe() writes it ("10",
+/// "yes", "none").
 struct SettingSpec {
   std::string_view name;
   bool is_word;
@@ -123,6 +129,7 @@ struct SettingSpec {
   std::string_view unit;
   std::array<std::string_view, 2> words;
   std::string default_value;
+  bool is_path = false;
 };
 
 /// Every setting of the table, in table (and describe()) order.

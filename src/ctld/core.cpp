@@ -109,7 +109,7 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
   publisher = std::make_unique<StatusPublisher>(
       stats, opts.status_path, opts.script, opts.journal_path,
       [this](LogLevel l, const std::string &line) { port.log(l, line); });
-  publisher->set_interval(cfg.status_interval);
+  publisher->set_settings(cfg.status_interval, cfg.metrics_file);
   stats.set_journal_failure(journal ? journal->failure() : std::string());
   stats.set_jobs(jobs.size());
   in_control = true;
@@ -720,7 +720,7 @@ void CtldCore::set_config(const CtldConfig &c) {
   std::lock_guard g(impl_->mu);
   impl_->cfg = c;
   if (impl_->publisher)
-    impl_->publisher->set_interval(c.status_interval);
+    impl_->publisher->set_settings(c.status_interval, c.metrics_file);
 }
 
 CtldConfig CtldCore::config() const {

@@ -5,6 +5,7 @@
 
 #include "common/atomic_file.hpp"
 #include "common/log_stamp.hpp"
+#include "ctld/metrics.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -57,6 +58,7 @@ void RoundTrip::add(std::chrono::milliseconds d) {
     ++i;
   ++buckets[i];
   ++count;
+  sum_ms += ms;
   max_ms = std::max(max_ms, ms);
 }
 
@@ -218,6 +220,7 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
           {{"le_ms", i < kRoundTripBoundsMs.size() ? json(kRoundTripBoundsMs[i]) : json(nullptr)},
            {"count", r.buckets[i]}});
     h["round_trip_ms"] = {{"count", r.count},
+                          {"sum", r.sum_ms},
                           {"p50", r.quantile_bound(0.5)},
                           {"p90", r.quantile_bound(0.9)},
                           {"p99", r.quantile_bound(0.99)},
@@ -232,6 +235,7 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
         {"waiting", ls.waiting},
         {"started", ls.started},
         {"wait_ms_mean", ls.started ? ls.wait_ms_total / static_cast<std::int64_t>(ls.started) : 0},
+        {"wait_ms_total", ls.wait_ms_total},
         {"wait_ms_max", ls.wait_ms_max}};
   }
   return json{{"format", kStatusFormat},
@@ -323,10 +327,17 @@ StatusPublisher::~StatusPublisher() {
   publish();
 }
 
-void StatusPublisher::publish() {
-  if (path_.empty())
-    return;
+void StatusPublisher::set_metrics_path(const std::string &path) {
   std::lock_guard g(write_mu_);
+  if (path != metrics_path_)
+    metrics_failing_ = false;
+  metrics_path_ = path;
+}
+
+void StatusPublisher::publish() {
+  std::lock_guard g(write_mu_);
+  if (path_.empty() && metrics_path_.empty())
+    return;
   const std::uint64_t v = stats_.version();
   std::int64_t journal_bytes = 0;
   struct stat st{};
@@ -338,16 +349,31 @@ void StatusPublisher::publish() {
   const json j = status_json(stats_.snapshot(), written, script_, journal_bytes, interval_.load());
   // World-readable: `switch-lua status` runs as any user.  Only a reader's
   // view matters, so a folder that could not be synced counts as written.
-  const auto w = write_file_atomically(path_, j.dump(2) + "\n", {.mode = 0644});
-  const bool ok = w || w.error().replaced;
-  if (!ok && !failing_)
-    log_(LogLevel::Error, log_line({},
-                                   "status file: {}; switch-lua status cannot show the counters "
-                                   "until it can be written",
-                                   w.error().message));
-  else if (ok && failing_)
-    log_(LogLevel::Info, log_line({}, "status file {} written again", path_));
-  failing_ = !ok;
+  if (!path_.empty()) {
+    const auto w = write_file_atomically(path_, j.dump(2) + "\n", {.mode = 0644});
+    const bool ok = w || w.error().replaced;
+    if (!ok && !failing_)
+      log_(LogLevel::Error, log_line({},
+                                     "status file: {}; switch-lua status cannot show the counters "
+                                     "until it can be written",
+                                     w.error().message));
+    else if (ok && failing_)
+      log_(LogLevel::Info, log_line({}, "status file {} written again", path_));
+    failing_ = !ok;
+  }
+  if (!metrics_path_.empty()) {
+    const auto w = write_file_atomically(metrics_path_, prometheus_text(j), {.mode = 0644});
+    const bool ok = w || w.error().replaced;
+    if (!ok && !metrics_failing_)
+      log_(LogLevel::Error,
+           log_line({},
+                    "switch_metrics_file: {}; Prometheus sees no new counters until it can "
+                    "be written",
+                    w.error().message));
+    else if (ok && metrics_failing_)
+      log_(LogLevel::Info, log_line({}, "switch_metrics_file {} written again", metrics_path_));
+    metrics_failing_ = !ok;
+  }
   written_version_ = v;
   last_write_ = std::chrono::steady_clock::now();
 }

@@ -60,6 +60,7 @@ const std::vector<std::string_view> &outcome_classes();
 struct RoundTrip {
   std::array<std::uint64_t, kRoundTripBoundsMs.size() + 1> buckets{};
   std::uint64_t count = 0;
+  std::int64_t sum_ms = 0; ///< of every duration added (the histogram's _sum)
   std::int64_t max_ms = 0;
   void add(std::chrono::milliseconds d);
   /// The upper bound (ms) of the bucket holding the q-quantile (0 < q <= 1),
@@ -176,6 +177,15 @@ public:
   StatusPublisher &operator=(const StatusPublisher &) = delete;
   /// switch_status_interval: seconds between summary lines, 0 = none.
   void set_interval(std::uint32_t seconds) { interval_ = seconds; }
+  /// switch_metrics_file: where the Prometheus text of the counters
+  /// (ctld/metrics.hpp) is written at the same moments as the status file,
+  /// atomically, world-readable; empty: nowhere.  Thread-safe.
+  void set_metrics_path(const std::string &path);
+  /// Both settings at once (switch_status_interval, switch_metrics_file).
+  void set_settings(std::uint32_t interval_s, const std::string &metrics_path) {
+    set_interval(interval_s);
+    set_metrics_path(metrics_path);
+  }
   /// Writes the file now (tests; the thread does it every second).
   void publish();
 
@@ -183,6 +193,8 @@ private:
   void run();
   const CtldStats &stats_;
   std::string path_, script_, journal_path_;
+  std::string metrics_path_; // under write_mu_
+  bool metrics_failing_ = false;
   LogFn log_;
   std::atomic<std::uint32_t> interval_{0};
   std::mutex mu_;

@@ -679,9 +679,16 @@ TEST(Check, ScriptThatLoadsExitsZeroWithEmptyErrors) {
   fs::path p = fs::temp_directory_path() / "switchlua-fine.lua";
   std::ofstream(p) << "slurm.log_info('hello')\n"
                       "function slurm_switch_job_start(job) return slurm.SUCCESS, {} end\n";
+  // Run without luacheck on PATH (its own tests are below).
+  auto run = [](const std::string &args) {
+    return switchlua::test::run_cli(args, "env PATH=/nonexistent ");
+  };
   CmdResult r = run("check --json " + p.string());
   EXPECT_EQ(r.status, 0) << r.out;
   json j = json::parse(r.out);
+  EXPECT_EQ(j["luacheck"]["ran"], false);
+  EXPECT_EQ(j["luacheck"]["why_not"], "luacheck is not installed (Debian: lua-check)");
+  j.erase("luacheck");
   EXPECT_EQ(j, json::parse(R"({"content": ")" + content_of(p) + R"(", "errors": [],
     "hooks": ["slurm_switch_job_start"], "loaded": true, "log": ["info: hello"],
     "missing": ["slurm_switch_block_job_complete", "slurm_switch_setup_special_steps",
@@ -700,7 +707,29 @@ TEST(Check, ScriptThatLoadsExitsZeroWithEmptyErrors) {
                        "  missing slurm_switch_job_complete (default: returns slurm.SUCCESS)\n"
                        "  missing slurm_switch_step_preinit (default: returns slurm.SUCCESS)\n"
                        "  missing slurm_switch_step_init (default: returns slurm.SUCCESS)\n"
-                       "  missing slurm_switch_step_postfini (default: returns slurm.SUCCESS)\n");
+                       "  missing slurm_switch_step_postfini (default: returns slurm.SUCCESS)\n"
+                       "luacheck: not run: luacheck is not installed (Debian: lua-check)\n");
+}
+
+TEST(Check, RunsLuacheckWithTheSwitchluaStandardWhenItIsInstalled) {
+  if (std::system("command -v luacheck >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "luacheck is not installed (Debian: lua-check)";
+  fs::path p = fs::temp_directory_path() / "switchlua-lint.lua";
+  std::ofstream(p) << "function slurm_switch_job_start(job)\n"
+                      "  slurm.log_inf('JobId=%d', job.job_id)\n"
+                      "  return slurm.SUCCESS, {}\n"
+                      "end\n";
+  CmdResult r = run("check " + p.string());
+  EXPECT_EQ(r.status, 0) << "luacheck's warnings are advice: " << r.out;
+  EXPECT_NE(r.out.find("\nluacheck: 1 warning ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  " + p.string() +
+                       ":2:3: (W143) accessing undefined field 'log_inf' of global 'slurm'\n"),
+            std::string::npos)
+      << r.out;
+  r = run("check --json " + p.string());
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["luacheck"]["ran"], true);
+  EXPECT_EQ(j["luacheck"]["warnings"].size(), 1u) << r.out;
 }
 
 TEST(Simulate, ScriptThatDoesNotLoadExitsOneAndRunsNothing) {

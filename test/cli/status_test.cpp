@@ -159,3 +159,19 @@ TEST(StatusCli, SaysWhenTheJournalIsFailing) {
             std::string::npos)
       << r.out;
 }
+
+TEST(StatusCli, FormatPrometheusPrintsTheFilesNumbersAsMetrics) {
+  auto r = run("status --format prometheus --file " + kFixture.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char *line :
+       {"# TYPE switchlua_hook_calls_total counter\n",
+        "switchlua_hook_calls_total{hook=\"job_start\",outcome=\"ok\"} 3\n",
+        "switchlua_hook_calls_total{hook=\"job_start\",outcome=\"spawn_failed\"} 1\n",
+        "switchlua_drains_total 1\n", "# TYPE switchlua_hook_round_trip_seconds histogram\n"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << "no " << line << " in:\n" << r.out;
+  EXPECT_EQ(r.out.find("Written:"), std::string::npos) << "no table";
+  auto both = run("status --json --format prometheus --file " + kFixture.string());
+  EXPECT_EQ(both.status, 256) << both.out; // exit status 1
+  auto bad = run("status --format xml --file " + kFixture.string());
+  EXPECT_NE(bad.status, 0) << bad.out;
+}

@@ -65,6 +65,28 @@ t_pkg_files() {
 	if c_root dpkg -S /etc/slurm/switch.lua 2>/dev/null; then fail "the package owns /etc/slurm/switch.lua"; fi
 }
 
+e2e_test "package: the installed luacheck configuration and switchlua.testing work on the installed example: luacheck clean, switch-lua check runs it, a hook runs from plain lua5.4" t_pkg_site_tools
+t_pkg_site_tools() {
+	local deb rc=/usr/share/slurm-switch-lua/luacheck/switchlua.luacheckrc ex=/usr/share/doc/slurm-switch-lua/examples/switch.lua out f
+	deb=$(built_deb)
+	"$E2E_REPO/scripts/deb" install "$deb" >&2
+	for f in "$rc" /usr/share/lua/5.4/switchlua/meta.lua /usr/share/lua/5.4/switchlua/testing.lua; do
+		c_root dpkg -S "$f" >/dev/null || fail "$f is not in the package"
+	done
+	if ! c_root sh -c 'command -v luacheck' >/dev/null 2>&1; then
+		skip "luacheck is not installed in the testbed (Debian: lua-check)"
+	fi
+	out=$(c_root luacheck --config "$rc" --formatter plain --codes --no-color "$ex" 2>&1) ||
+		fail "luacheck with the installed configuration warns on the installed example: $out"
+	out=$(c_root switch-lua check "$ex")
+	assert_contains "luacheck: 0 warnings ($rc)" "$out" "switch-lua check runs luacheck with the installed configuration"
+	# shellcheck disable=SC2016 # Lua code
+	out=$(c_root env "EX=$ex" lua5.4 -e 'local t = require("switchlua.testing")
+local r = t.run(os.getenv("EX"), "job_start", t.job({ job_id = 42, network = "vni" }))
+io.write(r.class, " ", r.jobinfo and r.jobinfo.vni or "nil", "\n")')
+	assert_eq "ok 1042" "$out" "switchlua.testing runs the installed example's job_start"
+}
+
 e2e_test "package for a tarball Slurm: slurm-switch-lua-slurm-X.Y.Z has everything under /opt/switch-lua-X.Y.Z, no Depends on a Slurm package, and the running slurmctld loaded its plugin" t_pkg_tarball
 t_pkg_tarball() {
 	local v pkg dir f pid deps

@@ -42,7 +42,7 @@ TEST(Config, ReadsTheLaneSizes) {
                           "switch_lua_memory=256 switch_status_interval=0 "
                           "switch_script_mismatch=warn switch_max_setup_failures=0 "
                           "switch_interactive_wait=3 switch_breaker_failures=5 "
-                          "switch_breaker_window=60");
+                          "switch_breaker_window=60 switch_metrics_file=none");
 }
 
 TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
@@ -52,7 +52,8 @@ TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
                                       "switch_max_queue=3,switch_lua_memory=64,"
                                       "switch_status_interval=60,switch_script_mismatch=fail,"
                                       "switch_max_setup_failures=5,switch_interactive_wait=0,"
-                                      "switch_breaker_failures=0,switch_breaker_window=600");
+                                      "switch_breaker_failures=0,switch_breaker_window=600,"
+                                      "switch_metrics_file=/var/lib/node-exporter/switch_lua.prom");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->interactive_wait_ms, 0u);
   EXPECT_EQ(to_slurmctld_parameters(*c),
@@ -60,10 +61,34 @@ TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
             "switch_max_calls=9,switch_max_queue=3,switch_lua_memory=64,"
             "switch_status_interval=60,switch_script_mismatch=fail,"
             "switch_max_setup_failures=5,switch_interactive_wait=0,switch_breaker_failures=0,"
-            "switch_breaker_window=600");
+            "switch_breaker_window=600,switch_metrics_file=/var/lib/node-exporter/switch_lua.prom");
   auto back = parse_slurmctld_parameters(to_slurmctld_parameters(*c));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, *c);
+}
+
+TEST(Config, MetricsFileIsAnAbsolutePathOrNone) {
+  auto c = parse_slurmctld_parameters("switch_metrics_file=/var/lib/prometheus/node-exporter/"
+                                      "switch_lua.prom");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->metrics_file, "/var/lib/prometheus/node-exporter/switch_lua.prom");
+  auto none = parse_slurmctld_parameters("switch_metrics_file=NONE");
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(none->metrics_file, "");
+  for (const char *bad :
+       {"switch_metrics_file=", "switch_metrics_file", "switch_metrics_file=relative.prom",
+        "switch_metrics_file=/var/lib/", "switch_metrics_file=/a b.prom"}) {
+    auto r = parse_slurmctld_parameters(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message.find("must be an absolute file path (without spaces) or none"),
+              std::string::npos)
+        << r.error().message;
+  }
+  auto twice =
+      parse_slurmctld_parameters("switch_metrics_file=/a.prom,switch_metrics_file=/b.prom");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().message,
+            "SlurmctldParameters: switch_metrics_file given twice (/a.prom and /b.prom)");
 }
 
 TEST(Config, KillGraceTakesZeroToThreeHundredSeconds) {
@@ -118,13 +143,15 @@ TEST(Config, UnknownSwitchKeyIsNamedInAWarning) {
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
                 "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
                 "switch_status_interval, switch_script_mismatch, switch_max_setup_failures, "
-                "switch_interactive_wait, switch_breaker_failures, switch_breaker_window): check "
+                "switch_interactive_wait, switch_breaker_failures, switch_breaker_window, "
+                "switch_metrics_file): check "
                 "its spelling",
                 "SlurmctldParameters: Switch_X is not a switch/lua setting and is ignored "
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
                 "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
                 "switch_status_interval, switch_script_mismatch, switch_max_setup_failures, "
-                "switch_interactive_wait, switch_breaker_failures, switch_breaker_window): check "
+                "switch_interactive_wait, switch_breaker_failures, switch_breaker_window, "
+                "switch_metrics_file): check "
                 "its spelling"}));
   EXPECT_TRUE(slurmctld_parameters_warnings("enable_configless,switch_timeout=3").empty());
 }

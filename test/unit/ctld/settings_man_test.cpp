@@ -127,7 +127,13 @@ TEST(SettingsMan, EveryRowOfTheTableHasItsEntryWithItsUnitRangeAndDefault) {
     const std::string where = "switch_lua.conf.5:" + std::to_string(e.line) + " " + name;
     // Read with troff_text, the body's ".\" " lines are gone and a default
     // given as ".BR yes ." reads "yes.".
-    if (s.is_word) {
+    if (s.is_path) {
+      EXPECT_EQ(macro_args(e.header), std::string(s.unit)) << where << ": the unit";
+      EXPECT_NE(e.body.find("An absolute file path, or none."), std::string::npos)
+          << where << ": no \"An absolute file path, or none.\" in: " << e.body;
+      EXPECT_TRUE(has_default(e.body, s.default_value))
+          << where << ": no \"Default: " << s.default_value << ".\" in: " << e.body;
+    } else if (s.is_word) {
       const std::string words = macro_args(e.header);
       EXPECT_NE(words.find(std::string(s.words[1])), std::string::npos) << where << ": " << words;
       EXPECT_NE(words.find(std::string(s.words[0])), std::string::npos) << where << ": " << words;
