@@ -2,7 +2,8 @@
 # shellcheck shell=bash
 #
 # t0911-takeover: two controllers (scripts/cluster config --backup) sharing
-# one StateSaveLocation (switch_lua.conf(5), HIGH AVAILABILITY; issue 24).
+# one StateSaveLocation (switch_lua.conf(5), HIGH AVAILABILITY; issue 24),
+# a failed reconfigure, and a full StateSaveLocation (STATESAVELOCATION).
 # A standby that starts or restarts never touches the journal; a backup
 # taking over (kill -9 of the primary, scontrol takeover) reads the journal
 # as it is then; the primary coming back takes control the same way.  Each
@@ -188,4 +189,68 @@ t_failed_reconfigure() {
 	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
 	ha_ledger_check "$tag" "$id_r" "$id_t" "$id_s" "$id_n" >&2 || fail "the ledger breaks the rules (above)"
 	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside|another slurmctld holds)')" "journal lines set aside or refused"
+}
+
+# StateSaveLocation full (a tmpfs of 16 MiB filled to the last byte) during
+# a burst of setups and a teardown, then freed (switch_lua.conf(5),
+# STATESAVELOCATION): setups are refused with a reason that names the
+# journal and errno 28, their jobs requeued as for any failed setup; the
+# teardown runs; nothing is set aside; once there is room a fresh snapshot
+# makes the journal trusted again and every job runs, without a restart.
+# e2e-config: --state-tmpfs 16m --switch-type switch/lua --script test/e2e/lua/ha.lua --slurmctld-params switch_timeout=60 --extra 'PartitionName=DEFAULT OverSubscribe=FORCE:4'
+
+e2e_test "switch/lua: StateSaveLocation full during a burst of setups and a teardown, then freed: setups refused naming the journal and errno 28, no allocation leaked, normal again without a restart" t_state_full
+t_state_full() {
+	local tag id_r id filler k fails
+	local -a held=() rest=()
+	tag=$(e2e_uniq)
+	filler=$E2E_CLH/state/e2e-filler
+	fails="switch/lua: journal [^ ]+: cannot append: No space left on device \(errno 28\); "
+	# shellcheck disable=SC2064 # fixed now
+	trap "rm -f '$filler'; ha_cleanup $tag" EXIT
+	# Its teardown comes while the disk is full.
+	id_r=$(submit -n1 --network="e2e:s0e1:$tag" --wrap="sleep 8")
+	wait_job "$id_r" RUNNING 30
+	for ((k = 0; k < 14; k++)); do held+=("$(submit -H -n1 --network="e2e:s1e1:$tag" --wrap=true)"); done
+	wait_state_saved
+	dd if=/dev/zero of="$filler" bs=4k 2>/dev/null || true
+	note "StateSaveLocation: $(df --output=avail "$E2E_CLH/state" | tail -n1) KiB left"
+	# The journal's last page still has room for a few records: setups go
+	# on (each writes a record as it starts and one as it returns) until an
+	# append finds no room, one job at a time.
+	for ((k = 0; k < ${#held[@]}; k++)); do
+		c_root scontrol release "${held[k]}"
+		if wait_for 3 _log_has "$(ctld_log)" "$fails"; then break; fi
+	done
+	((k + 3 < ${#held[@]})) || fail "the journal never failed to append (or failed only with the last jobs)"
+	note "the first append failed with job $((k + 1)) of ${#held[@]} released"
+	rest=("${held[@]:k+1}")
+	c_root scontrol release "$(
+		IFS=,
+		echo "${rest[*]}"
+	)"
+	for id in "${rest[@]}"; do
+		wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start could not be started: journal [^ ]+: cannot append: No space left on device \(errno 28\): no setup starts without its record" 30
+	done
+	if ha_ledger "$tag" | grep -qE "^start ($(
+		IFS='|'
+		echo "${rest[*]}"
+	)) "; then fail "a job_start ran while the journal could not be written"; fi
+	wait_all_done 30 "$id_r"
+	rm -f "$filler"
+	wait_log "$(ctld_log)" "switch/lua: journal [^ ]+: writable again after 'cannot append: No space left on device \(errno 28\)'" 60
+	# Slurm makes a requeued job wait 2 minutes (BeginTime): start them now
+	# (the refused ones, and the one whose setup found the disk full first).
+	for id in "${held[@]}"; do
+		if [ "$(job_state "$id" 2>/dev/null)" = PENDING ]; then
+			c_root scontrol update JobId="$id" StartTime=now 2>/dev/null || true
+		fi
+	done
+	wait_all_done 90 "$id_r" "${held[@]}"
+	for id in "$id_r" "${held[@]}"; do wait_ledger "$tag" "^completed $id " 1 60; done
+	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
+	ha_ledger_check "$tag" "$id_r" "${held[@]}" >&2 || fail "the ledger breaks the rules (above)"
+	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside)')" "journal lines set aside"
+	# One error line at the first failure, whatever the number of refusals.
+	assert_eq 1 "$(ctld_count "$fails")" "the journal's error lines"
 }
