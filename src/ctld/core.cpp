@@ -94,8 +94,8 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
   orphans.clear();
   hints.clear();
   if (!keep_jobs) {
-    for (const auto &[id, st] : jobs)
-      port.forget(id);
+    // Not port.forget(): Slurm has no job record now (start-up, or a
+    // takeover, which freed them all and their jobinfo with them).
     jobs.clear();
   } else {
     std::vector<JobSwitchState> kept;

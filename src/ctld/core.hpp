@@ -167,7 +167,11 @@ public:
   /// the job states in memory stay (a failed reconfigure: Slurm does not
   /// load its job state again) and are merged with the journal as adopt()
   /// does; otherwise they are dropped (Slurm loads its state now and
-  /// adopt() gets every job).  Already in control: nothing.  Errors (logged
+  /// adopt() gets every job) without a call to SlurmPort::forget: Slurm
+  /// holds no job record then (at a takeover it has just freed them all,
+  /// and with them its job table, which a lookup would dereference: the
+  /// third takeover in one live backup crashed so, t0911-takeover.sh).
+  /// Already in control: nothing.  Errors (logged
   /// too): the lock is held by another process past lock_wait, or cannot be
   /// taken; the core then stays out of control (no call runs).
   Expected<void> take_control(bool keep_jobs);

@@ -200,9 +200,13 @@ extern void ctld_op_drain(const char *nodes, const char *reason)
 
 extern void ctld_op_forget(uint32_t job_id)
 {
-	job_record_t *job_ptr = find_job_record(job_id);
+	job_record_t *job_ptr;
 
-	if (job_ptr)
+	/* No job record at all (a takeover has just freed them and Slurm's
+	 * job table with them): find_job_record() would dereference it. */
+	if (!job_list || !list_count(job_list))
+		return;
+	if ((job_ptr = find_job_record(job_id)))
 		job_ptr->switch_jobinfo = NULL;
 }
 

@@ -45,6 +45,11 @@
 #   cluster           restart_ctld [--kill9] [--lose-jobs]   wait_state_saved [TIMEOUT] [FILE]
 #                     e2e_reset (cheap: cancel jobs,
 #                     resume nodes, wait idle; the runner calls it between tests)
+#   two controllers   (a cluster configured with --backup; scripts/cluster:
+#                     BACKUP CONTROLLER)  ctld ACTION primary|backup (start,
+#                     stop, kill9)   takeover   wait_backup_control [TIMEOUT]
+#                     ha_ledger TAG (the lines of test/e2e/lua/ha.lua's ledger)
+#                     ha_ledger_check TAG ID... (its rules, see there)
 #   checks            assert_eq EXP ACT MSG   assert_match RE ACT MSG
 #                     assert_contains NEEDLE HAYSTACK MSG   fail MSG
 #                     assert_not_contains NEEDLE HAYSTACK MSG
@@ -387,6 +392,72 @@ e2e_reset() {
 }
 _no_jobs() { [ -z "$(c_root squeue -h -o %i 2>/dev/null)" ]; }
 _all_idle() { ! c_root sinfo -h -N -o '%T' | grep -qv '^idle$'; }
+
+# ------------------------------------------------------------ two controllers
+# ctld ACTION WHICH: scripts/cluster ctld: start, stop (SIGTERM) or kill9 the
+# primary or the backup controller; start waits until it answers (the
+# primary: until it holds control again and every node responds).
+ctld() { "$E2E_CLUSTER" ctld "$@" >&2; }
+# takeover: scontrol takeover; returns once the backup holds control and the
+# primary has exited (Slurm's primary does not stay as a standby).
+takeover() { "$E2E_CLUSTER" takeover >&2; }
+
+# wait_backup_control [TIMEOUT=40]: after the primary stopped answering,
+# until the backup holds control: it answers a request other than ping (a
+# standby refuses them) and has logged that it took over.  SlurmctldTimeout
+# of the cluster is 10 s.
+wait_backup_control() {
+	if wait_log "$(ctld_log)" "BackupController1 .* taking over" "${1:-40}" &&
+		wait_for "${1:-40}" _ctld_answers; then
+		return 0
+	fi
+	echo "wait_backup_control: the backup did not take control in ${1:-40}s: $(c_root scontrol ping 2>&1 | tr '\n' ' ')" >&2
+	return 1
+}
+_ctld_answers() { c_root sinfo -h -o %D >/dev/null 2>&1; }
+
+# ha_ledger TAG: the ledger of test/e2e/lua/ha.lua for TAG (empty if none).
+ha_ledger() { cat "$E2E_ROOT/tmp/switch-lua-e2e.$1.ledger" 2>/dev/null || true; }
+
+# ha_ledger_check TAG ID...: the ledger of ha.lua obeys, for every attempt
+# (JobId, attempt) of the jobs ID...: a job_start that returned ("started")
+# is never begun again, nor returns twice; an attempt set up gets exactly
+# one completed teardown, with the token its setup returned (its release);
+# a teardown with nil jobinfo (the undo of a job_start killed in flight,
+# switch.lua(5) Restart) comes at most once per killed job_start; every job
+# ID was set up at least once; the ledger names no other job.  Prints each
+# violation and returns 1 if there is any.
+ha_ledger_check() {
+	local tag=$1
+	shift
+	ha_ledger "$tag" | awk -v ids="$*" '
+		BEGIN { n = split(ids, a, " "); for (i = 1; i <= n; i++) want[a[i]] = 1 }
+		{ k = $2 " " $3 }
+		!($2 in want) { print "a ledger line for a job not of this test: " $0; bad = 1; next }
+		$1 == "start" {
+			if (k in set_up) { print "JobId=" $2 " attempt " $3 ": job_start begun again after it had returned (line " NR ")"; bad = 1 }
+			starts[k]++; next
+		}
+		$1 == "started" {
+			if (k in set_up) { print "JobId=" $2 " attempt " $3 ": job_start returned twice (line " NR ")"; bad = 1 }
+			set_up[k] = $4; job_set_up[$2] = 1; next
+		}
+		$1 == "completed" && $4 == "nil" { undo[k]++; next }
+		$1 == "completed" {
+			if (!(k in set_up)) { print "JobId=" $2 " attempt " $3 ": torn down with token " $4 " before its setup returned (line " NR ")"; bad = 1 }
+			else if ($4 != set_up[k]) { print "JobId=" $2 " attempt " $3 ": torn down with token " $4 ", set up with " set_up[k]; bad = 1 }
+			rel[k]++; next
+		}
+		END {
+			for (k in set_up) if (rel[k] != 1) { print "attempt " k ": set up, " (rel[k] + 0) " completed teardowns with its jobinfo (want 1)"; bad = 1 }
+			for (k in undo) {
+				killed = starts[k] - ((k in set_up) ? 1 : 0)
+				if (undo[k] > killed) { print "attempt " k ": " undo[k] " teardowns with nil jobinfo for " killed " job_start calls killed in flight"; bad = 1 }
+			}
+			for (j in want) if (!(j in job_set_up)) { print "JobId=" j ": never set up"; bad = 1 }
+			exit bad
+		}'
+}
 
 # ------------------------------------------------------------ switch/lua
 # job_reason ID: the job's Reason as text.  scontrol show job writes the

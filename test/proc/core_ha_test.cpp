@@ -191,6 +191,9 @@ TEST(CoreHa, TakeoverABABEachReadsTheJournalAsTheOtherLeftIt) {
   // teardown of it), 8 returned (not run again).
   ASSERT_TRUE(a.take_control(false));
   EXPECT_FALSE(a.state_of(7)) << "A's own picture is dropped";
+  // ...without asking Slurm about job 7: a takeover has freed every job
+  // record and Slurm's job table (a lookup crashed a live backup).
+  EXPECT_FALSE(sa.did("forget 7")) << sa.all_logs();
   a.adopt(r8);
   EXPECT_EQ(a.recover_job(8, false), Recovery::Nothing);
   a.reconcile_journal();

@@ -1,0 +1,256 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
+#
+# t0911-takeover: two controllers (scripts/cluster config --backup) sharing
+# one StateSaveLocation (switch_lua.conf(5), HIGH AVAILABILITY; issue 24),
+# a failed reconfigure, and a full StateSaveLocation (STATESAVELOCATION).
+# A standby that starts or restarts never touches the journal; a backup
+# taking over (kill -9 of the primary, scontrol takeover) reads the journal
+# as it is then; the primary coming back takes control the same way.  Each
+# test writes down the expected ledger of test/e2e/lua/ha.lua and checks it
+# with ha_ledger_check (lib.sh): one allocation and one release per
+# attempt, no setup that returned run again.
+#
+# Slurm 24.11's backup answers the primary's request for control only once
+# that request has waited for itself (CONTROL_TIMEOUT, 30 s), running its
+# calls meanwhile: each hand-back to the primary takes about 30 s, and
+# only calls longer than that are still in flight when it gives up control;
+# hence the timeout.
+#
+# e2e-timeout: 300
+# e2e-config: --backup --switch-type switch/lua --script test/e2e/lua/ha.lua --slurmctld-params switch_timeout=60 --extra 'PartitionName=DEFAULT OverSubscribe=FORCE:4'
+
+HOLDS='switch/lua: this slurmctld holds control: journal read as it is now$'
+
+ha_cleanup() { rm -f "$E2E_ROOT"/tmp/switch-lua-e2e."$1".*; }
+
+# ledger_count TAG RE: how many ledger lines match RE.
+ledger_count() {
+	local n
+	n=$(ha_ledger "$1" | grep -cE "$2") || true
+	echo "${n:-0}"
+}
+_ledger_at_least() { (($(ledger_count "$1" "$2") >= $3)); }
+# wait_ledger TAG RE N [TIMEOUT=60]: until at least N lines match RE.
+wait_ledger() {
+	wait_for "${4:-60}" _ledger_at_least "$1" "$2" "$3" ||
+		fail "ledger of $1: fewer than $3 lines /$2/ after ${4:-60}s: $(ha_ledger "$1" | tr '\n' ';')"
+}
+
+# wait_all_done TIMEOUT ID...: until every job has ended (or its record is
+# gone: a finished job lives MinJobAge=30 s), failing at once on a job that
+# ended in another state than COMPLETED.
+wait_all_done() {
+	local timeout=$1 deadline id st
+	local -a left
+	shift
+	deadline=$(($(date +%s) + timeout))
+	while :; do
+		left=()
+		for id in "$@"; do
+			st=$(job_state "$id" 2>/dev/null || echo gone)
+			case "$st" in
+			COMPLETED | gone) ;;
+			FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE | PREEMPTED)
+				fail "job $id ended $st"
+				;;
+			*) left+=("$id=$st") ;;
+			esac
+		done
+		[ ${#left[@]} -eq 0 ] && return 0
+		(($(date +%s) < deadline)) || fail "jobs not over after ${timeout}s: ${left[*]}"
+		sleep 0.5
+	done
+}
+
+e2e_test "switch/lua: HA: a standby started and restarted while the primary sets up 10 jobs, then the primary killed -9: the backup takes over, one allocation and one release per attempt" t_standby_then_kill9
+t_standby_then_kill9() {
+	local tag id i
+	local -a ids=()
+	tag=$(e2e_uniq)
+	# shellcheck disable=SC2064 # $tag is fixed now
+	trap "ha_cleanup $tag" EXIT
+	ctld stop backup
+	for ((i = 0; i < 10; i++)); do
+		ids+=("$(submit -n1 --network="e2e:s2e1:$tag" --wrap="sleep 25")")
+	done
+	# The standby starts while the primary sets up, and restarts.
+	wait_ledger "$tag" '^start ' 1 30
+	ctld start backup
+	wait_ledger "$tag" '^started ' 4 60
+	ctld stop backup
+	ctld start backup
+	wait_ledger "$tag" '^started ' 10 60
+	for id in "${ids[@]}"; do wait_job "$id" RUNNING 30; done
+	wait_state_saved
+	# Written by the primary after both starts of the standby.
+	note "ledger before the kill: $(ledger_count "$tag" '^started ') setups returned"
+	ctld kill9 primary
+	wait_backup_control 40
+	wait_all_done 90 "${ids[@]}"
+	wait_ledger "$tag" '^completed ' 10 60
+	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
+	ha_ledger_check "$tag" "${ids[@]}" >&2 || fail "the ledger breaks the rules (above)"
+	assert_eq 10 "$(ledger_count "$tag" '^start ')" "job_start calls begun"
+	assert_eq 10 "$(ledger_count "$tag" '^complete ')" "job_complete calls begun"
+	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside|another slurmctld holds)')" "journal lines set aside or refused"
+	# The standby's two starts took nothing: the backup took control once.
+	assert_eq 1 "$(ctld_count "$HOLDS")" "controllers taking control"
+	# The primary back for the next test (without the hand-back's 30 s:
+	# the backup stops first, giving up control in its switch save).
+	ctld stop backup
+	ctld start primary
+	ctld start backup
+}
+
+e2e_test "switch/lua: HA: three cycles of scontrol takeover and hand-back with setups and teardowns in flight at every switch: no double setup, no double or missing teardown" t_takeover_cycles
+t_takeover_cycles() {
+	local tag cycle to id_t id_s id secs
+	local -a ids=()
+	tag=$(e2e_uniq)
+	# shellcheck disable=SC2064 # $tag is fixed now
+	trap "ha_cleanup $tag" EXIT
+	for cycle in 1 2 3; do
+		for to in backup primary; do
+			# A teardown in flight (the job ends at once, its job_complete
+			# takes SECS) and a setup in flight (job_start takes SECS):
+			# 12 s for a takeover, 40 s for a hand-back, which the
+			# backup performs 30 s after the primary asked (header).
+			secs=12
+			[ "$to" = primary ] && secs=40
+			id_t=$(submit -n1 --network="e2e:s0e$secs:$tag" --wrap=true)
+			id_s=$(submit -n1 --network="e2e:s${secs}e0:$tag" --wrap="sleep 1")
+			ids+=("$id_t" "$id_s")
+			wait_ledger "$tag" "^complete $id_t " 1 40
+			wait_ledger "$tag" "^start $id_s " 1 40
+			note "cycle $cycle: control to the $to, JobId=$id_t tearing down, JobId=$id_s setting up"
+			if [ "$to" = backup ]; then takeover; else ctld start primary; fi
+		done
+	done
+	wait_all_done 150 "${ids[@]}"
+	# Every job has its completed teardown (the last ones may still run).
+	for id in "${ids[@]}"; do wait_ledger "$tag" "^completed $id " 1 60; done
+	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
+	ha_ledger_check "$tag" "${ids[@]}" >&2 || fail "the ledger breaks the rules (above)"
+	# The switches did find calls in flight: they were begun again.
+	(($(ledger_count "$tag" '^start ') >= $(ledger_count "$tag" '^started ') + 6)) ||
+		fail "fewer than 6 job_start calls killed in flight by the 6 switches"
+	(($(ledger_count "$tag" '^complete ') >= $(ledger_count "$tag" '^completed ') + 6)) ||
+		fail "fewer than 6 job_complete calls killed in flight by the 6 switches"
+	assert_eq 6 "$(ctld_count "$HOLDS")" "controllers taking control (3 takeovers, 3 hand-backs)"
+	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside|another slurmctld holds)')" "journal lines set aside or refused"
+}
+
+# A reconfigure on a slurmctld run as a daemon (as under systemd: with -D
+# it execs itself in place and there is no old process to resume).  The new
+# process initialises switch/lua and takes control (switch restore), then
+# dies in read_slurm_conf: slurm.conf names a JobCompType that does not
+# exist ("Failed to initialize jobcomp plugin", fatal).  The old process
+# resumes without reading slurm.conf again.  (A broken burst_buffer.lua
+# would kill both: the resuming process initialises burst_buffer again.)
+# e2e-config: --ctld-detached --switch-type switch/lua --script test/e2e/lua/ha.lua --slurmctld-params switch_timeout=60 --extra 'PartitionName=DEFAULT OverSubscribe=FORCE:4'
+
+ctld_pid() { head -n1 "$E2E_CLH/run/slurmctld.slurm.pid"; }
+
+e2e_test "switch/lua: HA: a reconfigure whose new slurmctld dies after the switch plugin's init and restore (fatal in read_slurm_conf), jobs in flight: the old slurmctld carries on, nothing lost" t_failed_reconfigure
+t_failed_reconfigure() {
+	local tag pid id_r id_t id_s id_n id conf
+	tag=$(e2e_uniq)
+	conf=$E2E_ROOT/etc/slurm/slurm.conf
+	cp "$conf" "$E2E_TMP/slurm.conf.good"
+	# shellcheck disable=SC2064 # fixed now
+	trap "cp '$E2E_TMP/slurm.conf.good' '$conf'; ha_cleanup $tag" EXIT
+	pid=$(ctld_pid)
+	id_r=$(submit -n1 --network="e2e:s0e0:$tag" --wrap="sleep 15")
+	wait_job "$id_r" RUNNING 30
+	# A teardown and a setup in flight (8 s each) at the reconfigure.
+	id_t=$(submit -n1 --network="e2e:s0e8:$tag" --wrap=true)
+	id_s=$(submit -n1 --network="e2e:s8e0:$tag" --wrap="sleep 1")
+	wait_ledger "$tag" "^complete $id_t " 1 40
+	wait_ledger "$tag" "^start $id_s " 1 40
+	echo "JobCompType=jobcomp/e2e_no_such_plugin" >>"$conf"
+	c_root scontrol reconfigure || note "scontrol reconfigure: exit $? (the reply may be lost)"
+	wait_log "$(ctld_log)" "Resuming operation, reconfigure failed" 60
+	cp "$E2E_TMP/slurm.conf.good" "$conf"
+	assert_eq "$pid" "$(ctld_pid)" "the slurmctld that carries on (pid)"
+	# The new process had initialised switch/lua and taken control.
+	log_since "$(ctld_log)" | awk -v holds="$HOLDS" '
+		/Attempting to reconfigure/ { on = 1 }
+		on && /switch\/lua: active in slurmctld/ { init = 1 }
+		on && $0 ~ holds { took = 1 }
+		on && /Failed to initialize jobcomp plugin/ { died = 1 }
+		/Resuming operation, reconfigure failed/ { exit !(init && took && died) }' ||
+		fail "no switch/lua init, control and jobcomp fatal between the reconfigure and its failure"
+	assert_eq 1 "$(ctld_count 'switch/lua: this slurmctld holds control: journal read as it is now \(resuming after a failed reconfigure\)$')" \
+		"the old slurmctld taking control again"
+	id_n=$(submit -n1 --network="e2e:s1e1:$tag" --wrap=true)
+	wait_all_done 90 "$id_r" "$id_t" "$id_s" "$id_n"
+	for id in "$id_r" "$id_t" "$id_s" "$id_n"; do wait_ledger "$tag" "^completed $id " 1 60; done
+	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
+	ha_ledger_check "$tag" "$id_r" "$id_t" "$id_s" "$id_n" >&2 || fail "the ledger breaks the rules (above)"
+	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside|another slurmctld holds)')" "journal lines set aside or refused"
+}
+
+# StateSaveLocation full (a tmpfs of 16 MiB filled to the last byte) during
+# a burst of setups and a teardown, then freed (switch_lua.conf(5),
+# STATESAVELOCATION): setups are refused with a reason that names the
+# journal and errno 28, their jobs requeued as for any failed setup; the
+# teardown runs; nothing is set aside; once there is room a fresh snapshot
+# makes the journal trusted again and every job runs, without a restart.
+# e2e-config: --state-tmpfs 16m --switch-type switch/lua --script test/e2e/lua/ha.lua --slurmctld-params switch_timeout=60 --extra 'PartitionName=DEFAULT OverSubscribe=FORCE:4'
+
+e2e_test "switch/lua: StateSaveLocation full during a burst of setups and a teardown, then freed: setups refused naming the journal and errno 28, no allocation leaked, normal again without a restart" t_state_full
+t_state_full() {
+	local tag id_r id filler k fails
+	local -a held=() rest=()
+	tag=$(e2e_uniq)
+	filler=$E2E_CLH/state/e2e-filler
+	fails="switch/lua: journal [^ ]+: cannot append: No space left on device \(errno 28\); "
+	# shellcheck disable=SC2064 # fixed now
+	trap "rm -f '$filler'; ha_cleanup $tag" EXIT
+	# Its teardown comes while the disk is full.
+	id_r=$(submit -n1 --network="e2e:s0e1:$tag" --wrap="sleep 8")
+	wait_job "$id_r" RUNNING 30
+	for ((k = 0; k < 14; k++)); do held+=("$(submit -H -n1 --network="e2e:s1e1:$tag" --wrap=true)"); done
+	wait_state_saved
+	dd if=/dev/zero of="$filler" bs=4k 2>/dev/null || true
+	note "StateSaveLocation: $(df --output=avail "$E2E_CLH/state" | tail -n1) KiB left"
+	# The journal's last page still has room for a few records: setups go
+	# on (each writes a record as it starts and one as it returns) until an
+	# append finds no room, one job at a time.
+	for ((k = 0; k < ${#held[@]}; k++)); do
+		c_root scontrol release "${held[k]}"
+		if wait_for 3 _log_has "$(ctld_log)" "$fails"; then break; fi
+	done
+	((k + 3 < ${#held[@]})) || fail "the journal never failed to append (or failed only with the last jobs)"
+	note "the first append failed with job $((k + 1)) of ${#held[@]} released"
+	rest=("${held[@]:k+1}")
+	c_root scontrol release "$(
+		IFS=,
+		echo "${rest[*]}"
+	)"
+	for id in "${rest[@]}"; do
+		wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start could not be started: journal [^ ]+: cannot append: No space left on device \(errno 28\): no setup starts without its record" 30
+	done
+	if ha_ledger "$tag" | grep -qE "^start ($(
+		IFS='|'
+		echo "${rest[*]}"
+	)) "; then fail "a job_start ran while the journal could not be written"; fi
+	wait_all_done 30 "$id_r"
+	rm -f "$filler"
+	wait_log "$(ctld_log)" "switch/lua: journal [^ ]+: writable again after 'cannot append: No space left on device \(errno 28\)'" 60
+	# Slurm makes a requeued job wait 2 minutes (BeginTime): start them now
+	# (the refused ones, and the one whose setup found the disk full first).
+	for id in "${held[@]}"; do
+		if [ "$(job_state "$id" 2>/dev/null)" = PENDING ]; then
+			c_root scontrol update JobId="$id" StartTime=now 2>/dev/null || true
+		fi
+	done
+	wait_all_done 90 "$id_r" "${held[@]}"
+	for id in "$id_r" "${held[@]}"; do wait_ledger "$tag" "^completed $id " 1 60; done
+	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
+	ha_ledger_check "$tag" "$id_r" "${held[@]}" >&2 || fail "the ledger breaks the rules (above)"
+	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside)')" "journal lines set aside"
+	# One error line at the first failure, whatever the number of refusals.
+	assert_eq 1 "$(ctld_count "$fails")" "the journal's error lines"
+}
