@@ -149,8 +149,7 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   sim->add_option("FILE", so.script, "the script")->required();
   sim->add_option("--network", so.network, "the job's --network string")->required();
   sim->add_option("--job-id", so.job_id, "JobId")->capture_default_str();
-  // Issue 20: any job the supervisor's requests take (switch.lua(5),
-  // Bounds, Job size: 65536 nodes), so a 10,000-node job can be tried offline.
+  // Issue 20: up to 65536 nodes (switch.lua(5), Bounds): a 10,000-node job tried offline.
   sim->add_option("--nodes", so.nodes, "number of nodes (node1..nodeN)")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();

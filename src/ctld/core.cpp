@@ -56,6 +56,21 @@ CtldCore::Impl::Impl(CoreOptions o, SlurmPort &p)
   worker = std::thread([this] { run_worker(); });
 }
 
+void CtldCore::Impl::drop_volatile_state() {
+  {
+    std::lock_guard q(qmu);
+    queue.clear();  // outcomes of calls stop_children() killed
+    timers.clear(); // back-offs of the jobs re-adopted (fired again by them)
+  }
+  retry_wait.clear();
+  host_fault_since.clear();
+  if (breaker.open)
+    stats.breaker(false, unix_now(), ""); // a controller taking over starts closed, as at a start
+  breaker = {};
+  orphans.clear();
+  hints.clear();
+}
+
 Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
   if (in_control)
     return {};
@@ -81,18 +96,7 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
         },
         opts.journal_io);
   }
-  {
-    std::lock_guard q(qmu);
-    queue.clear();  // outcomes of calls stop_children() killed
-    timers.clear(); // back-offs of the jobs re-adopted below (fired again by them)
-  }
-  retry_wait.clear();
-  host_fault_since.clear();
-  if (breaker.open)
-    stats.breaker(false, unix_now(), ""); // a controller taking over starts closed, as at a start
-  breaker = {};
-  orphans.clear();
-  hints.clear();
+  drop_volatile_state();
   if (!keep_jobs) {
     // Not port.forget(): Slurm has no job record now (start-up, or a
     // takeover, which freed them all and their jobinfo with them).

@@ -199,6 +199,10 @@ struct CtldCore::Impl {
 
   /// CtldCore::take_control (mu held).
   Expected<void> take_control(bool keep_jobs);
+  /// take_control(): what the previous time in control left in memory and
+  /// no longer holds (killed calls' outcomes, back-offs, the breaker,
+  /// orphans, restart hints) dropped (mu held).
+  void drop_volatile_state();
   /// adopt() of one state against the journal's table (mu held).
   void adopt_locked(JobSwitchState s);
   /// Why a setup may not start now ("" when it may): the journal cannot

@@ -317,6 +317,33 @@ int stepmgr_stepinfo(Handle &h, const slc_step_facts_t *facts, char **buf, std::
   return 1;
 }
 
+/// The script's two start-up questions (block_job_complete,
+/// setup_special_steps), asked once in a supervised child (no Lua in
+/// slurmctld); sets o.block_job_complete and C's answers.  A question the
+/// script cannot answer is false, with an error line (switch.lua contract:
+/// the boolean hooks).  Its supervisor gets the last good copy only in the
+/// process a reconfigure executed, where the copy carries over (as before
+/// issue 24): it records there the verdict on the same script the old
+/// process would record, and changes no decision.  A standby or a cold start
+/// gets none: nothing under StateSaveLocation is written before this
+/// slurmctld holds control.
+void ask_start_up_questions(Ctld &c, const slc_ctld_ops_t &ops, const char *script_path,
+                            CoreOptions &o) {
+  ClientOptions probe_opts = o.client;
+  if (!c.reconfigured || !std::getenv(kGoodScriptEnv))
+    probe_opts.good_copy.clear();
+  SupervisorClient probe(
+      probe_opts, [&](CallId, LogLevel l, std::string_view t) { c.port->log(l, log_line({}, t)); });
+  auto log_error = [&](const std::string &line) { ops.log(SLC_LOG_ERROR, line.c_str()); };
+  o.block_job_complete = ask_boolean_hook_or_false(probe, script_path, Hook::BlockJobComplete,
+                                                   o.config.switch_timeout, log_error);
+  c.block_job_complete = o.block_job_complete;
+  bool sss = ask_boolean_hook_or_false(probe, script_path, Hook::SetupSpecialSteps,
+                                       o.config.switch_timeout, log_error);
+  c.setup_special_steps = take_setup_special_steps(ops, sss);
+  probe.shutdown();
+}
+
 } // namespace
 
 bool cabi::slurm_special_steps() noexcept {
@@ -365,29 +392,7 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
       o.client.child_env.push_back(fmt::format("SLURM_CONF={}", conf));
     // The ownership rule of the supervisor and runners (lua/trust.hpp).
     o.client.child_env.push_back(fmt::format("{}={}", kSlurmUserEnv, slurm_user()));
-    {
-      // Ask the script once, in a supervised child (no Lua in slurmctld).
-      // Its supervisor gets the last good copy only in the process a
-      // reconfigure executed, where the copy carries over (as before issue
-      // 24): it records there the verdict on the same script the old
-      // process would record, and changes no decision.  A standby or a cold
-      // start gets none: nothing under StateSaveLocation is written before
-      // this slurmctld holds control.
-      ClientOptions probe_opts = o.client;
-      if (!c->reconfigured || !std::getenv(kGoodScriptEnv))
-        probe_opts.good_copy.clear();
-      SupervisorClient probe(probe_opts, [&](CallId, LogLevel l, std::string_view t) {
-        c->port->log(l, log_line({}, t));
-      });
-      auto log_error = [&](const std::string &line) { ops->log(SLC_LOG_ERROR, line.c_str()); };
-      o.block_job_complete = ask_boolean_hook_or_false(probe, script_path, Hook::BlockJobComplete,
-                                                       o.config.switch_timeout, log_error);
-      c->block_job_complete = o.block_job_complete;
-      bool sss = ask_boolean_hook_or_false(probe, script_path, Hook::SetupSpecialSteps,
-                                           o.config.switch_timeout, log_error);
-      c->setup_special_steps = take_setup_special_steps(*ops, sss);
-      probe.shutdown();
-    }
+    ask_start_up_questions(*c, *ops, script_path, o);
     ops->log(SLC_LOG_INFO, log_line({}, "script {} ({}, block_job_complete={})", script_path,
                                     describe(o.config), o.block_job_complete ? "true" : "false")
                                .c_str());
