@@ -10,6 +10,7 @@
 #include "../source_lines.hpp"
 #include "ctld/metrics.hpp"
 #include "ctld/stats.hpp"
+#include "stats_calls.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -23,36 +24,18 @@
 #include <unistd.h>
 
 using namespace switchlua;
+using namespace switchlua::test;
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 
 namespace {
-
-Outcome returned(Hook h, std::int64_t rc, bool jobinfo) {
-  Outcome o;
-  o.kind = OutcomeKind::Returned;
-  o.ret.hook = h;
-  o.ret.rc = rc;
-  if (jobinfo)
-    o.ret.jobinfo = std::string("\x80");
-  return o;
-}
-
-const CtldStats::Clock::time_point t0{};
 
 /// 2 job_start ok (batch, 3 and 30 ms, waited 4 ms each), 1 failed
 /// (interactive, 1500 ms); 1 job_complete ok (teardown, 2 ms) and 1 timed
 /// out (70 s); a requeue, 2 drains, a host fault, the breaker opened.
 json sequence_json() {
   CtldStats st(1700000000);
-  CallId id = 1;
-  auto call = [&](Hook h, Lane l, std::chrono::milliseconds queued,
-                  std::chrono::milliseconds round_trip, const Outcome &o) {
-    const CallId c = id++;
-    st.call_submitted(c, h, l, t0);
-    st.call_started(c, queued);
-    st.call_done(c, o, t0 + round_trip);
-  };
+  test::CallRecorder call{st};
   call(Hook::JobStart, Lane::Batch, 4ms, 3ms, returned(Hook::JobStart, 0, true));
   call(Hook::JobStart, Lane::Batch, 4ms, 30ms, returned(Hook::JobStart, 0, true));
   call(Hook::JobStart, Lane::Interactive, 0ms, 1500ms, returned(Hook::JobStart, -1, false));

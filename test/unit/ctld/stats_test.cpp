@@ -4,6 +4,7 @@
 // events and actions gives known numbers, in the snapshot, the status
 // file's JSON and the summary line.  Times are given, never measured.
 #include "ctld/stats.hpp"
+#include "stats_calls.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -14,28 +15,11 @@
 #include <unistd.h>
 
 using namespace switchlua;
+using namespace switchlua::test;
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 
 namespace {
-
-Outcome returned(Hook h, std::int64_t rc, bool jobinfo) {
-  Outcome o;
-  o.kind = OutcomeKind::Returned;
-  o.ret.hook = h;
-  o.ret.rc = rc;
-  if (jobinfo)
-    o.ret.jobinfo = std::string("\x80");
-  return o;
-}
-
-Outcome of_kind(OutcomeKind k) {
-  Outcome o;
-  o.kind = k;
-  return o;
-}
-
-const CtldStats::Clock::time_point t0{};
 
 /// The sequence: 3 job_start ok (batch, 10/20/30 ms), 1 declined
 /// (interactive), 1 failed rc=-1 (batch, 40 ms); 3 job_complete ok
@@ -45,14 +29,7 @@ const CtldStats::Clock::time_point t0{};
 std::unique_ptr<CtldStats> sequence() {
   auto owned = std::make_unique<CtldStats>(1700000000);
   CtldStats &st = *owned;
-  CallId id = 1;
-  auto call = [&](Hook h, Lane l, std::chrono::milliseconds queued,
-                  std::chrono::milliseconds round_trip, const Outcome &o) {
-    const CallId c = id++;
-    st.call_submitted(c, h, l, t0);
-    st.call_started(c, queued);
-    st.call_done(c, o, t0 + round_trip);
-  };
+  test::CallRecorder call{st};
   for (auto ms : {10ms, 20ms, 30ms})
     call(Hook::JobStart, Lane::Batch, 4ms, ms, returned(Hook::JobStart, 0, true));
   call(Hook::JobStart, Lane::Interactive, 0ms, 3ms, returned(Hook::JobStart, 0, false));
@@ -64,9 +41,9 @@ std::unique_ptr<CtldStats> sequence() {
   timed.escapees = {4242, 4243};
   call(Hook::JobComplete, Lane::Teardown, 0ms, 12000ms, timed);
   st.call_refused(Hook::JobStart, of_kind(OutcomeKind::SpawnFailed));
-  st.call_submitted(100, Hook::JobComplete, Lane::Teardown, t0);
+  st.call_submitted(100, Hook::JobComplete, Lane::Teardown, kT0);
   st.call_started(100, 7ms);
-  st.call_submitted(101, Hook::JobStart, Lane::Batch, t0);
+  st.call_submitted(101, Hook::JobStart, Lane::Batch, kT0);
   for (ActionKind k : {ActionKind::Requeue, ActionKind::Cancel, ActionKind::Cancel,
                        ActionKind::DrainNodes, ActionKind::ScheduleRetry, ActionKind::ScheduleRetry,
                        ActionKind::EndConfiguring, ActionKind::Log})
@@ -145,7 +122,7 @@ TEST(Stats, EventsOfUnknownCallsAndRepeatsAreIgnored) {
   CtldStats st(0);
   st.call_started(7, 5ms);
   st.call_done(7, returned(Hook::JobStart, 0, true));
-  st.call_submitted(8, Hook::JobStart, Lane::Batch, t0);
+  st.call_submitted(8, Hook::JobStart, Lane::Batch, kT0);
   st.call_started(8, 5ms);
   st.call_started(8, 9ms);
   const StatsSnapshot s = st.snapshot();
