@@ -347,6 +347,7 @@ _log_has() { log_since "$1" | grep -qE "$2"; }
 # every node responds.  Before a --kill9, call wait_state_saved: slurmctld
 # writes its state at most every 5 s, and a change it has not written yet
 # (a job that just started, a node just resumed) is lost with the kill.
+# shellcheck disable=SC2120 # the test files pass its options (--kill9, --lose-jobs)
 restart_ctld() { "$E2E_CLUSTER" restart-ctld "$@" >&2; }
 
 # wait_state_saved [TIMEOUT=7] [FILE=job_state]: return once slurmctld has
@@ -529,6 +530,24 @@ switch_lua_cli() {
 
 # cluster_slurm: the Slurm the cluster runs, as scripts/cluster config
 # recorded it: X.Y.Z for a --slurm cluster, "debian" for Debian's package.
+# known_job_sequence: slurmctld restarted (its counters start from zero),
+# then 3 jobs set up and torn down (--network=prov), 1 whose job_start fails
+# (prov:fail, --no-requeue: CANCELLED) and 1 without --network, all ended;
+# the status tests' sequence (t1001, t1002: their fixture's prov network).
+known_job_sequence() {
+	local id ids=() failed plain _
+	# shellcheck disable=SC2119 # no option: a plain restart
+	restart_ctld
+	for _ in 1 2 3; do
+		ids+=("$(submit -N1 --network=prov --wrap=true)")
+	done
+	failed=$(submit -N1 --no-requeue --network=prov:fail --wrap=true)
+	plain=$(submit -N1 --wrap=true)
+	for id in "${ids[@]}"; do wait_job "$id" COMPLETED 30; done
+	wait_job "$failed" CANCELLED 30
+	wait_job "$plain" COMPLETED 30
+}
+
 cluster_slurm() {
 	local v
 	v=$(sed -n 's/^SLURM=//p' "$E2E_CLH/cluster.env" 2>/dev/null | tail -n1)

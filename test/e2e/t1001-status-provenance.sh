@@ -44,17 +44,9 @@ calls_done() {
 
 e2e_test "switch/lua: status: after 3 jobs set up and torn down, 1 whose job_start fails and 1 without --network, switch-lua status shows exactly those calls" t_status_counts
 t_status_counts() {
-	local id ids=() failed plain j out k t0
+	local j out k t0
 	t0=$(date +%s)
-	restart_ctld # the counters start from zero at each start of slurmctld
-	for k in 1 2 3; do
-		ids+=("$(submit -N1 --network=prov --wrap=true)")
-	done
-	failed=$(submit -N1 --no-requeue --network=prov:fail --wrap=true)
-	plain=$(submit -N1 --wrap=true)
-	for id in "${ids[@]}"; do wait_job "$id" COMPLETED 30; done
-	wait_job "$failed" CANCELLED 30
-	wait_job "$plain" COMPLETED 30
+	known_job_sequence
 	wait_for 15 calls_done "$t0" || fail "the status file never showed 3 finished job_complete calls"
 	j=$(c_root "$(switch_lua_cli)" status --json)
 	assert_eq 4 "$(jval "$j" hooks.job_start.calls)" "job_start calls"

@@ -30,17 +30,9 @@ textfile_shows() {
 
 e2e_test "switch/lua: metrics: after 3 jobs set up and torn down, 1 whose job_start fails and 1 without --network, status --format prometheus and the textfile show exactly those calls" t_metrics_counts
 t_metrics_counts() {
-	local id ids=() failed plain k t t0 text file ino1 ino2 lint
+	local t t0 text file ino1 ino2 lint
 	t0=$(date +%s)
-	restart_ctld # the counters start from zero at each start of slurmctld
-	for k in 1 2 3; do
-		ids+=("$(submit -N1 --network=prov --wrap=true)")
-	done
-	failed=$(submit -N1 --no-requeue --network=prov:fail --wrap=true)
-	plain=$(submit -N1 --wrap=true)
-	for id in "${ids[@]}"; do wait_job "$id" COMPLETED 30; done
-	wait_job "$failed" CANCELLED 30
-	wait_job "$plain" COMPLETED 30
+	known_job_sequence
 	wait_for 15 textfile_shows "$t0" 3 || fail "the textfile $PROM never showed 3 ended job_complete calls"
 	text=$(c_root "$(switch_lua_cli)" status --format prometheus)
 	file=$(c_root cat "$PROM")
