@@ -312,6 +312,11 @@ void CtldCore::Impl::fire_retries() {
     stats.set_journal_failure(journal->failure());
   }
   check_waiting_orphans();
+  // A start that waits (R_SETUP_WAIT_ORPHAN, R_SETUP_WAIT_HELD) is woken
+  // by the end of what it waits for; the periodic check wakes it too, so
+  // that an end this core learns of another way (a restart, a record
+  // Slurm purged) never leaves a job CONFIGURING for good.
+  wake_orphan_waiters();
   std::set<std::uint32_t> due;
   due.swap(retry_wait);
   for (std::uint32_t id : due)
@@ -577,10 +582,10 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   if (closes)
     close_breaker(job_id, hook);
   // Issue 20: a held teardown that has reported frees the jobs that wait
-  // for its nodes (R_SETUP_AFTER_HELD).
+  // for its nodes (R_SETUP_AFTER_HELD), whatever they waited for first.
   if (e.kind == EventKind::TeardownResult || e.kind == EventKind::LateTeardownResult)
     for (const auto &[id, s] : jobs)
-      if (s.state == JobState::SetupWaitOrphan && s.held_by != 0) {
+      if (s.state == JobState::SetupWaitOrphan) {
         wake_orphan_waiters();
         break;
       }

@@ -229,9 +229,24 @@ void CtldCore::Impl::check_waiting_orphans() {
 
 void CtldCore::Impl::wake_orphan_waiters() {
   std::vector<std::uint32_t> ready;
-  for (const auto &[id, s] : jobs)
-    if (s.state == JobState::SetupWaitOrphan && !has_orphan_of(id) && !held_teardown_of(id, s.job))
+  for (auto &[id, s] : jobs) {
+    if (s.state != JobState::SetupWaitOrphan || has_orphan_of(id))
+      continue;
+    const std::uint32_t holder = held_teardown_of(id, s.job);
+    if (holder == 0) {
       ready.push_back(id);
+    } else if (s.held_by != holder) {
+      // What it waits for now is another job's held teardown (its orphan
+      // is over, or it was recovered after a restart, where held_by is not
+      // saved): that teardown's report wakes it (R_SETUP_AFTER_HELD).
+      s.held_by = holder;
+      port.log(LogLevel::Info,
+               log_line({.job_id = id, .hook = "job_start"},
+                        "still waits: the teardown of JobId={} holds one of its nodes; the job "
+                        "stays CONFIGURING until that teardown has reported (R_SETUP_WAIT_HELD)",
+                        holder));
+    }
+  }
   for (std::uint32_t id : ready)
     apply(id, Event{.kind = EventKind::OrphanGone});
 }

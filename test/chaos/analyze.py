@@ -401,6 +401,21 @@ class Run:
                 nodes.append({"node": p[0], "state": p[1], "for_s": round(end - since)})
         return jobs, nodes
 
+def stuck_job_lines(log_dir, ids, keep=15):
+    """The last `keep` slurmctld.log lines naming each JobId in `ids`
+    ({id: [line, ...]}), printed under a failed run's table: the output CI
+    keeps is often all there is to tell why a job stayed CONFIGURING."""
+    if not ids:
+        return {}
+    pats = {i: re.compile(r"JobId=%s(?![0-9])" % re.escape(str(i))) for i in ids}
+    out = {i: collections.deque(maxlen=keep) for i in ids}
+    for line in read_lines(os.path.join(log_dir, "slurmctld.log")):
+        for i, pat in pats.items():
+            if pat.search(line):
+                out[i].append(line[:400])
+    return {i: list(v) for i, v in out.items()}
+
+
 def analyze(run_dir, log_dir):
     r = Run(run_dir, log_dir)
     dup_plugin, dup_slurm, dup_ctld_lines = r.duplicates()
@@ -413,6 +428,7 @@ def analyze(run_dir, log_dir):
     dup_drains = [e for e in episodes if "Duplicate jobid" in e["reason"]]
     other_drains = [e for e in episodes if e not in wrong_drains and e not in dup_drains]
     stuck_jobs, stuck_nodes = r.stuck()
+    stuck_lines = stuck_job_lines(log_dir, [j["id"] for j in stuck_jobs[:3]])
     orphans_end, in_flight, idle_runners, orphans_after = r.processes()
     starts = sum(1 for k, _, _ in r.ledger if k == "START")
     completes = sum(1 for k, _, _ in r.ledger if k == "COMPLETE")
@@ -478,6 +494,7 @@ def analyze(run_dir, log_dir):
             "duplicate_launch_jobs_slurm": dup_slurm,
             "stuck_jobs": stuck_jobs,
             "stuck_nodes": stuck_nodes,
+            "stuck_job_lines": {str(k): v for k, v in stuck_lines.items()},
             "orphans_end": orphans_end,
             "left_after_stop": orphans_after,
             "jobs": outcome_detail,
@@ -510,6 +527,10 @@ def print_table(res):
             print("  %s: %s" % (title, item if isinstance(item, str) else json.dumps(item, sort_keys=True)))
         if len(d[key]) > 8:
             print("  %s: ... %d more (--json)" % (title, len(d[key]) - 8))
+    for job_id, lines in d.get("stuck_job_lines", {}).items():
+        print("  slurmctld.log, the last %d lines naming stuck JobId=%s:" % (len(lines), job_id))
+        for line in lines:
+            print("    " + line)
     if res["failed"]:
         print("chaos: FAILED: " + ", ".join(res["failed"]))
     else:

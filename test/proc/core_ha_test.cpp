@@ -453,3 +453,72 @@ TEST(CoreHa, ALostStartWaitsEvenWhenTheNewStartComesBeforeTheReconcile) {
   EXPECT_EQ(slurm.count_logged(teardowns_of(7)), 1);
   EXPECT_EQ(slurm.count_logged(setups_of(7)), 1);
 }
+
+// The lost start again, while another job's held teardown holds the same
+// node (seen in chaos-26.05: a restart re-asserts node holds a few seconds
+// late, and Slurm gave that node to the lost job's new start).  When the
+// lost attempt is torn down the new start still waits, now for the held
+// teardown (R_SETUP_WAIT_HELD), and that teardown's report wakes it
+// (R_SETUP_AFTER_HELD): it must not wait for good.
+TEST(CoreHa, ALostStartsNextStartThatAHeldTeardownAlsoBlocksRunsOnceThatTeardownReported) {
+  TempDir d;
+  const fs::path gate = d.dir / "gate";
+  CoreOptions o = options(d, true);
+  o.script = test::fixture("core_flow"); // "again": EAGAIN while `gate` exists
+  o.block_job_complete = true;
+  o.retry_interval = std::chrono::hours(1); // periodic checks only by retry_now()
+  o.config.switch_retries = 10;
+  {
+    FakeSlurm s0;
+    CtldCore before(o, s0);
+    set_up(before, s0, 7);
+    before.halt(); // kill -9 before Slurm saved job 7 RUNNING
+  }
+  FakeSlurm slurm;
+  slurm.nodes_may_run = true;
+  CtldCore core(o, slurm);
+  core.reconcile_journal();
+  ASSERT_TRUE(slurm.logged("R_ORPHAN_WAIT_NODES")) << slurm.all_logs();
+  // Job 8 ran on node1; its teardown is held and returns EAGAIN.
+  std::ofstream(gate) << "closed";
+  JobArgs held = job(8);
+  held.name = "again";
+  held.network = gate.string();
+  slurm.lock();
+  ASSERT_TRUE(core.job_start(held, false));
+  slurm.unlock();
+  ASSERT_TRUE(settle(core, [&] { return core.state_of(8)->state == JobState::Running; }))
+      << slurm.all_logs();
+  core.job_complete(8);
+  ASSERT_TRUE(settle(core, [&] { return core.state_of(8)->state == JobState::TeardownRetryWait; }))
+      << slurm.all_logs();
+  ASSERT_TRUE(core.state_of(8)->nodes_held);
+  // Slurm starts job 7 again on node1: it waits for its lost attempt.
+  slurm.lock();
+  ASSERT_TRUE(core.job_start(job(7), true));
+  slurm.unlock();
+  ASSERT_EQ(core.state_of(7)->state, JobState::SetupWaitOrphan);
+  // The node no longer runs the lost attempt: it is torn down; job 8's
+  // teardown runs again and still returns EAGAIN.
+  slurm.nodes_may_run = false;
+  core.retry_now();
+  ASSERT_TRUE(settle(core, [&] {
+    return slurm.logged("R_ORPHAN_OK") && core.state_of(8)->state == JobState::TeardownRetryWait;
+  })) << slurm.all_logs();
+  EXPECT_EQ(core.state_of(7)->state, JobState::SetupWaitOrphan) << slurm.all_logs();
+  EXPECT_EQ(core.state_of(7)->held_by, 8u);
+  EXPECT_TRUE(slurm.logged("JobId=7 job_start still waits: the teardown of JobId=8 holds one of "
+                           "its nodes"))
+      << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged(setups_of(7)), 0) << "no job_start while node1 is held";
+  // Job 8's teardown succeeds at its next retry: job 7 is set up, once,
+  // without another periodic check.
+  fs::remove(gate);
+  core.retry_now();
+  ASSERT_TRUE(settle(core, [&] {
+    return core.state_of(7) && core.state_of(7)->state == JobState::Running;
+  })) << slurm.all_logs();
+  EXPECT_TRUE(slurm.logged("R_SETUP_AFTER_HELD")) << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged(setups_of(7)), 1);
+  EXPECT_FALSE(slurm.did_starting("drain")) << slurm.all_logs();
+}
