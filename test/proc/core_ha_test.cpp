@@ -522,3 +522,28 @@ TEST(CoreHa, ALostStartsNextStartThatAHeldTeardownAlsoBlocksRunsOnceThatTeardown
   EXPECT_EQ(slurm.count_logged(setups_of(7)), 1);
   EXPECT_FALSE(slurm.did_starting("drain")) << slurm.all_logs();
 }
+
+// The periodic check's part of the same rule: a start that waits with
+// nothing left to wait for (here a recovered waiter adopted after the
+// reconcile, so no edge event names it) is woken by the next periodic
+// check, not left CONFIGURING.
+TEST(CoreHa, AWaitingStartWithNothingLeftToWaitForIsWokenByThePeriodicCheck) {
+  TempDir d;
+  CoreOptions o = options(d, true);
+  o.retry_interval = std::chrono::hours(1);
+  FakeSlurm slurm;
+  CtldCore core(o, slurm);
+  core.reconcile_journal();
+  JobSwitchState waiting;
+  waiting.job = job(9);
+  waiting.job.attempt = 4242;
+  waiting.state = JobState::SetupWaitOrphan;
+  core.adopt(waiting);
+  EXPECT_EQ(core.recover_job(9, true), Recovery::DelayLaunch);
+  EXPECT_EQ(core.state_of(9)->state, JobState::SetupWaitOrphan);
+  core.retry_now();
+  ASSERT_TRUE(settle(core, [&] {
+    return core.state_of(9) && core.state_of(9)->state == JobState::Running;
+  })) << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged(setups_of(9)), 1);
+}
