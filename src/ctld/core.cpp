@@ -312,11 +312,7 @@ void CtldCore::Impl::fire_retries() {
     stats.set_journal_failure(journal->failure());
   }
   check_waiting_orphans();
-  // A start that waits (R_SETUP_WAIT_ORPHAN, R_SETUP_WAIT_HELD) is woken
-  // by the end of what it waits for; the periodic check wakes it too, so
-  // that an end this core learns of another way (a restart, a record
-  // Slurm purged) never leaves a job CONFIGURING for good.
-  wake_orphan_waiters();
+  wake_orphan_waiters(); // a waiting start is never left CONFIGURING for good
   std::set<std::uint32_t> due;
   due.swap(retry_wait);
   for (std::uint32_t id : due)
@@ -584,11 +580,7 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   // Issue 20: a held teardown that has reported frees the jobs that wait
   // for its nodes (R_SETUP_AFTER_HELD), whatever they waited for first.
   if (e.kind == EventKind::TeardownResult || e.kind == EventKind::LateTeardownResult)
-    for (const auto &[id, s] : jobs)
-      if (s.state == JobState::SetupWaitOrphan) {
-        wake_orphan_waiters();
-        break;
-      }
+    wake_orphan_waiters();
   stats.set_jobs(jobs.size());
   port.save_state();
 }
