@@ -339,7 +339,10 @@ wait_log() {
 			return 1
 		}
 }
-_log_has() { log_since "$1" | grep -qE "$2"; }
+# Not grep -q: it stops reading at the first match, log_since then dies of
+# SIGPIPE once the log since the mark is over a pipe's 64 KiB (a debug
+# log), and pipefail turns the match into a failure.
+_log_has() { log_since "$1" | grep -E "$2" >/dev/null; }
 
 # ------------------------------------------------------------ cluster
 # restart_ctld [--kill9] [--lose-jobs]: stop slurmctld (SIGTERM, or SIGKILL as a crash

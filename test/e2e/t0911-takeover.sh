@@ -179,7 +179,8 @@ t_failed_reconfigure() {
 		on && /switch\/lua: active in slurmctld/ { init = 1 }
 		on && $0 ~ holds { took = 1 }
 		on && /Failed to initialize jobcomp plugin/ { died = 1 }
-		/Resuming operation, reconfigure failed/ { exit !(init && took && died) }' ||
+		/Resuming operation, reconfigure failed/ && !seen { ok = init && took && died; seen = 1 }
+		END { exit !ok }' ||
 		fail "no switch/lua init, control and jobcomp fatal between the reconfigure and its failure: $(log_since "$(ctld_log)" | grep -E 'reconfigure|switch/lua: (active|this slurmctld)|fatal' | tail -n 12)"
 	assert_eq 1 "$(ctld_count 'switch/lua: this slurmctld holds control: journal read as it is now \(resuming after a failed reconfigure\)$')" \
 		"the old slurmctld taking control again"

@@ -133,7 +133,7 @@ t_match() {
 	touch "$FLAG"
 	wait_job "$ID" COMPLETED 30
 	rm -f "$FLAG"
-	if log_since "$(slurmd_log "$NODE")" | grep -q "JobId=$ID .*script mismatch"; then fail "a mismatch was logged for the same script"; fi
+	if log_since "$(slurmd_log "$NODE")" | grep "JobId=$ID .*script mismatch" >/dev/null; then fail "a mismatch was logged for the same script"; fi
 }
 
 # e2e-config: --switch-type switch/lua --script test/e2e/lua/provenance.lua --slurmctld-params switch_script_mismatch=fail
