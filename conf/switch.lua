@@ -130,7 +130,12 @@ function slurm_switch_job_complete(job, jobinfo)
 	if not fabric_release(job) then
 		return slurm.EAGAIN -- the fabric manager is busy: try again later
 	end
-	slurm.log_info("JobId=%d: VNI %s released", job.job_id, jobinfo and jobinfo.vni or "?")
+	-- job.failed_nodes: nodes that failed (DOWN, not responding) or left the
+	-- job; their part is released here, from the controller, without them.
+	-- A failure that concerns only some nodes names them as the third value
+	-- (return slurm.ERROR, "why", nodes): only those are drained.
+	slurm.log_info("JobId=%d: VNI %s released%s", job.job_id, jobinfo and jobinfo.vni or "?",
+		job.failed_nodes and (", failed nodes " .. job.failed_nodes) or "")
 	return slurm.SUCCESS
 end
 

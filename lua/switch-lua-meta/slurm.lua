@@ -171,6 +171,8 @@ function print(...) end
 ---@field het_job_id? integer A heterogeneous job's component: the leader's job id.
 ---@field het_job_offset? integer A heterogeneous job's component: its offset, from 0.
 ---@field cluster_name? string ClusterName of slurm.conf (admin-set); key fabric allocations with it when clusters share a fabric.
+---@field failed_nodes? string job_complete only: the job's nodes that failed or were removed when it ended (DOWN, NOT_RESPONDING or FAIL, or excised from a --no-kill job), a host list expression, e.g. "node2"; nil when none (and in job_start).
+---@field failed_node_names string[] The same nodes expanded, in node_names' order; empty when none.
 
 ---The step table of step_preinit, step_init and step_postfini.
 ---@class switchlua.Step
@@ -224,6 +226,8 @@ function slurm_switch_job_start(job) end
 ---@param job switchlua.Job The job as it was when the setup started.
 ---@param jobinfo switchlua.Jobinfo|nil A copy of what job_start returned; nil after an abandoned setup.
 ---@return integer rc slurm.SUCCESS: torn down, the nodes return to service.  slurm.EAGAIN: not yet, called again (up to switch_retries; only when block_job_complete is true, else a failure).  Negative (or a Lua error): the nodes are drained unless switch_drain_on_failure=no.  Other positive values: only logged.
+---@return string? message Joins the outcome line and, for a failure, the drain reason (return slurm.ERROR, "port 7 stuck", "node2").
+---@return string|string[]|nil nodes The nodes the failure concerns (a host list expression or an array of names, e.g. job.failed_nodes): only those of the job's nodes are drained; {} drains none; nil: all of the job's nodes.
 function slurm_switch_job_complete(job, jobinfo) end
 
 ---slurmstepd, as root, per step and node, before the step's container

@@ -485,7 +485,7 @@ local function classify(hook, r)
 		return "bad_return", "returned " .. (math.type(v[1]) or type(v[1])) .. " as rc, not an integer"
 	end
 	r.rc = math.tointeger(v[1])
-	local max = (hook == "job_start" or hook == "step_init") and 2 or 1
+	local max = (hook == "job_start" or hook == "step_init") and 2 or hook == "job_complete" and 3 or 1
 	for i = max + 1, v.n do
 		if v[i] ~= nil then
 			return "bad_return", "returned an extra value " .. i
@@ -513,6 +513,16 @@ local function classify(hook, r)
 		r.jobinfo = copy(info)
 		return "ok"
 	elseif hook == "job_complete" then
+		-- rc[, message[, nodes]] (switch.lua(5)): nodes, a host list or an
+		-- array of names, are the nodes a failure concerns.
+		if v[2] ~= nil and type(v[2]) ~= "string" then
+			return "bad_return", "returned a " .. type(v[2]) .. " as the message"
+		end
+		r.message = v[2]
+		if v[3] ~= nil and type(v[3]) ~= "string" and type(v[3]) ~= "table" then
+			return "bad_return", "returned a " .. type(v[3]) .. " as the nodes"
+		end
+		r.nodes = type(v[3]) == "table" and copy(v[3]) or v[3]
 		if r.rc == M.constants.EAGAIN then
 			return "eagain"
 		end
@@ -534,7 +544,9 @@ end
 ---            nil jobinfo), eagain, failed, lua_error, bad_return, load_failed
 ---   rc       the integer rc (nil unless the hook returned one)
 ---   jobinfo  job_start: a copy of the table returned with rc 0 (as stored)
----   message  job_start: the string returned with a failed rc
+---   message  job_start: the string returned with a failed rc; job_complete: its
+---            second value
+---   nodes    job_complete: its third value (a host list or an array of names)
 ---   env      step_init: the environment table returned
 ---   answer   the two questions: the boolean returned
 ---   values   every value returned, with n

@@ -144,6 +144,18 @@ std::string time_limit_ok(const std::string &v) {
   return "must be a number of minutes or UNLIMITED";
 }
 
+/// simulate's faults, injected into the one job.
+void add_simulate_faults(CLI::App &sim, switchlua::SimulateOptions &so) {
+  sim.add_option("--restart-during", so.restart_during,
+                 "restart the simulated slurmctld during the setup or the teardown")
+      ->check(CLI::IsMember({"setup", "teardown"}));
+  sim.add_flag("--cancel-during-setup", so.cancel_during_setup,
+               "cancel the job while job_start runs");
+  sim.add_option("--fail-node", so.fail_nodes,
+                 "these nodes of the job (a host list, e.g. node2) fail after its steps: DOWN, "
+                 "the job ends NODE_FAIL, job_complete gets job.failed_nodes");
+}
+
 void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   auto *sim = app.add_subcommand("simulate", "run one job through the script");
   sim->add_option("FILE", so.script, "the script")->required();
@@ -196,11 +208,7 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   sim->add_option("--block-job-complete", a.bjc, "override the script's block_job_complete")
       ->check(CLI::IsMember({"auto", "true", "false"}))
       ->capture_default_str();
-  sim->add_option("--restart-during", so.restart_during,
-                  "restart the simulated slurmctld during the setup or the teardown")
-      ->check(CLI::IsMember({"setup", "teardown"}));
-  sim->add_flag("--cancel-during-setup", so.cancel_during_setup,
-                "cancel the job while job_start runs");
+  add_simulate_faults(*sim, so);
   sim->add_flag("--json", so.json, "machine-readable output");
   sim->add_option("--slurm-user", a.slurm_user, kSlurmUserHelp);
 }

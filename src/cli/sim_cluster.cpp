@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/sim_cluster.hpp"
 
+#include "common/hostlist.hpp"
+
 #include <fmt/format.h>
+
+#include <set>
 
 namespace switchlua {
 
@@ -69,12 +73,45 @@ void SimCluster::end_job(const std::string &how) {
       note("slurmctld", "log",
            "switch/lua has no switch state for the job (declined, or not ours): nothing to "
            "tear down");
-    core_->job_complete(job_.job_id);
+    core_->job_complete(job_.job_id, end_);
   }
   // Without a switch/lua hold, the job's epilogs finish and its nodes go idle.
   for (auto &[name, n] : nodes_)
     if (n.holds == 0 && n.state == "COMPLETING")
       n.state = "IDLE";
+}
+
+std::string SimCluster::fail_after_steps(const std::string &nodes) {
+  auto names = expand_hostlist(nodes);
+  if (!names)
+    return names.error().message;
+  for (const std::string &n : *names)
+    if (!nodes_.count(n))
+      return fmt::format("{} is not a node of the job ({})", n, job_.nodes.value_or(""));
+  failing_ = *names;
+  return "";
+}
+
+void SimCluster::end_after_steps(bool batch, bool requeue, bool step_failed) {
+  std::lock_guard g(mu_);
+  if (const std::vector<std::string> &failed = failing_; !failed.empty()) {
+    const std::string down = compress_hostlist(failed);
+    for (const std::string &n : failed)
+      nodes_[n] = {.state = "DOWN", .reason = "simulate --fail-node"};
+    note("slurmctld", "action", fmt::format("node {} DOWN (simulate --fail-node)", down), true);
+    end_.failed = down; // switch_p_job_complete: the job's nodes that are DOWN
+    job_state_ = requeue ? "PENDING (requeued: node failure)" : "NODE_FAIL";
+    end_job((requeue ? "requeue of the job due to failure of node "
+                     : "killing the job on failed node ") +
+            down);
+    return;
+  }
+  if (step_failed && !batch && job_state_ == "RUNNING")
+    job_state_ = "FAILED";
+  end_job(!step_failed ? "the job ends"
+          : batch      ? "the batch script exits with 0: the job ends COMPLETED (a batch script "
+                         "whose last command is the failed srun would end it FAILED)"
+                       : "srun exits with status 1 (a step failed): the job ends FAILED");
 }
 
 void SimCluster::requeue(std::uint32_t, const std::string &reason) {
@@ -103,7 +140,7 @@ void SimCluster::hold(std::uint32_t, const std::string &nodes, bool hold_nodes) 
   if (hold_nodes)
     for (auto &[name, n] : nodes_) {
       n.holds++;
-      if (n.state != "DRAINED")
+      if (n.state != "DRAINED" && n.state != "DOWN") // no COMPLETING flag on a DOWN node
         n.state = "COMPLETING";
     }
   note("slurmctld", "action",
@@ -125,10 +162,14 @@ void SimCluster::release(std::uint32_t, const std::string &nodes, bool release_n
 }
 
 void SimCluster::drain(const std::string &nodes, const std::string &reason) {
-  for (auto &[name, n] : nodes_) {
-    n.state = "DRAINED";
-    n.reason = reason;
-  }
+  // drain_nodes(): only the nodes named (issue 20: job_complete may name
+  // some); one that is drained or down already keeps its reason.
+  auto names = expand_hostlist(nodes);
+  const std::set<std::string> named =
+      names ? std::set<std::string>(names->begin(), names->end()) : std::set<std::string>{};
+  for (auto &[name, n] : nodes_)
+    if (named.count(name) && n.state != "DRAINED" && n.state != "DOWN")
+      n = {.state = "DRAINED", .reason = reason, .holds = n.holds};
   note("slurmctld", "action", fmt::format("nodes {} drained: Reason={}", nodes, reason), true);
 }
 

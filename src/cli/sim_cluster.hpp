@@ -69,6 +69,18 @@ public:
   void mark_failed();
   /// Ends the job as slurmctld does (deallocate_nodes → job_complete).
   void end_job(const std::string &how);
+  /// The job's end after its steps (`step_failed`: one failed): srun (or
+  /// salloc) completes its allocation with its exit status, so a failed
+  /// step fails an interactive job; a batch job takes the exit status of
+  /// its batch script, simulated as 0.  With failing nodes
+  /// (fail_after_steps(); issue 20), those go DOWN and the job ends
+  /// NODE_FAIL (a requeue-able batch job is requeued, as slurmctld does),
+  /// job_complete told which (JobEnd).
+  void end_after_steps(bool batch, bool requeue, bool step_failed);
+  /// --fail-node: the nodes of the job (a host list) that fail after its
+  /// steps (end_after_steps).  Returns why not ("": they will), e.g. "node9
+  /// is not a node of the job (node[1-2])".
+  std::string fail_after_steps(const std::string &nodes);
 
   std::recursive_mutex &mutex() { return mu_; }
   std::vector<TimelineEntry> timeline() const;
@@ -95,6 +107,8 @@ private:
   bool configuring_ = true;
   bool ended_ = false;
   bool job_held_ = false;
+  JobEnd end_;                       ///< what end_job() tells job_complete of the nodes
+  std::vector<std::string> failing_; ///< fail_after_steps()
   std::function<void(const TimelineEntry &)> stream_;
 };
 

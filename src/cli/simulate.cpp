@@ -12,6 +12,7 @@
 #include "stepd/step_hooks.hpp"
 #include "supervisor/script_guard.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -347,23 +348,11 @@ static bool controller_accepts(const std::string &script) {
   return false;
 }
 
-/// The job ends as Slurm ends it after its steps: srun (or salloc)
-/// completes its allocation with its exit status, so a failed step fails an
-/// interactive job; a batch job takes the exit status of its batch script,
-/// simulated as 0.
+/// The job's end after its steps, or the failure of --fail-node's nodes.
 static void end_the_job(const SimulateOptions &o, const std::vector<StepReport> &steps,
                         SimCluster &sim) {
-  std::lock_guard g(sim.mutex());
-  bool failed = false;
-  for (const StepReport &s : steps)
-    failed = failed || s.failed;
-  if (failed && !o.batch)
-    sim.mark_failed();
-  sim.end_job(!failed ? "the job ends"
-              : o.batch
-                  ? "the batch script exits with 0: the job ends COMPLETED (a batch script whose "
-                    "last command is the failed srun would end it FAILED)"
-                  : "srun exits with status 1 (a step failed): the job ends FAILED");
+  sim.end_after_steps(o.batch, o.batch && !o.no_requeue,
+                      std::any_of(steps.begin(), steps.end(), [](auto &s) { return s.failed; }));
 }
 
 /// The journal's folder, as slurmctld keeps it under StateSaveLocation: a
@@ -514,6 +503,10 @@ int run_simulate(const SimulateOptions &o) {
     return 1;
   JobArgs job = make_job(o);
   SimCluster sim(job);
+  if (auto bad = sim.fail_after_steps(o.fail_nodes); !bad.empty()) {
+    fmt::print(stderr, "switch-lua simulate: --fail-node {}: {}\n", o.fail_nodes, bad);
+    return 1;
+  }
   if (!o.json) {
     print_header(o, job);
     sim.stream_to(print_entry);

@@ -46,6 +46,10 @@ struct SimulateOptions {
   std::optional<bool> block_job_complete; ///< nullopt: ask the script
   std::string restart_during;             ///< "", "setup" or "teardown"
   bool cancel_during_setup = false;
+  /// --fail-node: nodes of the job (a host list) that fail after its
+  /// steps: DOWN, the job ends NODE_FAIL, job_complete told which (issue
+  /// 20, job.failed_nodes); "": none.
+  std::string fail_nodes;
   bool json = false;
   std::string supervisor; ///< paths of the helper executables
   std::string runner;
@@ -54,7 +58,9 @@ struct SimulateOptions {
 /// Runs the simulation, prints it to stdout.  Returns the exit status: 0
 /// whenever it ran, whatever the job's fate; 1 without running anything when
 /// the controller would refuse the script (it does not load, or a hook
-/// global is not a function: the message of `switch-lua check` on stderr).
+/// global is not a function: the message of `switch-lua check` on stderr)
+/// or --fail-node names what is not a node of the job (the message on
+/// stderr).
 int run_simulate(const SimulateOptions &o);
 
 /// `switch-lua check FILE`: exit status 0 when the script passes the

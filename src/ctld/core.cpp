@@ -10,9 +10,11 @@
 //
 // This file: the worker, apply() and execute(), and CtldCore's public calls
 // but the recovery ones.  Hook calls: core_calls.cpp; the journal and the
-// recovery: core_recovery.cpp; the shared insides: core_impl.hpp.
+// recovery: core_recovery.cpp; the fabric breaker: core_breaker.cpp; the
+// shared insides: core_impl.hpp.
 #include "ctld/core_impl.hpp"
 
+#include "common/hostlist.hpp"
 #include "common/log_stamp.hpp"
 #include "lua/runtime.hpp"
 
@@ -24,17 +26,6 @@
 namespace switchlua {
 
 using namespace core_detail;
-
-namespace {
-
-/// Seconds since the epoch (the fabric breaker's times in the stats).
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-} // namespace
 
 ClientOptions CtldCore::Impl::sized(ClientOptions c, const CtldConfig &cfg) {
   c.max_concurrent = cfg.max_calls;
@@ -342,84 +333,6 @@ void CtldCore::Impl::fire_timers(const std::vector<Timer> &due) {
   }
 }
 
-bool CtldCore::Impl::host_fault_line(std::string &line) {
-  constexpr auto kHostFaultLinePeriod = std::chrono::seconds(10);
-  const auto now = std::chrono::steady_clock::now();
-  if (host_fault_line_at != std::chrono::steady_clock::time_point{} &&
-      now - host_fault_line_at < kHostFaultLinePeriod) {
-    ++host_fault_lines_held;
-    return false;
-  }
-  if (host_fault_lines_held)
-    line += fmt::format(
-        " ({} more host fault{} in the {} s since the last such line: see "
-        "Host faults in switch-lua status)",
-        host_fault_lines_held, host_fault_lines_held == 1 ? "" : "s",
-        std::chrono::duration_cast<std::chrono::seconds>(now - host_fault_line_at).count());
-  host_fault_line_at = now;
-  host_fault_lines_held = 0;
-  return true;
-}
-
-namespace {
-
-/// The rules of a teardown that failed and would drain: what the fabric
-/// breaker counts (switch_breaker_failures).
-bool is_failed_teardown(std::string_view rule) {
-  return rule == "R_COMPLETE_FAIL" || rule == "R_COMPLETE_EAGAIN_EXHAUSTED" ||
-         rule == "R_COMPLETE_EAGAIN_UNHELD" || rule == "R_COMPLETE_KILLED_EXHAUSTED" ||
-         rule == "R_COMPLETE_KILLED_UNHELD";
-}
-
-} // namespace
-
-bool CtldCore::Impl::breaker_counts(std::uint32_t job_id) {
-  if (cfg.breaker_failures == 0)
-    return false;
-  const auto now = std::chrono::steady_clock::now();
-  const auto window = std::chrono::seconds(cfg.breaker_window_s);
-  breaker.failures.emplace_back(now, job_id);
-  while (!breaker.failures.empty() && now - breaker.failures.front().first > window)
-    breaker.failures.pop_front();
-  std::set<std::uint32_t> distinct;
-  for (const auto &[at, id] : breaker.failures)
-    distinct.insert(id);
-  return distinct.size() >= cfg.breaker_failures;
-}
-
-void CtldCore::Impl::open_breaker(const std::string &why) {
-  breaker.open = true;
-  breaker.since = std::chrono::steady_clock::now();
-  breaker.failures.clear();
-  stats.breaker(true, unix_now(), why);
-  port.log(LogLevel::Error,
-           log_line({},
-                    "fabric breaker OPEN: {}: the fabric as a whole is taken to be "
-                    "unavailable; until a hook succeeds again, failed teardowns are kept and "
-                    "run again (held nodes stay held, none is drained for it) and failed "
-                    "setups are requeued naming the outage",
-                    why));
-}
-
-void CtldCore::Impl::close_breaker(std::uint32_t job_id, std::string_view hook) {
-  breaker.open = false;
-  std::vector<std::pair<std::uint32_t, std::uint64_t>> kept;
-  for (const auto &[id, s] : jobs)
-    if (s.kept > 0 && (s.state == JobState::TeardownRetryWait ||
-                       s.state == JobState::SetupUndoing || s.state == JobState::SetupUndoingEnded))
-      kept.emplace_back(id, s.generation);
-  const auto open_for = std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::steady_clock::now() - breaker.since);
-  stats.breaker(false, unix_now(), "");
-  port.log(LogLevel::Error,
-           log_line({},
-                    "fabric breaker closed after {} s open: JobId={} {} succeeded; running "
-                    "the {} kept teardown{} now",
-                    open_for.count(), job_id, hook, kept.size(), kept.size() == 1 ? "" : "s"));
-  for (const auto &[id, gen] : kept)
-    arm_timer(std::chrono::milliseconds(1), {.job_id = id, .generation = gen});
-}
-
 std::int64_t CtldCore::Impl::attempt_floor_of(const std::string &path) {
   namespace fs = std::filesystem;
   std::int64_t floor = 0;
@@ -627,10 +540,10 @@ void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> 
     case ActionKind::ReleaseNodes:
       port.release(id, nodes, a.hold == HoldScope::JobAndNodes);
       break;
-    case ActionKind::DrainNodes:
-      // The JobId first, so grepping a job finds which nodes it drained.
-      port.log(LogLevel::Error, log_line({.job_id = id}, "draining {}: {}", nodes, a.reason));
-      port.drain(nodes, a.reason);
+    case ActionKind::DrainNodes: // the JobId first: grepping a job finds what it drained
+      port.log(LogLevel::Error, log_line({.job_id = id}, "draining {}: {}",
+                                         a.nodes.empty() ? nodes : a.nodes, a.reason));
+      port.drain(a.nodes.empty() ? nodes : a.nodes, a.reason);
       break;
     case ActionKind::ScheduleRetry:
       if (a.delay.count() > 0) // a host fault's back-off
@@ -656,7 +569,7 @@ CtldCore::CtldCore(CoreOptions opts, SlurmPort &port)
     : impl_(std::make_unique<Impl>(std::move(opts), port)) {}
 CtldCore::~CtldCore() = default;
 
-bool CtldCore::job_start(const JobArgs &job, bool requeue_allowed) {
+bool CtldCore::job_start(JobArgs job, bool requeue_allowed) {
   if (!job.network || job.network->empty())
     return false; // switch.lua contract: only jobs with a non-empty --network
   std::lock_guard g(impl_->mu);
@@ -676,11 +589,11 @@ bool CtldCore::job_start(const JobArgs &job, bool requeue_allowed) {
                              "while in state {}: starting afresh", job_state_name(s.state)));
   std::uint64_t gen = s.generation;
   s = JobSwitchState{};
-  s.job = job;
+  s.job = std::move(job); // a 10,000-node table is not copied under Slurm's locks
   s.requeue_allowed = requeue_allowed;
   s.block_job_complete = impl_->opts.block_job_complete;
   s.generation = gen; // keeps growing across runs: old results stay stale
-  impl_->apply(job.job_id, Event{.kind = EventKind::SetupRequested});
+  impl_->apply(s.job.job_id, Event{.kind = EventKind::SetupRequested});
   return true;
 }
 
@@ -705,8 +618,32 @@ bool CtldCore::settle_setup(std::uint32_t job_id) {
   return found && im.apply_setup_inline(*found);
 }
 
-void CtldCore::job_complete(std::uint32_t job_id) {
+void CtldCore::job_complete(std::uint32_t job_id, const JobEnd &end) {
+  std::lock_guard g(impl_->mu);
+  if (auto it = impl_->jobs.find(job_id); it != impl_->jobs.end() && !is_terminal(it->second.state))
+    impl_->note_failed_nodes(it->second, end);
   impl_->apply(job_id, Event{.kind = EventKind::JobEnded});
+}
+
+void CtldCore::Impl::note_failed_nodes(JobSwitchState &s, const JobEnd &end) {
+  std::string note;
+  std::vector<std::string> failed = failed_nodes_of(s.job, end, &note);
+  if (!note.empty())
+    port.log(LogLevel::Error, log_line({.job_id = s.job.job_id},
+                                       "the failed nodes slurmctld gave cannot be read ({}): "
+                                       "job_complete is told only those it can",
+                                       note));
+  s.job.failed_nodes.reset();
+  s.job.failed_node_names.clear();
+  if (failed.empty())
+    return;
+  s.job.failed_nodes = compress_hostlist(failed);
+  s.job.failed_node_names = NodeNames(std::move(failed));
+  port.log(LogLevel::Info,
+           log_line({.job_id = s.job.job_id},
+                    "ended with failed nodes {} (DOWN, NOT_RESPONDING or FAIL, or removed from "
+                    "the job): job_complete is told (job.failed_nodes)",
+                    *s.job.failed_nodes));
 }
 
 std::optional<JobSwitchState> CtldCore::state_of(std::uint32_t job_id) const {

@@ -21,6 +21,7 @@
 #include "ctld/config.hpp"
 #include "ctld/job_fsm.hpp"
 #include "ctld/journal.hpp"
+#include "ctld/node_attribution.hpp"
 #include "ctld/recovery_fsm.hpp"
 #include "ctld/stats.hpp"
 #include "supervisor/client.hpp"
@@ -118,7 +119,9 @@ public:
 
   /// switch_p_job_start.  Returns whether the job is ours (network set):
   /// then its setup is started and the caller must keep it CONFIGURING.
-  bool job_start(const JobArgs &job, bool requeue_allowed);
+  /// `job` is kept: a caller that moves it in spares a copy of the job
+  /// table under Slurm's locks.
+  bool job_start(JobArgs job, bool requeue_allowed);
   /// switch_p_job_start of an interactive job (srun, salloc), right after
   /// job_start() returned true, with the locks Slurm holds there (conf R,
   /// job W, node W, part R, fed R: those the worker takes, and more).  Waits
@@ -139,8 +142,12 @@ public:
   /// After a settle_setup() wait that ran out, how many interactive jobs
   /// skip the wait.
   static constexpr std::uint32_t kInlineSkip = 15;
-  /// switch_p_job_complete.  Nothing for jobs without switch state.
-  void job_complete(std::uint32_t job_id);
+  /// switch_p_job_complete.  Nothing for jobs without switch state.  `end`:
+  /// what slurmctld says of the job's nodes now (issue 20): the nodes of
+  /// the job that failed or were removed become job.failed_nodes and
+  /// job.failed_node_names of every job_complete of this run (one info
+  /// line names them), none when `end` names none.
+  void job_complete(std::uint32_t job_id, const JobEnd &end = {});
   /// After a restart (restore thread, locks held): Recover for the job.
   /// `configuring`: the job is RUNNING+CONFIGURING.  Says what the glue
   /// must do with the job's launch (see Recovery).

@@ -60,7 +60,7 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
                                       queued.count(), timeout));
   };
   auto id = client.submit(
-      req,
+      std::move(req),
       [this, job_id, gen, result_kind, h](CallId cid, const Outcome &o) {
         bool stopping_now;
         {

@@ -2,13 +2,14 @@
 //
 // File: ctld/core_impl.hpp
 //
-// The engine's insides (CtldCore::Impl), shared by the three files it is
+// The engine's insides (CtldCore::Impl), shared by the four files it is
 // written in, one per mechanism:
 //   core.cpp           the worker thread, events in, the state machine's
 //                      actions out, and CtldCore's public calls
 //   core_calls.cpp     hook calls: submitting them, their outcome lines
 //   core_recovery.cpp  the journal: what each transition writes, the
 //                      reconcile after a restart, orphan teardowns
+//   core_breaker.cpp   the fabric breaker, the host-fault lines' rate limit
 // Internal to src/ctld (see core.hpp for the engine's contract).
 //
 // Threads: apply() runs with slurmctld's locks held and the core's
@@ -56,6 +57,17 @@ struct Orphan {
 /// The longest an orphan waits for its nodes (R_ORPHAN_WAIT_NODES) before
 /// it is torn down anyway, with an error line.
 inline constexpr std::chrono::minutes kOrphanNodeWaitMax{10};
+
+/// Seconds since the epoch (the fabric breaker's times in the stats).
+inline std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The rules of a teardown that failed and would drain: what the fabric
+/// breaker counts (switch_breaker_failures; core_breaker.cpp).
+bool is_failed_teardown(std::string_view rule);
 
 /// The journal record of `kind` for the setup attempt of `job`.
 inline JournalRecord journal_record(JournalKind k, const JobArgs &job) {
@@ -226,6 +238,11 @@ struct CtldCore::Impl {
   /// or SetupUndoingEnded), 0 if none.  Compares job.node_names; O(jobs x
   /// nodes).
   std::uint32_t held_teardown_of(std::uint32_t job_id, const JobArgs &job) const;
+
+  /// CtldCore::job_complete(): the nodes of `s`'s job that failed or were
+  /// removed, by `end`, into s.job (failed_nodes, failed_node_names), with
+  /// one info line when there are any (issue 20, per-node attribution).
+  void note_failed_nodes(JobSwitchState &s, const JobEnd &end);
 
   /// The result of an orphan teardown (R_ORPHAN_OK / R_ORPHAN_FAIL;
   /// orphan_result(), recovery_fsm.hpp).

@@ -143,7 +143,7 @@ void CtldCore::Impl::apply_orphan(std::int64_t attempt, const Outcome &out) {
   } else {
     std::string reason = fmt::format("{}: JobId={} switch/lua job_complete (job record gone) {}",
                                      kReasonTeardownFailed, id, d.what);
-    const std::string nodes = o.job.nodes.value_or("");
+    const std::string nodes = drained_nodes(o.job, &out); // those it named (issue 20)
     if (cfg.drain_on_failure && !nodes.empty()) {
       port.log(LogLevel::Error,
                log_line({.job_id = id}, "draining {}: {} ({})", nodes, reason, d.rule));

@@ -6,7 +6,9 @@
 // the reasons and log lines they carry.
 #include "ctld/job_fsm.hpp"
 #include "ctld/job_fsm_table.hpp"
+#include "ctld/node_attribution.hpp"
 
+#include "common/hostlist.hpp"
 #include "common/log_stamp.hpp"
 #include "common/utf8.hpp"
 
@@ -337,6 +339,37 @@ struct RowContext {
   }
 };
 
+/// DrainIfConfigured: the job's nodes, or only those job_complete named
+/// among them (issue 20, per-node attribution; none for an empty list), are
+/// drained, unless switch_drain_on_failure=no.
+void drain_if_configured(RowContext &c) {
+  const DrainTarget t =
+      drain_target(c.s.job, c.e.kind == E::TeardownResult ? c.e.outcome : nullptr);
+  const std::string reason = drain_reason(c.s, c.e, c.v, c.cfg);
+  if (!t.foreign.empty())
+    c.add({.kind = ActionKind::Log,
+           .reason = fmt::format("{} job_complete named {} that {} not the job's ({}): never "
+                                 "drained{}",
+                                 job_tag(c.s), compress_hostlist(t.foreign),
+                                 t.foreign.size() == 1 ? "is" : "are", c.s.job.nodes.value_or(""),
+                                 t.nodes ? "" : "; draining the job's nodes instead"),
+           .error = true});
+  if (t.none)
+    c.add({.kind = ActionKind::Log,
+           .reason = fmt::format("{} job_complete named none of the job's nodes (an empty list): "
+                                 "nothing drained ({})",
+                                 job_tag(c.s), reason),
+           .error = true});
+  else if (c.cfg.drain_on_failure)
+    c.add({.kind = ActionKind::DrainNodes, .reason = reason, .nodes = t.nodes.value_or("")});
+  else
+    c.add(
+        {.kind = ActionKind::Log,
+         .reason = fmt::format("{} not draining {} ({}): switch_drain_on_failure=no", job_tag(c.s),
+                               t.nodes ? *t.nodes : std::string("the nodes"), reason),
+         .error = true});
+}
+
 /// The Do's that only change the next state; false for the others.
 bool change_state(Do d, RowContext &c) {
   JobSwitchState &n = c.out.next;
@@ -428,13 +461,7 @@ void act(Do d, RowContext &c) {
     n.nodes_held = false;
     break;
   case Do::DrainIfConfigured:
-    if (c.cfg.drain_on_failure)
-      c.add({.kind = ActionKind::DrainNodes, .reason = drain_reason(c.s, c.e, c.v, c.cfg)});
-    else
-      c.add({.kind = ActionKind::Log,
-             .reason = fmt::format("{} not draining the nodes ({}): switch_drain_on_failure=no",
-                                   job_tag(c.s), drain_reason(c.s, c.e, c.v, c.cfg)),
-             .error = true});
+    drain_if_configured(c);
     break;
   case Do::ScheduleRetry:
     c.add({.kind = ActionKind::ScheduleRetry});

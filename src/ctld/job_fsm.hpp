@@ -148,7 +148,7 @@ enum class ActionKind : std::uint8_t {
   Cancel,        ///< cancel the job with `reason`
   HoldNodes,     ///< keep the job's nodes COMPLETING
   ReleaseNodes,  ///< undo HoldNodes
-  DrainNodes,    ///< drain the job's nodes with `reason`
+  DrainNodes,    ///< drain the job's nodes (or `nodes`) with `reason`
   ScheduleRetry, ///< run RetryTick at the next periodic check
   Log,           ///< log `reason` at `level`
 };
@@ -168,6 +168,10 @@ struct Action {
   /// ScheduleRetry: 0 = at the next periodic check; else RetryTick after
   /// this long (the host-fault back-off, host_fault_backoff()).
   std::chrono::milliseconds delay{0};
+  /// DrainNodes (issue 20, per-node attribution): the host list of the
+  /// nodes to drain, those job_complete named among the job's; empty: the
+  /// job's nodes.
+  std::string nodes;
   bool operator==(const Action &) const = default;
 };
 

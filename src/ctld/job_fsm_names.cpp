@@ -63,7 +63,8 @@ std::string outcome_text(const Outcome &o) {
   case OutcomeKind::Returned:
     if (!o.ret.jobinfo_error.empty())
       return fmt::format("{} {}", words, jobinfo_unsaved_words(o.ret.jobinfo_error));
-    if (o.ret.hook == Hook::JobStart && o.ret.rc != kSuccess && !o.ret.message.empty())
+    if ((o.ret.hook == Hook::JobStart || o.ret.hook == Hook::JobComplete) && o.ret.rc != kSuccess &&
+        !o.ret.message.empty())
       return fmt::format("{} {}: {}", words, rc_text(o.ret.rc), o.ret.message);
     return fmt::format("{} {}", words, rc_text(o.ret.rc));
   case OutcomeKind::TimedOut:

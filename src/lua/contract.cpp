@@ -7,6 +7,7 @@
 // see lua/contract.hpp for the rules themselves.
 #include "lua/contract.hpp"
 
+#include "common/hostlist.hpp"
 #include "common/msgpack_read.hpp"
 #include "common/msgpack_write.hpp"
 #include "common/utf8.hpp"
@@ -39,7 +40,8 @@ constexpr HookInfo kHooks[] = {
    HookHost::Supervised, "(job)", false, 2, "rc, jobinfo|nil (or rc ~= 0, message)",
    "declines every job"},
   {Hook::JobComplete, "job_complete", "slurm_switch_job_complete",
-   HookHost::Supervised, "(job, jobinfo)", false, 1, "rc", "returns slurm.SUCCESS"},
+   HookHost::Supervised, "(job, jobinfo)", false, 3, "rc[, message[, nodes]]",
+   "returns slurm.SUCCESS"},
   {Hook::StepPreinit, "step_preinit", "slurm_switch_step_preinit",
    HookHost::Slurmstepd, "(step, stepinfo)", false, 2, "rc[, message]", "returns slurm.SUCCESS"},
   {Hook::StepInit, "step_init", "slurm_switch_step_init",
@@ -52,9 +54,9 @@ constexpr HookInfo kHooks[] = {
 
 /// One field of an argument table: its Lua / msgpack key and its member.
 template <class T>
-using Member = std::variant<std::uint32_t T::*, std::optional<std::string> T::*, bool T::*,
-                            std::vector<std::string> T::*, std::int64_t T::*,
-                            std::optional<std::uint32_t> T::*, std::string T::*>;
+using Member =
+    std::variant<std::uint32_t T::*, std::optional<std::string> T::*, bool T::*, NodeNames T::*,
+                 std::int64_t T::*, std::optional<std::uint32_t> T::*, std::string T::*>;
 template <class T> struct Field {
   const char *name;
   Member<T> member;
@@ -93,9 +95,15 @@ const Field<JobArgs> kJobFields[] = {
     {"het_job_offset", &JobArgs::het_job_offset},
     // Added in 0.4 (issue 21); optional on decode as well.
     {"cluster_name", &JobArgs::cluster_name},
+    // Added in 0.5 (issue 20); optional on decode, written only when set.
+    {"failed_nodes", &JobArgs::failed_nodes},
+    {"failed_node_names", &JobArgs::failed_node_names},
 };
 /// Fields every JobArgs record has; the ones after are optional on decode.
 constexpr std::size_t kJobFieldsRequired = 14;
+/// Fields to_msgpack() always writes; the ones after (0.5) only with
+/// failed_nodes set.
+constexpr std::size_t kJobFieldsAlways = 27;
 
 /// The `step` table (contract: slurm_switch_step_*(step, stepinfo)).
 const Field<StepArgs> kStepFields[] = {
@@ -146,7 +154,7 @@ bool push_member(lua_State *L, const std::string &v) {
   lua_pushlstring(L, v.data(), v.size());
   return true;
 }
-bool push_member(lua_State *L, const std::vector<std::string> &v) {
+bool push_member(lua_State *L, const NodeNames &v) {
   lua_createtable(L, static_cast<int>(v.size()), 0);
   for (std::size_t i = 0; i < v.size(); ++i) {
     lua_pushlstring(L, v[i].data(), v[i].size());
@@ -169,7 +177,7 @@ void push_fields(lua_State *L, const T &obj, const Field<T> (&fields)[N]) {
 }
 
 // Pack one member; an empty optional is msgpack nil.
-using Packer = msgpack::packer<msgpack::sbuffer>;
+using Packer = msgpack::packer<StringSink>;
 void pack_member(Packer &pk, std::uint32_t v) {
   pk.pack_uint32(v);
 }
@@ -194,7 +202,7 @@ void pack_member(Packer &pk, const std::optional<std::string> &v) {
   else
     pk.pack_nil();
 }
-void pack_member(Packer &pk, const std::vector<std::string> &v) {
+void pack_member(Packer &pk, const NodeNames &v) {
   pk.pack_array(static_cast<std::uint32_t>(v.size()));
   for (const auto &s : v)
     pack_member(pk, s);
@@ -250,17 +258,19 @@ Expected<void> read_member(const msgpack::object &o, std::string &out) {
   out.assign(o.via.str.ptr, o.via.str.size);
   return {};
 }
-Expected<void> read_member(const msgpack::object &o, std::vector<std::string> &out) {
+Expected<void> read_member(const msgpack::object &o, NodeNames &out) {
   if (o.type != object_type::ARRAY)
     return fail(fmt::format("expected an array of strings, got {}", msgpack_type_name(o)));
-  out.clear();
+  std::vector<std::string> names;
+  names.reserve(o.via.array.size);
   for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
     const auto &e = o.via.array.ptr[i];
     if (e.type != object_type::STR)
       return fail(
           fmt::format("element {}: expected a string, got {}", i + 1, msgpack_type_name(e)));
-    out.emplace_back(e.via.str.ptr, e.via.str.size);
+    names.emplace_back(e.via.str.ptr, e.via.str.size);
   }
+  out = NodeNames(std::move(names));
   return {};
 }
 
@@ -360,14 +370,20 @@ std::string describe_value(lua_State *L, int idx) {
 }
 
 MsgpackBytes JobArgs::to_msgpack() const {
-  msgpack::sbuffer buf;
+  StringSink buf;
+  std::size_t estimate = 1024; // the other fields, keys included
+  for (const std::string &n : node_names)
+    estimate += n.size() + 5;
+  buf.bytes.reserve(estimate);
   Packer pk(buf);
-  pk.pack_map(static_cast<std::uint32_t>(std::size(kJobFields)));
-  for (const auto &f : kJobFields) {
+  const std::size_t n = failed_nodes ? std::size(kJobFields) : kJobFieldsAlways;
+  pk.pack_map(static_cast<std::uint32_t>(n));
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto &f = kJobFields[i];
     pack_str(pk, f.name);
     std::visit([&](auto m) { pack_member(pk, this->*m); }, f.member);
   }
-  return MsgpackBytes(buf.data(), buf.size());
+  return std::move(buf.bytes);
 }
 
 Expected<JobArgs> JobArgs::from_msgpack(std::string_view bytes) {
@@ -469,6 +485,56 @@ Expected<void> parse_message(lua_State *L, int idx, HookReturn &out) {
   return {};
 }
 
+/// Appends the names of one string of job_complete's nodes (a host list
+/// expression) to `out`.
+Expected<void> add_node_names(std::string_view text, std::vector<std::string> &out) {
+  auto names = expand_hostlist(text);
+  if (!names)
+    return fail(fmt::format("job_complete returned {} as nodes: {}", detail::quote(text),
+                            names.error().message));
+  if (out.size() + names->size() > kMaxHostlistNames)
+    return fail(fmt::format("job_complete returned more than {} nodes", kMaxHostlistNames));
+  out.insert(out.end(), names->begin(), names->end());
+  return {};
+}
+
+/// job_complete's third value (issue 20): the nodes its failure concerns, a
+/// host list expression or an array (sequence) of names or expressions.
+Expected<void> parse_nodes(lua_State *L, int idx, HookReturn &out) {
+  if (lua_isnil(L, idx))
+    return {};
+  std::vector<std::string> names;
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    std::size_t len = 0;
+    const char *t = lua_tolstring(L, idx, &len);
+    if (auto e = add_node_names(std::string_view(t, len), names); !e)
+      return e;
+  } else if (lua_istable(L, idx) && !lua_getmetatable(L, idx)) {
+    const lua_Integer n = static_cast<lua_Integer>(lua_rawlen(L, idx));
+    for (lua_Integer i = 1; i <= n; ++i) {
+      const bool is_string = lua_rawgeti(L, idx, i) == LUA_TSTRING;
+      std::size_t len = 0;
+      const char *t = is_string ? lua_tolstring(L, -1, &len) : nullptr;
+      std::string text = is_string ? std::string(t, len) : describe_value(L, -1);
+      lua_pop(L, 1);
+      if (!is_string)
+        return fail(
+            fmt::format("job_complete returned {} as nodes[{}], expected a node name", text, i));
+      if (auto e = add_node_names(text, names); !e)
+        return e;
+    }
+  } else {
+    if (lua_istable(L, idx))
+      lua_pop(L, 1); // the metatable
+    return fail(
+        fmt::format("job_complete returned {} as nodes, expected a host list, an array of "
+                    "node names or nil",
+                    lua_istable(L, idx) ? "a table with a metatable" : describe_value(L, idx)));
+  }
+  out.nodes = std::move(names);
+  return {};
+}
+
 } // namespace
 
 HookReturn missing_hook_return(Hook h) {
@@ -509,8 +575,10 @@ Expected<HookReturn> parse_hook_return(lua_State *L, Hook h, int nret) {
     second = parse_message(L, first + 1, out);
   else if (h == Hook::StepInit && n == 2)
     second = parse_env(L, first + 1, out);
-  else if ((h == Hook::StepPreinit || h == Hook::StepPostfini) && n == 2)
+  else if ((h == Hook::StepPreinit || h == Hook::StepPostfini || h == Hook::JobComplete) && n >= 2)
     second = parse_message(L, first + 1, out);
+  if (second && h == Hook::JobComplete && n == 3)
+    second = parse_nodes(L, first + 2, out); // issue 20, per-node attribution
   if (!second)
     return Unexpected<Error>{second.error()};
   return out;

@@ -14,7 +14,10 @@
 //                  failure's message, as an error() message reaches the
 //                  job's reason; a jobinfo with a failed rc is discarded
 //                  anyway, so a string cannot be mistaken for one)
-//   job_complete -> rc
+//   job_complete -> rc[, message[, nodes]]  (issue 20: message a string
+//                  or nil, joins the outcome line and a drain's reason;
+//                  nodes a host list expression or an array of names, the
+//                  nodes a failure concerns: only those are drained)
 //   step_preinit, step_postfini -> rc[, message]
 //   step_init   -> rc, env|nil      or, with rc < 0: rc, message
 // A return that breaks the convention (no value, the string "0", NaN, 0.5,
@@ -35,6 +38,7 @@
 #pragma once
 
 #include "common/expected.hpp"
+#include "lua/node_names.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -131,9 +135,9 @@ struct JobArgs {
   std::uint32_t user_id = 0;
   std::uint32_t group_id = 0;
   std::optional<std::string> user_name;
-  std::optional<std::string> name;     ///< job name (-J)
-  std::optional<std::string> nodes;    ///< hostlist expression, e.g. "node[1-3]"
-  std::vector<std::string> node_names; ///< the same nodes, expanded, in order
+  std::optional<std::string> name;  ///< job name (-J)
+  std::optional<std::string> nodes; ///< hostlist expression, e.g. "node[1-3]"
+  NodeNames node_names;             ///< the same nodes, expanded, in order (shared by copies)
   std::uint32_t num_nodes = 0;
   std::optional<std::string> partition;
   std::optional<std::string> network; ///< the job's --network string
@@ -166,12 +170,25 @@ struct JobArgs {
   /// (ClusterName, admin-set), so two clusters on one fabric can key their
   /// allocations apart; nil in a record written before.
   std::optional<std::string> cluster_name;
+  /// Added in 0.5 (issue 20, per-node attribution): the nodes of the job
+  /// that failed or were removed from it, as slurmctld says when the job
+  /// ends (switch_p_job_complete: DOWN, NOT_RESPONDING or FAIL, or no
+  /// longer in the allocation of a --no-kill job), a host list expression
+  /// of names among node_names; nil when none, in job_start, and in the
+  /// teardown of an attempt no job record carries (an orphan).  Set by the
+  /// core at JobEnded (CtldCore::job_complete), never by the script.
+  std::optional<std::string> failed_nodes;
+  /// The same nodes expanded, in node_names' order; empty when none.
+  NodeNames failed_node_names;
 
-  /// Encodes the table as a msgpack map (keys as above).
+  /// Encodes the table as a msgpack map (keys as above).  The fields of
+  /// 0.5 are written only when failed_nodes is set, so that a plugin of
+  /// 0.4, which refuses keys it does not know, still reads every record of
+  /// a job without failed nodes (a downgrade).
   MsgpackBytes to_msgpack() const;
   /// Decodes what to_msgpack() wrote, including records of previous
   /// versions without submit_time and attempt (read as 0) or without the
-  /// fields added in 0.3 (nil / 0).  Error on anything else, with a
+  /// fields added in 0.3, 0.4 or 0.5 (nil / 0 / empty).  Error on anything else, with a
   /// message starting "JobArgs msgpack: ": not a map, an unknown, missing or
   /// repeated field, a field of the wrong type ("field user_id: expected an
   /// unsigned 32-bit integer, got a string"), trailing or truncated bytes.
@@ -251,6 +268,12 @@ struct HookReturn {
   /// the log line and, for step_postfini, the node's drain reason, for
   /// job_start the job's reason.
   std::string message;
+  /// job_complete (issue 20, per-node attribution): the nodes its failure
+  /// concerns, its third value (a host list expression, or an array of
+  /// names or expressions), expanded; nullopt when it gave none (nil), an
+  /// empty list when it gave an empty one.  Only a failure (rc < 0 but
+  /// slurm.FABRIC_DOWN) drains, and then only these of the job's nodes.
+  std::optional<std::vector<std::string>> nodes;
   /// Entries skipped while parsing (bad env names, nested tables, SLURM_*),
   /// one log line each.
   std::vector<std::string> warnings;
@@ -271,7 +294,9 @@ HookReturn missing_hook_return(Hook h);
 ///   `job_start returned "0" (a string) as rc, expected an integer number`
 ///   `job_start returned "x" (a string) as jobinfo, expected a table or nil`
 ///   `step_init returned 7 as env, expected a table or nil`
-///   `job_complete returned 2 values, expected rc`
+///   `job_complete returned 4 values, expected rc[, message[, nodes]]`
+///   `job_complete returned 7 as nodes, expected a host list, an array of
+///    node names or nil`
 ///   `block_job_complete returned nil, expected a boolean`
 /// A jobinfo table that cannot be encoded is not an error: it sets
 /// `jobinfo_error` (path rooted at "jobinfo", see lua/codec.hpp).

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cassert>
 #include <clocale>
+#include <sys/random.h>
 
 namespace switchlua {
 
@@ -38,6 +39,22 @@ int l_traceback(lua_State *L) {
   return 1;
 }
 
+/// Seeds math.random from the kernel.  Lua seeds it from the time (in
+/// seconds) and the state's address, which is the same in every runner a
+/// fork server forks (fork_server.hpp): two calls in one second would draw
+/// the same numbers.  Without getrandom(2) Lua's own seed stays.
+void seed_math_random(lua_State *L) {
+  lua_Integer seed[2] = {0, 0};
+  if (::getrandom(seed, sizeof seed, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof seed))
+    return;
+  lua_getglobal(L, "math");
+  lua_getfield(L, -1, "randomseed");
+  lua_pushinteger(L, seed[0]);
+  lua_pushinteger(L, seed[1]);
+  lua_call(L, 2, 0);
+  lua_pop(L, 1);
+}
+
 /// Opens the standard libraries, installs the slurm table and the module
 /// rules (one search path, the ownership rule: lua/trust.hpp); run under
 /// lua_pcall so a memory error is a failed load, not a panic.
@@ -45,6 +62,7 @@ int l_open_state(lua_State *L) {
   auto *sink = static_cast<LogSink *>(lua_touserdata(L, 1));
   const auto *path = static_cast<const std::string *>(lua_touserdata(L, 2));
   luaL_openlibs(L);
+  seed_math_random(L);
   install_slurm_table(L, sink);
   install_module_rules(L, *path);
   return 0;

@@ -13,6 +13,7 @@
 #include "ctld/persist.hpp"
 #include "lua/trust.hpp"
 #include "plugin/abi_guard.hpp"
+#include "plugin/ctld_args.hpp"
 #include "stepd/stepinfo.hpp"
 #include "supervisor/script_guard.hpp"
 
@@ -185,47 +186,6 @@ Handle *new_handle(std::uint32_t job_id) {
   return h;
 }
 
-/// Slurm's NO_VAL and INFINITE (slurm.h), which the core does not include.
-constexpr std::uint32_t kSlurmNoVal = 0xfffffffe;
-constexpr std::uint32_t kSlurmInfinite = 0xffffffff;
-
-JobArgs job_args(const slc_job_t &j) {
-  JobArgs a;
-  a.job_id = j.job_id;
-  a.user_id = j.user_id;
-  a.group_id = j.group_id;
-  a.num_nodes = j.num_nodes;
-  a.restart_count = j.restart_count;
-  a.user_name = opt(j.user_name);
-  a.name = opt(j.name);
-  a.nodes = opt(j.nodes);
-  for (std::uint32_t i = 0; i < j.node_names_count; ++i)
-    a.node_names.emplace_back(j.node_names[i]);
-  a.partition = opt(j.partition);
-  a.network = opt(j.network);
-  a.account = opt(j.account);
-  a.sluid = opt(j.sluid);
-  a.batch = j.batch;
-  a.submit_time = j.submit_time;
-  a.qos = opt(j.qos);
-  if (j.time_limit != kSlurmNoVal && j.time_limit != kSlurmInfinite)
-    a.time_limit = j.time_limit;
-  a.num_tasks = j.num_tasks;
-  a.num_cpus = j.num_cpus;
-  a.tres_per_node = opt(j.tres_per_node);
-  a.tres_per_task = opt(j.tres_per_task);
-  if (j.has_array) {
-    a.array_job_id = j.array_job_id;
-    a.array_task_id = j.array_task_id;
-  }
-  if (j.has_het) {
-    a.het_job_id = j.het_job_id;
-    a.het_job_offset = j.het_job_offset;
-  }
-  a.cluster_name = opt(j.cluster_name);
-  return a;
-}
-
 /// One log line through the glue, from any entry point (before init: lost).
 void ctld_log(const std::string &line) {
   if (g_ctld && g_ctld->port)
@@ -295,7 +255,8 @@ std::string step_record(const JobSwitchState &s, const slc_step_facts_t *facts,
               .sluid = s.job.sluid,
               .script_hash = s.script_hash,
               .mismatch_fails = mismatch_fails,
-              .attempt = s.job.attempt};
+              .attempt = s.job.attempt,
+              .restart_count = s.job.restart_count};
   si.network =
       (facts && facts->network && facts->network[0]) ? std::string(facts->network) : s.job.network;
   if (facts && facts->num_tasks)
@@ -480,11 +441,12 @@ bool slc_ctld_settle_setup(uint32_t job_id) {
                        [&] { return g_ctld->core->settle_setup(job_id); });
 }
 
-void slc_ctld_job_complete(uint32_t job_id, void *handle) {
+void slc_ctld_job_complete(uint32_t job_id, void *handle, const slc_job_end_t *end) {
   if (!g_ctld || !g_ctld->core || !handle_of(handle))
     return;
+  const JobEnd e = job_end(end);
   cabi::guarded_void([&] { return log_subject({.job_id = job_id, .hook = "job_complete"}); },
-                     "no teardown runs", ctld_log, [&] { g_ctld->core->job_complete(job_id); });
+                     "no teardown runs", ctld_log, [&] { g_ctld->core->job_complete(job_id, e); });
 }
 
 int slc_ctld_recover_job(uint32_t job_id, void *handle, bool configuring) {

@@ -202,9 +202,10 @@ extern void ctld_op_forget(uint32_t job_id)
 {
 	job_record_t *job_ptr;
 
-	/* No job record at all (a takeover has just freed them and Slurm's
-	 * job table with them): find_job_record() would dereference it. */
-	if (!job_list || !list_count(job_list))
+	/* No job table (a takeover has just freed it, or it is not loaded
+	 * yet): find_job_record() would dereference it.  Not list_count():
+	 * job_list's lock is held when restore walks the list. */
+	if (!job_list || !atomic_load(&ctld_jobs_loaded))
 		return;
 	if ((job_ptr = find_job_record(job_id)))
 		job_ptr->switch_jobinfo = NULL;

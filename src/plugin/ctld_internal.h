@@ -15,6 +15,7 @@
 #ifndef SWITCH_LUA_CTLD_INTERNAL_H
 #define SWITCH_LUA_CTLD_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -57,6 +58,13 @@ extern void ctld_op_save_state(void);
 extern bool ctld_op_job_may_run(uint32_t job_id, const char *nodes);
 /* When this slurmctld last took control (switch_p_restore). */
 extern time_t ctld_control_time;
+/* Whether Slurm's job table is loaded and may be searched: set by the restore
+ * thread once it holds the job write lock after read_slurm_conf(), cleared
+ * when this slurmctld takes or gives up control (a takeover frees the job
+ * table and its hash).  Read under the job lock by ctld_op_forget(), which
+ * must not take job_list's own lock: it can be called from inside
+ * list_for_each(job_list) (restore), and that lock is not recursive. */
+extern atomic_bool ctld_jobs_loaded;
 
 /* ctld_launch.c: add one launch delay of ours to the job (job W held). */
 extern void ctld_delay_launch(job_record_t *job_ptr);

@@ -123,6 +123,7 @@ static void *_restore_main(void *arg)
 	/* Blocks until slurmctld's startup releases config_write_lock, after
 	 * read_slurm_conf() has loaded job_list. */
 	lock_slurmctld(ctld_job_node_write_lock);
+	atomic_store(&ctld_jobs_loaded, true);
 	if (job_list)
 		(void) list_for_each(job_list, _recover_one, &stats);
 	slc_ctld_reconcile();

@@ -44,6 +44,18 @@
  *     extern_step_fini(job_id) yes              yes              stepmgr_init,
  *                                                                stepmgr_fini(
  *                                                                job_id)
+ *   slurm_load_job() of one    (resp, job_id,   =                (resp, slurm_
+ *   job (slurm_stepd.c)        show_flags)                       step_id_t, show_
+ *                                                                flags)
+ *   a job's failed nodes at    node_bitmap      =                =
+ *   switch_p_job_complete      (all its nodes),
+ *   (issue 20; slurm_ctld.c    IS_NODE_DOWN/
+ *   _failed_nodes())           NO_RESPOND/FAIL,
+ *                              failed_node (set
+ *                              for NODE_FAIL),
+ *                              nodes (a --no-kill
+ *                              job's, minus the
+ *                              excised ones)
  * 25.05 (read from the tag slurm-25-05-8-1; built here, not run live) is
  * 24.11 in every row but one: its switch ABI (switch_ops_2505.c, 21
  * symbols) adds switch_p_free_jobinfo(job_ptr), as 25.11's jobinfo_free.
@@ -94,6 +106,12 @@
  * 25.05 have no such hook and never do. */
 #define SLURM_COMPAT_SPECIAL_STEPS false
 
+/* slurm_load_job() of the job `job_id` (a job_info_msg_t in *resp, free
+ * with slurm_free_job_info_msg()).  RET 0, or -1 with errno set
+ * (ESLURM_INVALID_JOB_ID: no such job). */
+#define slurm_compat_load_job(resp, job_id, show_flags)                        \
+	slurm_load_job((resp), (job_id), (show_flags))
+
 /* ---- 25.11 and 26.05 -------------------------------------------------- */
 #else
 
@@ -111,6 +129,19 @@
 #define SLURM_COMPAT_STEPD_DRAIN_H "src/slurmd/slurmstepd/mgr.h"
 
 #define SLURM_COMPAT_SPECIAL_STEPS true
+
+#if SLURM_COMPAT_SERIES == 2511
+#define slurm_compat_load_job(resp, job_id, show_flags)                        \
+	slurm_load_job((resp), (job_id), (show_flags))
+#else
+/* 26.05 names the job by a slurm_step_id_t (its job_id, the rest unset). */
+#define slurm_compat_load_job(resp, job_id, show_flags)                        \
+	({                                                                     \
+		slurm_step_id_t compat_id_ = SLURM_STEP_ID_INITIALIZER;        \
+		compat_id_.job_id = (job_id);                                  \
+		slurm_load_job((resp), compat_id_, (show_flags));              \
+	})
+#endif
 
 #endif
 

@@ -103,6 +103,7 @@ static const slc_ctld_ops_t ctld_ops = {
 };
 
 time_t ctld_control_time = 0;
+atomic_bool ctld_jobs_loaded = false;
 
 /* ---------------------------------------------------------------------- */
 /* Hooks.                                                                 */
@@ -231,13 +232,55 @@ extern void switchlua_job_start(job_record_t *job_ptr)
 	schedule_job_save();
 }
 
+/*
+ * Issue 20, per-node attribution: the nodes of the job's allocation that
+ * are DOWN, NOT_RESPONDING or FAIL, and, for a job ending NODE_FAIL, the
+ * one Slurm names as its failed_node (kill_running_job_by_node_name() sets
+ * it; nothing clears it at a requeue, hence only then), as a host list
+ * (xfree), NULL when none.  Here job_ptr->node_bitmap still holds every
+ * node the job has (deallocate_nodes() calls us before make_node_comp());
+ * the nodes Slurm removed from a --no-kill job are the core's to find, from
+ * job_ptr->nodes against the list saved at job_start.  The same in every
+ * supported series (slurm_compat.h).
+ */
+static char *_failed_nodes(job_record_t *job_ptr)
+{
+	hostlist_t *hl = hostlist_create(NULL);
+	node_record_t *node_ptr;
+	char *out = NULL;
+
+	for (int i = 0; job_ptr->node_bitmap &&
+			(node_ptr = next_node_bitmap(job_ptr->node_bitmap, &i));
+	     i++) {
+		if (IS_NODE_DOWN(node_ptr) || IS_NODE_NO_RESPOND(node_ptr) ||
+		    IS_NODE_FAIL(node_ptr))
+			hostlist_push_host(hl, node_ptr->name);
+	}
+	if (IS_JOB_NODE_FAILED(job_ptr) && job_ptr->failed_node &&
+	    job_ptr->failed_node[0])
+		hostlist_push_host(hl, job_ptr->failed_node);
+	if (hostlist_count(hl)) {
+		hostlist_uniq(hl);
+		out = hostlist_ranged_string_xmalloc(hl);
+	}
+	FREE_NULL_HOSTLIST(hl);
+	return out;
+}
+
 /* From deallocate_nodes() only (job W + node W), before EpilogSlurmctld
  * and make_node_comp(); again for COMPLETING jobs after a restart. */
 extern void switchlua_job_complete(job_record_t *job_ptr)
 {
+	slc_job_end_t end = {0};
+	char *failed;
+
 	if (!ctld_active || !job_ptr->switch_jobinfo)
 		return;
-	slc_ctld_job_complete(job_ptr->job_id, job_ptr->switch_jobinfo);
+	failed = _failed_nodes(job_ptr);
+	end.nodes_now = job_ptr->nodes;
+	end.failed_nodes = failed;
+	slc_ctld_job_complete(job_ptr->job_id, job_ptr->switch_jobinfo, &end);
+	xfree(failed);
 }
 
 /* Under config_write_lock, before read_slurm_conf(): job_list is not
@@ -251,6 +294,7 @@ extern int switchlua_restore(bool recover)
 
 	if (!ctld_active)
 		return SLURM_SUCCESS;
+	atomic_store(&ctld_jobs_loaded, false);
 	keep_jobs = job_list && (list_count(job_list) > 0);
 	ctld_control_time = time(NULL);
 	if (slc_ctld_take_control(keep_jobs)) {
@@ -267,6 +311,7 @@ extern int switchlua_restore(bool recover)
  * core gives up control: children killed, journal closed, lock released. */
 extern int switchlua_save(void)
 {
+	atomic_store(&ctld_jobs_loaded, false);
 	if (ctld_active)
 		slc_ctld_stop_children();
 	return SLURM_SUCCESS;

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "slurm/slurm.h"
@@ -226,6 +227,55 @@ static bool _node_drained(const char *node_name, char **reason)
 }
 
 /*
+ * Issue 20, a stale step: the step did not end by itself: slurmctld aborted
+ * it (SIG_ABORT sets step->aborted: the node reported a job that slurmctld
+ * no longer runs here), or slurmd killed its tasks (a kill request, such
+ * as the one slurmctld sent when it requeued the job, which reaches a
+ * node only once it answers again after a partition).  Only then is
+ * slurmctld asked about the job, one job lookup from this node (none for a
+ * step whose tasks all exited), so that the core can say whether the
+ * attempt of the step's stepinfo is over (slurm_compat_load_job: 26.05
+ * names the job by a slurm_step_id_t).  RET true with *now filled; false: not asked, or no answer.
+ * `state` points into a static buffer.
+ */
+static bool _killed(stepd_step_rec_t *step)
+{
+	if (step->aborted)
+		return true;
+	for (uint32_t i = 0; step->task && (i < step->node_tasks); i++)
+		if (step->task[i] && step->task[i]->killed_by_cmd)
+			return true;
+	return false;
+}
+
+static bool _job_now(stepd_step_rec_t *step, slc_job_now_t *now)
+{
+	static char state[32];
+	job_info_msg_t *msg = NULL;
+	uint32_t job_id = step->step_id.job_id;
+
+	if (!_killed(step))
+		return false;
+	memset(now, 0, sizeof(*now));
+	if (slurm_compat_load_job(&msg, job_id, SHOW_ALL)) {
+		if (errno != ESLURM_INVALID_JOB_ID)
+			return false;
+		return true; /* found = false: gone */
+	}
+	for (uint32_t i = 0; msg && (i < msg->record_count); i++) {
+		if (msg->job_array[i].job_id != job_id)
+			continue;
+		now->found = true;
+		now->restart_count = msg->job_array[i].restart_cnt;
+		snprintf(state, sizeof(state), "%s",
+			 job_state_string(msg->job_array[i].job_state));
+		now->state = state;
+	}
+	slurm_free_job_info_msg(msg);
+	return true;
+}
+
+/*
  * A -1 from the core drains this node with the core's reason.  We drain
  * here and return success: on an error mgr.c sends a second drain
  * request, "switch_g_job_postfini failed", and slurmctld's update_node()
@@ -239,6 +289,7 @@ extern int switchlua_job_postfini(stepd_step_rec_t *step)
 {
 	switchlua_stepinfo_t *si = _managed_step(step, false);
 	slc_step_t s;
+	slc_job_now_t now;
 	hostlist_t *hl;
 	char id[64];
 	int rc;
@@ -247,7 +298,8 @@ extern int switchlua_job_postfini(stepd_step_rec_t *step)
 	if (!si)
 		return SLURM_SUCCESS;
 	_fill_step(step, &s, id, sizeof(id), &hl);
-	rc = slc_stepd_postfini(&s, si->data, si->len, &reason);
+	rc = slc_stepd_postfini(&s, si->data, si->len,
+				_job_now(step, &now) ? &now : NULL, &reason);
 	FREE_NULL_HOSTLIST(hl);
 	if (rc >= 0) {
 		slc_free(reason);

@@ -157,6 +157,34 @@ bool ask_boolean(Hook h) {
   return r->flag;
 }
 
+/// Issue 20, a stale step after a partition: the step was killed, and
+/// slurmctld says (`now`) that its job was requeued since the setup whose
+/// stepinfo the step got, or is gone: one line says the postfini is of an
+/// attempt that is over.  Nothing without `now` or when the stepinfo
+/// predates the restart count (an older controller: no way to tell).
+void note_attempt_over(const slc_step_t *step, const char *info, size_t len,
+                       const slc_job_now_t *now) {
+  if (!now || !step || !info || len == 0)
+    return;
+  auto si = decode_stepinfo(std::string_view(info, len));
+  if (!si || !si->restart_count)
+    return;
+  std::string why;
+  if (!now->found)
+    why = "its job is gone from slurmctld";
+  else if (now->restart_count > *si->restart_count)
+    why = fmt::format("the job was requeued since (restart_count {} at that setup, {} now, {})",
+                      *si->restart_count, now->restart_count, now->state ? now->state : "?");
+  if (why.empty())
+    return;
+  stepd_log(LogLevel::Info,
+            fmt::format("{} on {}: the step was killed, and its attempt {} is over: {}; "
+                        "step_postfini runs with step.attempt={} (release only what carries it)",
+                        step_entry(step, "step_postfini"),
+                        step->node_name ? step->node_name : "this node", si->attempt, why,
+                        si->attempt));
+}
+
 } // namespace
 } // namespace switchlua
 
@@ -228,11 +256,13 @@ int slc_stepd_init_step(const slc_step_t *step, const char *info, size_t len,
                        });
 }
 
-int slc_stepd_postfini(const slc_step_t *step, const char *info, size_t len, char **reason) {
+int slc_stepd_postfini(const slc_step_t *step, const char *info, size_t len,
+                       const slc_job_now_t *now, char **reason) {
   *reason = nullptr;
   return cabi::guarded([&] { return step_entry(step, "step_postfini"); }, "fail-open", 0,
                        stepd_line,
                        [&] {
+                         note_attempt_over(step, info, len, now);
                          auto v = run_step_hook(step, info, len, "step_postfini", false,
                                                 [](const StepArgs &a, const MsgpackBytes *si) {
                                                   return g_stepd.hooks->postfini(a, si);

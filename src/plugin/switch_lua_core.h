@@ -198,9 +198,23 @@ void *slc_ctld_job_start(const slc_job_t *job);
  * it when it succeeded.  RET true: the setup is over, do not delay the
  * launch; false: delay it as for any job (CtldCore::settle_setup). */
 bool slc_ctld_settle_setup(uint32_t job_id);
+/* What slurmctld says of the job's nodes when it ends (issue 20, per-node
+ * attribution), read from the job record and the node table by the glue;
+ * NULL members: not known.  The core makes job.failed_nodes of them. */
+typedef struct slc_job_end {
+	/* job_ptr->nodes now: a --no-kill job whose node failed had it
+	 * removed (excise_node_from_job()). */
+	const char *nodes_now;
+	/* Host list of the nodes of job_ptr->node_bitmap that are DOWN,
+	 * NOT_RESPONDING or FAIL, and job_ptr->failed_node. */
+	const char *failed_nodes;
+} slc_job_end_t;
+
 /* switch_p_job_complete, with job_ptr->switch_jobinfo (may be NULL: then
- * nothing happens). */
-void slc_ctld_job_complete(uint32_t job_id, void *handle);
+ * nothing happens) and what slurmctld says of its nodes (`end`, may be
+ * NULL: nothing). */
+void slc_ctld_job_complete(uint32_t job_id, void *handle,
+			   const slc_job_end_t *end);
 /* From the glue's restore thread after a restart (started in
  * switch_p_restore; it waits for the locks, then walks job_list with them
  * held), once per job whose switch_jobinfo is non-NULL.  `configuring`: the
@@ -315,10 +329,24 @@ int slc_stepd_init_step(
 	const slc_step_t *step, const char *stepinfo, size_t len,
 	void (*set_env)(void *ctx, const char *name, const char *value),
 	void (*unset_env)(void *ctx, const char *name), void *ctx);
+/* What slurmctld says of the step's job now, asked by the glue for a step
+ * that did not end by itself (aborted, or its tasks killed): it may run
+ * where slurmctld no longer runs its job, the node back after a partition
+ * (issue 20). */
+typedef struct slc_job_now {
+	bool found;             /* slurmctld knows the job */
+	uint32_t restart_count; /* its restart_cnt (a requeue bumps it) */
+	const char *state;      /* job_state_string(), e.g. "PENDING" */
+} slc_job_now_t;
+
 /* RET 0, or -1: drain the node (stepd_drain_node with the returned reason in
- * *reason, malloc'd, free with slc_free). */
+ * *reason, malloc'd, free with slc_free).  `now` (NULL: not asked): when it
+ * says the job was requeued since the setup of the step's stepinfo (a
+ * higher restart count) or is gone, one line says that this postfini is of
+ * an attempt that is over, naming it; the hook runs all the same, with
+ * that attempt in step.attempt. */
 int slc_stepd_postfini(const slc_step_t *step, const char *stepinfo, size_t len,
-		       char **reason);
+		       const slc_job_now_t *now, char **reason);
 
 #ifdef __cplusplus
 }

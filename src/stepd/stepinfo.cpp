@@ -27,8 +27,8 @@ std::string encode_stepinfo(const Stepinfo &s) {
     pack_str(pk, *s.sluid);
   else
     pk.pack_nil();
-  pk.pack_map(2 + (s.attempt ? 1 : 0) + (s.network ? 1 : 0) + (s.num_tasks ? 1 : 0) +
-              (s.cluster_name ? 1 : 0));
+  pk.pack_map(2 + (s.attempt ? 1 : 0) + (s.restart_count ? 1 : 0) + (s.network ? 1 : 0) +
+              (s.num_tasks ? 1 : 0) + (s.cluster_name ? 1 : 0));
   pack_str(pk, "script");
   pack_str(pk, s.script_hash);
   pack_str(pk, "mismatch");
@@ -36,6 +36,10 @@ std::string encode_stepinfo(const Stepinfo &s) {
   if (s.attempt) { // an older node ignores the key (the map's rule)
     pack_str(pk, "attempt");
     pk.pack_int64(s.attempt);
+  }
+  if (s.restart_count) {
+    pack_str(pk, "restart_count");
+    pk.pack(*s.restart_count);
   }
   if (s.network) {
     pack_str(pk, "network");
@@ -91,6 +95,12 @@ Expected<Stepinfo> decode_stepinfo(std::string_view bytes) {
       s.attempt = r.i64("attempt");
     s.network = r.opt_str("network");
     s.cluster_name = r.opt_str("cluster_name");
+    if (r.get("restart_count", false)) {
+      const std::uint64_t c = r.u64("restart_count");
+      if (!r.error && c > UINT32_MAX)
+        return bad(fmt::format("field 'restart_count' is {}, more than 32 bits", c));
+      s.restart_count = static_cast<std::uint32_t>(c);
+    }
     if (r.get("num_tasks", false)) {
       const std::uint64_t n = r.u64("num_tasks");
       if (!r.error && n > UINT32_MAX)

@@ -12,6 +12,7 @@
 //   version 2: [ "swlua-step", 2, <bin: jobinfo msgpack>, <str: sluid> | nil,
 //                { "script": <str: content hash>, "mismatch": "warn" | "fail",
 //                  "attempt": <int: the setup attempt>,
+//                  "restart_count": <uint: the job's, at that setup>,
 //                  "network": <str>, "num_tasks": <uint>,
 //                  "cluster_name": <str> } ]
 // Version 2 adds the provenance of job_start's script (switch.lua(5),
@@ -51,6 +52,11 @@ struct Stepinfo {
   /// job.attempt of the job_start that returned `jobinfo` (the map's
   /// "attempt", issue 20); 0: unknown (a record without it).
   std::int64_t attempt = 0;
+  /// job.restart_count of that job_start: the run of the job the attempt
+  /// belongs to (the map's "restart_count", issue 20); a step whose job's
+  /// restart count is higher now is of a run that is over.  nullopt: an
+  /// older controller.
+  std::optional<std::uint32_t> restart_count;
   /// The step's --network as slurmctld recorded it (step_record_t.network:
   /// srun's --network, else the job's); nullopt: an older controller.
   std::optional<std::string> network;

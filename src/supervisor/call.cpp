@@ -74,7 +74,7 @@ void Call::start(std::optional<RunnerProcess> ready) {
   started_ = Clock::now();
   deadline_ = started_ + std::chrono::seconds(request_.timeout_s);
   if (!ready) {
-    auto r = spawn_runner(io_, config_, request_.id);
+    auto r = cb_.spawn ? cb_.spawn(request_.id) : spawn_runner(io_, config_, request_.id);
     if (!r) {
       obs_.spawn_error = r.error().message;
       asio::post(io_, [self = shared_from_this()] { self->deliver(); });

@@ -105,6 +105,9 @@ public:
     /// Optional: the call is over (leader reaped, group and escapees gone or
     /// the drain limit passed), after on_done; exactly once.
     std::function<void(CallId)> on_finished;
+    /// Optional: starts the call's runner when start() is given none
+    /// (default: spawn_runner with the call's id as its tag).
+    std::function<Expected<RunnerProcess>(CallId)> spawn;
   };
 
   Call(boost::asio::io_context &io, const RunnerConfig &config, RequestFrame request,

@@ -140,10 +140,12 @@ Expected<void> SupervisorClient::Impl::ensure_supervisor() {
     return fail(sv.error().message);
   SpawnSpec spec;
   spec.path = opts.supervisor;
-  spec.args = {fmt::format("--channel-fd={}", kChildChannelFd), "--runner=" + opts.runner,
+  spec.args = {fmt::format("--channel-fd={}", kChildChannelFd),
+               "--runner=" + opts.runner,
                fmt::format("--max-concurrent={}", opts.max_concurrent),
                fmt::format("--max-queue={}", opts.max_queue),
-               fmt::format("--prestart={}", opts.prestart)};
+               fmt::format("--prestart={}", opts.prestart),
+               fmt::format("--fork-server={}", opts.fork_server ? 1 : 0)};
   if (!opts.good_copy.empty())
     spec.args.push_back("--good-copy=" + opts.good_copy);
   for (const std::string &e : opts.child_env)

@@ -75,6 +75,9 @@ struct ClientOptions {
   std::uint32_t max_queue = 10000;
   /// Runners kept started ahead of demand (each serves one call); 0: none.
   std::uint32_t prestart = 2;
+  /// Runners forked by the supervisor's fork server (fork_server.hpp), with
+  /// no exec per call; false: each runner is exec'd.
+  bool fork_server = true;
   std::uint32_t max_queued = 4096; ///< submitted but not finished; beyond: submit() fails
   /// Environment of every runner besides the fixed clean set
   /// (PATH=/usr/sbin:/usr/bin:/sbin:/bin, LANG=C, SWITCHLUA_CALL_ID=<CallId>);

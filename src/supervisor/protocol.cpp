@@ -19,7 +19,7 @@
 namespace switchlua {
 namespace {
 
-using Packer = msgpack::packer<msgpack::sbuffer>;
+using Packer = msgpack::packer<StringSink>;
 
 /// Starts a frame map of `n` fields besides "v" and "t".
 void pack_header(Packer &pk, std::string_view type, std::uint32_t n) {
@@ -31,7 +31,9 @@ void pack_header(Packer &pk, std::string_view type, std::uint32_t n) {
 }
 
 void pack_hook_return(Packer &pk, const HookReturn &r) {
-  pk.pack_map(r.message.empty() ? 8 : 9); // "message" only when the hook gave one
+  // "message" only when the hook gave one, "nodes" only when job_complete
+  // named some (issue 20): a frame without them is the frame of before.
+  pk.pack_map(8 + (r.message.empty() ? 0 : 1) + (r.nodes ? 1 : 0));
   pack_str(pk, "hook");
   pack_str(pk, hook_name(r.hook));
   pack_str(pk, "rc");
@@ -59,6 +61,12 @@ void pack_hook_return(Packer &pk, const HookReturn &r) {
   if (!r.message.empty()) {
     pack_str(pk, "message");
     pack_str(pk, r.message);
+  }
+  if (r.nodes) {
+    pack_str(pk, "nodes");
+    pk.pack_array(static_cast<std::uint32_t>(r.nodes->size()));
+    for (const std::string &n : *r.nodes)
+      pack_str(pk, n);
   }
 }
 
@@ -187,18 +195,21 @@ void pack_frame(Packer &pk, const PongFrame &f) {
 } // namespace
 
 std::string encode_frame(const Frame &f) {
-  msgpack::sbuffer body;
-  Packer pk(&body);
+  // The body is packed behind its 4-byte length, into one buffer sized for
+  // a request's job table and script (no copy, no doubling).
+  StringSink out;
+  std::size_t estimate = 4 + 512;
+  if (const auto *r = std::get_if<RequestFrame>(&f))
+    estimate += r->job.size() + r->script.size() + (r->source ? r->source->size() : 0) +
+                (r->jobinfo ? r->jobinfo->size() : 0);
+  out.bytes.reserve(estimate);
+  out.bytes.assign(4, '\0');
+  Packer pk(out);
   std::visit([&pk](const auto &x) { pack_frame(pk, x); }, f);
-  const auto n = static_cast<std::uint32_t>(body.size());
-  std::string out;
-  out.reserve(4 + body.size());
-  out.push_back(static_cast<char>((n >> 24) & 0xff));
-  out.push_back(static_cast<char>((n >> 16) & 0xff));
-  out.push_back(static_cast<char>((n >> 8) & 0xff));
-  out.push_back(static_cast<char>(n & 0xff));
-  out.append(body.data(), body.size());
-  return out;
+  const auto n = static_cast<std::uint32_t>(out.bytes.size() - 4);
+  for (int i = 0; i < 4; ++i)
+    out.bytes[i] = static_cast<char>((n >> (24 - 8 * i)) & 0xff);
+  return std::move(out.bytes);
 }
 
 // ----------------------------------------------------------------- decoding
@@ -235,6 +246,16 @@ HookReturn read_hook_return(MapReader &parent, const msgpack::object &o, const s
     }
     ret.env.push_back(
         {kind == "set" ? EnvOp::Kind::Set : EnvOp::Kind::Unset, as_string(f[1]), as_string(f[2])});
+  }
+  if (r.get("nodes", false)) {
+    ret.nodes.emplace();
+    for (const msgpack::object *n : r.array("nodes")) {
+      if (n->type != msgpack::type::STR) {
+        r.set_error("a node is not a string");
+        break;
+      }
+      ret.nodes->push_back(as_string(*n));
+    }
   }
   for (const msgpack::object *w : r.array("warnings")) {
     if (w->type != msgpack::type::STR) {

@@ -6,6 +6,11 @@
 // switch-lua-supervisor as the leader of a new process group.
 //
 //   switch-lua-runner --channel-fd=3
+//   switch-lua-runner --channel-fd=3 --fork-server
+//
+// With --fork-server it is the supervisor's fork server (fork_server.hpp):
+// it does the warm-up once and then forks one runner per request on fd 3;
+// each child does what follows, without a warm-up of its own.
 //
 // Reads one request frame from the channel (it may have been started ahead of
 // demand and wait there, after a warm-up run of a built-in script: see
@@ -20,6 +25,7 @@
 #include "lua/run_command.hpp"
 #include "lua/runtime.hpp"
 #include "supervisor/call.hpp"
+#include "supervisor/fork_server.hpp"
 #include "supervisor/proc_scan.hpp"
 #include "supervisor/protocol.hpp"
 
@@ -28,12 +34,14 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <memory>
 #include <optional>
 #include <poll.h>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -240,12 +248,9 @@ extern "C" void on_parent_death(int) {
   ::kill(0, SIGKILL);
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  int fd = 3;
-  if (argc == 2 && std::string_view(argv[1]).substr(0, 13) == "--channel-fd=")
-    fd = std::atoi(argv[1] + 13);
+/// What every runner process sets up for itself before a call, and the fork
+/// server before any (its children inherit it).
+void prepare_process() {
   ::signal(kRunnerParentDeathSignal, on_parent_death);
   ::signal(SIGTERM, SIG_DFL);
   // A write to an io.popen helper that exited is a Lua error the script can
@@ -253,13 +258,13 @@ int main(int argc, char **argv) {
   // (issue 19); the commands it starts still get SIGPIPE's default.
   catch_sigpipe_for_good();
   become_oom_victim();
+}
+
+/// The call on channel `fd`: reads the request, runs it, sends the result
+/// and _Exits 0; returns 2 when there is no usable request.
+int serve_call(int fd) {
   // Commands the script runs (os.execute, io.popen) must not hold the channel.
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  // Started ahead of demand (no call tag yet) and no call waiting for it yet
-  // (in a burst one may take it at once): nobody waits on the warm-up.
-  pollfd waiting{fd, POLLIN, 0};
-  if (std::getenv(std::string(kCallTagVar).c_str()) == nullptr && ::poll(&waiting, 1, 0) == 0)
-    warm_up();
   auto req = read_request(fd);
   if (!req)
     return 2;
@@ -292,4 +297,41 @@ int main(int argc, char **argv) {
   result.childless = childless();
   write_all(fd, encode_result(std::move(result)));
   std::_Exit(0);
+}
+
+/// The fork server's child shows as a runner (ps, scripts/chaos): the
+/// --fork-server argument is blanked in its copy of the command line.
+void hide_fork_server_arg(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--fork-server")
+      std::memset(argv[i], 0, std::strlen(argv[i]));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int fd = 3;
+  bool fork_server = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.substr(0, 13) == "--channel-fd=")
+      fd = std::atoi(argv[i] + 13);
+    else if (a == "--fork-server")
+      fork_server = true;
+  }
+  prepare_process();
+  if (fork_server) {
+    ::prctl(PR_SET_NAME, "switch-lua-fork");
+    warm_up(); // once, for every child
+    serve_forks(fd, [argc, argv](int channel) {
+      hide_fork_server_arg(argc, argv);
+      return serve_call(channel);
+    });
+  }
+  // Started ahead of demand (no call tag yet) and no call waiting for it yet
+  // (in a burst one may take it at once): nobody waits on the warm-up.
+  pollfd waiting{fd, POLLIN, 0};
+  if (std::getenv(std::string(kCallTagVar).c_str()) == nullptr && ::poll(&waiting, 1, 0) == 0)
+    warm_up();
+  return serve_call(fd);
 }

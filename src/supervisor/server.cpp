@@ -183,6 +183,7 @@ void Server::dispatch(RequestFrame req, Clock::time_point queued_at, std::string
   cb.sweep = [this](const Call &c) { return sweep(c); };
   cb.alone = [this](const Call &) { return only_runners_left(); };
   cb.on_finished = [this](CallId cid) { on_call_finished(cid); };
+  cb.spawn = [this](CallId tag) { return new_runner(tag); };
   auto call = std::make_shared<Call>(io_, config_.runner, std::move(req), std::move(cb));
   active_[id] = call;
   call->start(take_idle_runner());
@@ -208,6 +209,13 @@ std::optional<RunnerProcess> Server::take_idle_runner() {
   return std::nullopt;
 }
 
+Expected<RunnerProcess> Server::new_runner(CallId tag) {
+  if (config_.fork_server)
+    if (auto r = fork_server_.fork_runner(io_, tag))
+      return r;
+  return spawn_runner(io_, config_.runner, tag);
+}
+
 void Server::post_refill() {
   // Not right after a dispatch: a runner's start (vfork, exec, the dynamic
   // loader) then competes for the CPU with the call that just took one, and
@@ -226,7 +234,7 @@ void Server::refill_idle_runners() {
   // Idle runners count against nothing: they run no script until a call
   // takes one.  Not while stopping, and at most `prestart` of them.
   while (!stopping_ && idle_.size() < config_.prestart) {
-    auto r = spawn_runner(io_, config_.runner, 0);
+    auto r = new_runner(0);
     if (!r)
       return; // the call that needs one spawns it itself and reports why
     idle_.push_back(*r);
@@ -261,6 +269,8 @@ std::unordered_set<pid_t> Server::runner_pids() const {
       runners.insert(leader);
   for (const RunnerProcess &r : idle_)
     runners.insert(r.pid);
+  for (pid_t p : fork_server_.pids())
+    runners.insert(p);
   return runners;
 }
 
@@ -311,6 +321,7 @@ void Server::start_validation(ScriptGuard::Candidate c, const RequestFrame &trig
     on_validated(c, trigger_id, o);
   };
   cb.sweep = [this](const Call &call) { return sweep(call); };
+  cb.spawn = [this](CallId tag) { return new_runner(tag); };
   auto call = std::make_shared<Call>(io_, config_.runner, std::move(v), std::move(cb));
   active_[call->id()] = call;
   call->start();
@@ -386,6 +397,8 @@ void Server::on_sigchld() {
       }
     while (::waitpid(si.si_pid, nullptr, 0) < 0 && errno == EINTR) {
     }
+    if (fork_server_.owns(si.si_pid))
+      fork_server_.reaped(si.si_pid); // the next runner starts another
   }
   if (hidden)
     reap_hidden_zombies();
@@ -404,6 +417,11 @@ void Server::reap_hidden_zombies() {
       ++it;
     }
   }
+  for (pid_t p : fork_server_.pids())
+    if (exited_unreaped(p)) {
+      ::waitpid(p, nullptr, 0);
+      fork_server_.reaped(p);
+    }
 }
 
 void Server::start_wait_sigterm() {

@@ -18,6 +18,11 @@
 // teardown or an interactive setup waits at most for one running call to end,
 // never behind a backlog of batch setups.
 //
+// The fork server.  With `fork_server` (the default) runners are forked by
+// one process that loaded the runner once (fork_server.hpp), not exec'd;
+// when it fails, a runner is exec'd instead (spawn_runner) and the call goes
+// on: it is the host's fault, never the call's.
+//
 // Runners ahead of demand.  Up to `prestart` runners are kept started and
 // idle, each waiting for one request; a call takes one (fresh process, fresh
 // Lua state, the validated script bytes sent with the request) and a new one
@@ -37,6 +42,7 @@
 #pragma once
 
 #include "supervisor/call.hpp"
+#include "supervisor/fork_server.hpp"
 #include "supervisor/proc_scan.hpp"
 #include "supervisor/script_guard.hpp"
 
@@ -68,6 +74,7 @@ struct ServerConfig {
   std::uint32_t max_concurrent = 512; ///< calls at once (>= 1; switch_max_calls)
   std::uint32_t max_queue = 10000;    ///< waiting requests per lane (>= 1; switch_max_queue)
   std::uint32_t prestart = 2;         ///< idle runners kept started (0: spawn per call)
+  bool fork_server = true;            ///< runners forked by the fork server (false: exec'd)
   /// The copy of the last good script (script_guard.hpp); "": none kept.
   std::string good_copy;
 };
@@ -94,6 +101,8 @@ private:
   void dispatch(RequestFrame req, std::chrono::steady_clock::time_point queued_at,
                 std::string script_hash);
   std::optional<RunnerProcess> take_idle_runner();
+  /// A new runner: forked by the fork server, or exec'd when that fails.
+  Expected<RunnerProcess> new_runner(CallId tag);
   /// Tops the idle runners up to `prestart`, from the loop (asio::post),
   /// once a call's outcome has been sent: never on a call's critical path.
   void post_refill();
@@ -112,7 +121,7 @@ private:
   /// per such child: O(children) cheap lookups, not a stat of every runner,
   /// so that a burst of N calls does not cost N stat reads per call.
   std::vector<ProcEntry> children_but_runners() const;
-  /// The unreaped call leaders and the idle runners.
+  /// The unreaped call leaders, the idle runners and the fork servers.
   std::unordered_set<pid_t> runner_pids() const;
   void start_validation(ScriptGuard::Candidate c, const RequestFrame &trigger);
   void on_validated(const ScriptGuard::Candidate &c, CallId trigger, const Outcome &o);
@@ -121,6 +130,7 @@ private:
 
   boost::asio::io_context &io_;
   ServerConfig config_;
+  ForkServer fork_server_{config_.runner};
   std::shared_ptr<FrameChannel> client_;
   boost::asio::signal_set sigchld_;
   boost::asio::signal_set sigterm_;

@@ -5,8 +5,8 @@
 // switch-lua-supervisor: started once by SupervisorClient, never by hand.
 //
 //   switch-lua-supervisor --channel-fd=3 --runner=PATH [--max-concurrent=N]
-//                         [--max-queue=N] [--prestart=N] [--good-copy=PATH]
-//                         [--child-env=NAME=value]...
+//                         [--max-queue=N] [--prestart=N] [--fork-server=0|1]
+//                         [--good-copy=PATH] [--child-env=NAME=value]...
 //
 // Exit status: 0 after the client went away (or SIGTERM), 2 on bad usage.
 #include "lua/trust.hpp"
@@ -51,6 +51,10 @@ bool parse_args(int argc, char **argv, switchlua::ServerConfig &cfg) {
     } else if (auto v = value("--prestart=")) {
       if (!parse_number(*v, cfg.prestart))
         return false;
+    } else if (auto v = value("--fork-server=")) {
+      if (*v != "0" && *v != "1")
+        return false;
+      cfg.fork_server = *v == "1";
     } else if (auto v = value("--good-copy=")) {
       cfg.good_copy = std::string(*v);
     } else if (auto v = value("--child-env=")) {
@@ -79,7 +83,7 @@ int main(int argc, char **argv) {
   if (!parse_args(argc, argv, cfg)) {
     std::fprintf(stderr, "usage: switch-lua-supervisor --channel-fd=N --runner=PATH "
                          "[--max-concurrent=N] [--max-queue=N] [--prestart=N] "
-                         "[--good-copy=PATH] [--child-env=NAME=value]...\n");
+                         "[--fork-server=0|1] [--good-copy=PATH] [--child-env=NAME=value]...\n");
     return 2;
   }
   // Orphans and setsid() escapees of the calls are reparented to us.

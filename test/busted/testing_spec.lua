@@ -85,6 +85,7 @@ function slurm_switch_job_start(job)
 end
 function slurm_switch_job_complete(job, jobinfo)
 	if job.network == "later" then return slurm.EAGAIN end
+	if job.failed_nodes then return slurm.ERROR, "port stuck", job.failed_nodes end
 	return jobinfo and slurm.SUCCESS or slurm.ERROR
 end
 ]])
@@ -101,6 +102,12 @@ end
 		assert.equal("failed", testing.run(path, "job_start", testing.job({ network = "fn" })).class)
 		assert.equal("eagain", testing.run(path, "job_complete", testing.job({ network = "later" }), {}).class)
 		assert.equal("failed", testing.run(path, "job_complete", testing.job(), nil).class)
+		-- Issue 20: job_complete -> rc, message, nodes.
+		local n = testing.run(path, "job_complete",
+			testing.job({ failed_nodes = "node2", failed_node_names = { "node2" } }), {})
+		assert.equal("failed", n.class)
+		assert.equal("port stuck", n.message)
+		assert.equal("node2", n.nodes)
 		local absent = testing.run(path, "step_init", testing.step(), nil)
 		assert.is_false(absent.defined)
 		assert.equal("ok", absent.class)

@@ -43,6 +43,20 @@ name to decide anything):
   orphans          runner or hook processes (SWITCHLUA_CALL_ID in the
                    environment) or zombies in the chroot at the end, and any
                    switch-lua process left after the cluster stopped
+  'Duplicate jobid' drains
+                   drains slurmd caused by refusing a second launch of a
+                   job id it still counts as running (issue 24: the lost
+                   start)
+  held after a lost start
+                   jobs held at the end because their launch failed
+                   ("launch failed requeued held": Slurm's answer to such a
+                   refusal)
+  journal refusal  a job whose last reason names the journal: its setup was
+                   refused while StateSaveLocation could not be written
+                   (--backup's disk faults; switch_lua.conf(5)), the
+                   documented fail-safe, not a loss
+The last two of the gated figures below ('Duplicate jobid' drains, jobs held
+after a lost start) are gated in a --backup run (run.env backup=1) only.
 """
 import collections
 import glob
@@ -61,6 +75,8 @@ ALLOCATED = re.compile(r"(?:sched: Allocate|_start_job: Started|_slurm_rpc_alloc
                        r"JobId=(?:\d+_\d+\((\d+)\)|(\d+)\b)")
 # slurmctld.log: switch/lua's job_start of JobId N returned SUCCESS
 ACCEPTED = re.compile(r"switch/lua: JobId=(\d+) job_start accepted the job")
+# squeue %r of a job Slurm held after its launch failed on a node
+LAUNCH_FAILED_HELD = re.compile(r"launch failed requeued held", re.I)
 
 
 def read_lines(path):
@@ -106,6 +122,8 @@ class Run:
         self.submitted = {}  # n -> rc (None: submitted, no answer recorded)
         self.cancelled = set()
         self.faults = []  # (t, kind, status, detail)
+        self.fault_ends = []  # (t, kind, detail): hand-backs, disks writable again
+        self.resent = 0  # submissions sent again (--backup: no controller took them)
         self.drains = []  # (t, node, state, reason)
         self.quiet = None
         self.srun_waiting = 0
@@ -119,10 +137,14 @@ class Run:
                 self.submitted.setdefault(rest[0], None)
             elif what == "SUBMITTED":
                 self.submitted[rest[0]] = fields(rest[1:]).get("rc")
+                if "resent" in fields(rest[1:]):
+                    self.resent += 1
             elif what == "CANCEL":
                 self.cancelled.add(rest[0])
             elif what == "FAULT":
                 self.faults.append((t, rest[0], rest[1] if len(rest) > 1 else "?", " ".join(rest[2:])))
+            elif what == "FAULT_END":
+                self.fault_ends.append((t, rest[0] if rest else "?", " ".join(rest[1:])))
             elif what == "DRAIN":
                 m = re.match(r"node=(\S+) state=(\S+) reason=(.*)$", " ".join(rest))
                 if m:
@@ -247,14 +269,21 @@ class Run:
                         what = "lost by Slurm"
                 else:
                     state, reason = last
-                    if re.search(r"switch", reason, re.I):
+                    if re.search(r"journal", reason, re.I):
+                        what = "ended by a journal refusal"
+                    elif re.search(r"switch", reason, re.I):
                         what = "lost by plugin"
                     elif state == "COMPLETED" or (ran and state not in TERMINAL and final is None):
                         what = "completed"
                     elif state == "CANCELLED" and n in self.cancelled:
                         what = "cancelled by the workload"
                     elif final is not None and is_held(state, reason):
-                        what = "lost by plugin" if ids & set(dup_plugin_jobs) else "lost by Slurm"
+                        if ids & set(dup_plugin_jobs):
+                            what = "lost by plugin"
+                        elif LAUNCH_FAILED_HELD.search(reason):
+                            what = "held after a lost start"
+                        else:
+                            what = "lost by Slurm"
                     elif final is not None and state not in TERMINAL:
                         what = "active at the end"
                     elif state in TERMINAL:
@@ -438,8 +467,10 @@ def analyze(run_dir, log_dir):
     figures["submissions"] = len(r.submitted)
     figures["jobs (array tasks counted)"] = sum(len(s["tasks"]) for n, s in r.subs.items() if n in r.submitted)
     for k in ("completed", "cancelled by the workload", "ended otherwise", "lost by Slurm",
-              "lost by plugin", "active at the end", "submission refused", "not submitted (time limit)"):
+              "lost by plugin", "held after a lost start", "ended by a journal refusal",
+              "active at the end", "submission refused", "not submitted (time limit)"):
         figures["jobs " + k] = outcomes.get(k, 0)
+    figures["submissions sent again (no controller took them)"] = r.resent
     figures["sruns still waiting at the end"] = r.srun_waiting
     figures["job_start calls"] = starts
     figures["job_complete calls"] = completes
@@ -458,6 +489,8 @@ def analyze(run_dir, log_dir):
     figures["slurmctld 'Duplicate jobid' lines"] = dup_ctld_lines
     figures["jobs stuck CONFIGURING/COMPLETING"] = len(stuck_jobs)
     figures["nodes stuck COMPLETING"] = len(stuck_nodes)
+    figures["hand-backs that failed"] = sum(1 for _, _, d in r.fault_ends
+                                           if "handback" in d and "rc=0" not in d.split())
     figures["orphan processes at the end"] = len(orphans_end)
     figures["processes left after stop"] = len(orphans_after)
     figures["calls in flight at the end"] = len(in_flight)
@@ -470,6 +503,8 @@ def analyze(run_dir, log_dir):
              "adoptions of another job's allocation", "wrong drains (switch reason)",
              "duplicate launches by the plugin", "jobs stuck CONFIGURING/COMPLETING",
              "nodes stuck COMPLETING", "orphan processes at the end", "processes left after stop"]
+    if r.env.get("backup") == "1":
+        gated += ["drains 'Duplicate jobid'", "jobs held after a lost start", "hand-backs that failed"]
     failed = [g for g in gated if figures[g]]
     faults = r.fault_counts()
     usable = starts > 0 or not r.submitted
@@ -520,7 +555,8 @@ def print_table(res):
     for title, key in (("leaked", "leaked"), ("double releases", "double_releases"),
                        ("wrong-owner releases", "wrong_owner_releases"),
                        ("wrong-owner adoptions", "wrong_owner_adoptions"),
-                       ("wrong drains", "wrong_drains"), ("stuck jobs", "stuck_jobs"),
+                       ("wrong drains", "wrong_drains"), ("'Duplicate jobid' drains", "duplicate_drains"),
+                       ("stuck jobs", "stuck_jobs"),
                        ("stuck nodes", "stuck_nodes"), ("orphans", "orphans_end"),
                        ("left after stop", "left_after_stop")):
         for item in d[key][:8]:
@@ -534,7 +570,10 @@ def print_table(res):
     if res["failed"]:
         print("chaos: FAILED: " + ", ".join(res["failed"]))
     else:
-        print("chaos: passed (no leak, double or wrong-owner release, wrong drain, plugin duplicate launch, stuck job or node, orphan)")
+        more = (", 'Duplicate jobid' drain, job held after a lost start, failed hand-back"
+                if "hand-backs that failed" in res["gated"] else "")
+        print("chaos: passed (no leak, double or wrong-owner release, wrong drain, plugin duplicate launch, "
+              "stuck job or node, orphan%s)" % more)
 
 
 def main(argv):

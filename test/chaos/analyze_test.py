@@ -178,6 +178,40 @@ class Figures(unittest.TestCase):
         self.assertEqual(res["figures"]["jobs lost by Slurm"], 1)
         self.assertEqual(res["failed"], [])  # lost jobs are figures, not gates
 
+    def test_backup_run_gates_duplicate_drains_lost_start_holds_and_hand_backs(self):
+        # chaos-2 held after its launch failed ("Duplicate jobid" on node2),
+        # one hand-back failed: figures in every run, gates in a --backup run.
+        ev = CLEAN["events.log"] + (
+            "18.00 DRAIN node=node2 state=draining reason=Duplicate jobid\n"
+            "19.00 FAULT takeover done\n"
+            "40.00 FAULT_END takeover handback rc=1 last=timed_out\n"
+            "41.00 FAULT primary-kill done backup_in_control_after_s=11\n"
+            "70.00 FAULT_END primary-kill handback rc=0\n")
+        changes = {"events.log": ev, "done.log": drop(CLEAN["done.log"], "chaos-2"),
+                   "final-jobs.txt": CLEAN["final-jobs.txt"].replace(
+                       "chaos-2|COMPLETED|None", "chaos-2|PENDING|launch failed requeued held")}
+        gates = ["drains 'Duplicate jobid'", "jobs held after a lost start", "hand-backs that failed"]
+        res = run(changes)
+        self.assertEqual(res["figures"]["jobs held after a lost start"], 1)
+        self.assertEqual(res["figures"]["jobs lost by Slurm"], 0)
+        self.assertEqual(res["figures"]["hand-backs that failed"], 1)
+        self.assertEqual(res["faults"], {"primary-kill": 1, "takeover": 1})
+        self.assertEqual(res["failed"], [])
+        res = run(dict(changes, **{"run.env": CLEAN["run.env"] + "backup=1\n"}))
+        self.assertEqual(res["failed"], gates)
+
+    def test_journal_refusal_is_not_a_loss_of_the_plugin(self):
+        # chaos-1 (--no-requeue) cancelled because the journal could not be
+        # written: the documented fail-safe; a submission sent again.
+        reason = "switch setup failed: job_start could not be started: journal /s/switch_lua.journal: x"
+        res = run({"polls.log": "12.00 1|1|N/A|chaos-1|CANCELLED|%s|node1\n" % reason,
+                   "final-jobs.txt": "1|1|N/A|chaos-1|CANCELLED|%s|node1\n" % reason,
+                   "done.log": drop(CLEAN["done.log"], "chaos-1"),
+                   "events.log": CLEAN["events.log"].replace("rc=0 id=2", "rc=0 id=2 resent=3")})
+        self.assertEqual(res["figures"]["jobs ended by a journal refusal"], 1)
+        self.assertEqual(res["figures"]["jobs lost by plugin"], 0)
+        self.assertEqual(res["figures"]["submissions sent again (no controller took them)"], 1)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -18,6 +18,7 @@
 #include <regex>
 #include <sstream>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using json = nlohmann::json;
@@ -364,6 +365,45 @@ TEST(Simulate, CancelDuringSetupIsNotAFailureAndTearsDownOnce) {
   EXPECT_EQ(requeues, 0);
   for (const auto &[name, n] : j["result"]["nodes"].items())
     EXPECT_EQ(n["state"], "IDLE") << name;
+}
+
+// Issue 20, per-node attribution, as on the cluster: --fail-node node2
+// ends the job NODE_FAIL with node2 DOWN; job_complete is told (one line),
+// and its failure naming node3 drains node3 only, with its message.
+TEST(Simulate, AFailedNodeIsToldToJobCompleteAndOnlyTheNamedNodeDrains) {
+  fs::path p = fs::temp_directory_path() / "switchlua-failnode.lua";
+  std::ofstream(p) << "function slurm_switch_block_job_complete() return true end\n"
+                      "function slurm_switch_job_start(job) return slurm.SUCCESS, {vni = 7} end\n"
+                      "function slurm_switch_job_complete(job, ji) "
+                      "slurm.log_info('told %s %d', tostring(job.failed_nodes), "
+                      "#job.failed_node_names) "
+                      "return slurm.ERROR, 'port 7 did not clear', 'node3' end\n";
+  CmdResult r =
+      run("simulate " + p.string() + " --json --network fabric --nodes 3 --fail-node node2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["job_state"], "NODE_FAIL");
+  EXPECT_EQ(count_text(j, "switch/lua: JobId=1001 job_complete: told node2 1"), 1) << r.out;
+  EXPECT_EQ(count_text(j, "switch/lua: JobId=1001 ended with failed nodes node2 (DOWN, "
+                          "NOT_RESPONDING or FAIL, or removed from the job): job_complete is "
+                          "told (job.failed_nodes)"),
+            1)
+      << r.out;
+  const auto &nodes = j["result"]["nodes"];
+  EXPECT_EQ(nodes["node1"]["state"], "IDLE");
+  EXPECT_EQ(nodes["node2"]["state"], "DOWN");
+  EXPECT_EQ(nodes["node3"]["state"], "DRAINED");
+  EXPECT_EQ(nodes["node3"]["reason"], "switch teardown failed: JobId=1001 switch/lua job_complete "
+                                      "returned rc=-1: port 7 did not clear");
+  // Without it, job_complete is told nothing; a name not of the job is refused.
+  r = run("simulate " + p.string() + " --json --network fabric --nodes 3");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(count_text(json::parse(r.out), "switch/lua: JobId=1001 job_complete: told nil 0"), 1);
+  r = run("simulate " + p.string() + " --network fabric --nodes 3 --fail-node node9");
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1) << r.status;
+  EXPECT_NE(r.out.find("--fail-node node9: node9 is not a node of the job (node[1-3])"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(Simulate, OsExitInAStepHookIsALuaErrorNotTheEndOfTheHost) {

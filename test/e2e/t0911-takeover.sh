@@ -3,7 +3,8 @@
 #
 # t0911-takeover: two controllers (scripts/cluster config --backup) sharing
 # one StateSaveLocation (switch_lua.conf(5), HIGH AVAILABILITY; issue 24),
-# a failed reconfigure, and a full StateSaveLocation (STATESAVELOCATION).
+# a failed reconfigure, a full StateSaveLocation and a failed fsync of the
+# journal (STATESAVELOCATION).
 # A standby that starts or restarts never touches the journal; a backup
 # taking over (kill -9 of the primary, scontrol takeover) reads the journal
 # as it is then; the primary coming back takes control the same way.  Each
@@ -254,4 +255,112 @@ t_state_full() {
 	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside)')" "journal lines set aside"
 	# One error line at the first failure, whatever the number of refusals.
 	assert_eq 1 "$(ctld_count "$fails")" "the journal's error lines"
+}
+
+# A failed fsync of the journal (switch_lua.conf(5), STATESAVELOCATION;
+# PostgreSQL's "fsyncgate": after a failed fsync the kernel may have
+# dropped the pages, and the next fsync reports success for them).  The
+# shim test/e2e/shim/fail_fsync.c, preloaded into slurmctld, makes the
+# journal's fsync and fdatasync fail with EIO while its control file says
+# so, and logs every sync of the journal's files.  A setup whose record did
+# not reach the disk does not run (refused naming the journal and errno 5,
+# requeued); the journal stays untrusted, teardowns still run, and
+# `switch-lua status` says FAILING, until a fresh snapshot has been written
+# and synced: after a single failed sync the very next sync of the journal
+# is that snapshot's (its temp file), never an append to the file the
+# failed sync left behind.  Normal again without a restart.
+# e2e-config: --ctld-preload test/e2e/shim/fail_fsync.c --switch-type switch/lua --script test/e2e/lua/ha.lua --slurmctld-params switch_timeout=60 --extra 'PartitionName=DEFAULT OverSubscribe=FORCE:4'
+
+FSYNC_CTL=$E2E_ROOT/tmp/switch-lua-fail-fsync # the shim's control file (host path)
+
+# fsync_fault always|N|off: what the shim does from now on (see its header).
+fsync_fault() {
+	if [ "$1" = off ]; then
+		rm -f "$FSYNC_CTL"
+		return
+	fi
+	(umask 000 && printf '%s\n' "$1" >"$FSYNC_CTL.new")
+	mv -f "$FSYNC_CTL.new" "$FSYNC_CTL"
+}
+# shim_log: the syncs of the journal's files the shim saw ("CALL PATH RESULT").
+shim_log() { cat "$FSYNC_CTL.log" 2>/dev/null || true; }
+_shim_failed() { (($(shim_log | grep -c ' EIO$') >= $1)); }
+status_journal() { c_root "$(switch_lua_cli)" status 2>/dev/null | grep -E '^Journal: ' || true; }
+_status_is() { [[ $(status_journal) =~ $1 ]]; }
+_ctld_count_is() { [ "$(ctld_count "$1")" = "$2" ]; }
+# _sync_after_eio N: the shim's line after the first EIO past its line N.
+_sync_after_eio() {
+	shim_log | tail -n +"$(($1 + 1))" | awk '$3 == "EIO" { if ((getline l) > 0) { print l; found = 1 } exit }
+		END { exit !found }'
+}
+
+e2e_test "switch/lua: a failed fsync of the journal: setups refused naming the journal and errno 5, teardowns run, status FAILING; a fresh snapshot is the next sync before it is trusted again; normal again without a restart" t_failed_fsync
+t_failed_fsync() {
+	local tag id_r id b c d e j ino0 refused eio again next n
+	local -a held=()
+	tag=$(e2e_uniq)
+	j=$E2E_CLH/state/switch_lua.journal
+	eio='fdatasync failed: Input/output error \(errno 5\)'
+	refused="job_start could not be started: journal [^ ]+: $eio: no setup starts without its record"
+	again="switch/lua: journal [^ ]+: writable again after '$eio'"
+	# shellcheck disable=SC2064 # fixed now
+	trap "rm -f '$FSYNC_CTL' '$FSYNC_CTL.new' '$FSYNC_CTL.log'; ha_cleanup $tag" EXIT
+	rm -f "$FSYNC_CTL" "$FSYNC_CTL.log"
+	grep -q fail_fsync "/proc/$(head -n1 "$E2E_CLH/run/slurmctld.pid")/maps" ||
+		fail "slurmctld has not loaded the shim (scripts/cluster config --ctld-preload)"
+	# Its teardown comes while the journal cannot be synced.
+	id_r=$(submit -n1 --network="e2e:s0e1:$tag" --wrap="sleep 6")
+	for ((n = 0; n < 4; n++)); do held+=("$(submit -H -n1 --network="e2e:s1e1:$tag" --wrap=true)"); done
+	b=${held[0]} c=${held[1]} d=${held[2]} e=${held[3]}
+	wait_job "$id_r" RUNNING 30
+	wait_ledger "$tag" "^started $id_r " 1 30
+	sleep 1 # its launch record written
+	[ -n "$(shim_log)" ] || fail "the shim saw no sync of the journal: $(ls -l "$E2E_CLH/state")"
+	ino0=$(stat -c %i "$j")
+
+	# 1. Every sync of the journal fails.
+	fsync_fault always
+	c_root scontrol release "$b"
+	wait_log "$(ctld_log)" "switch/lua: JobId=$b $refused" 30
+	c_root scontrol release "$c"
+	wait_log "$(ctld_log)" "switch/lua: JobId=$c $refused" 30
+	wait_for 10 _status_is "^Journal: +FAILING: $eio" ||
+		fail "switch-lua status during the failure: '$(status_journal)'"
+	wait_ledger "$tag" "^completed $id_r " 1 30 # the teardown ran
+	if ha_ledger "$tag" | grep -qE "^start ($b|$c) "; then fail "a job_start ran while the journal could not be synced"; fi
+	# 2. Lifted: the periodic retry writes the snapshot, no restart.
+	fsync_fault off
+	wait_log "$(ctld_log)" "$again" 30
+	[ "$(stat -c %i "$j")" != "$ino0" ] || fail "the journal is trusted again, but no snapshot replaced the file"
+	wait_for 10 _status_is '^Journal: +writable$' || fail "switch-lua status after the failure: '$(status_journal)'"
+
+	# 3. One failed sync, then syncs succeed again (the trap): of the two
+	# setups released together the first one's record fails its sync and
+	# it is refused; the next sync of the journal must be a fresh
+	# snapshot's, not an append behind the record that may be lost.
+	n=$(shim_log | wc -l)
+	fsync_fault 1
+	c_root scontrol release "$d,$e"
+	wait_log "$(ctld_log)" "switch/lua: JobId=($d|$e) $refused" 30
+	wait_for 10 _sync_after_eio "$n" || fail "no sync of the journal after the failed one"
+	note "the shim's log from the single failure on: $(shim_log | tail -n +"$((n + 1))" | head -n 4 | tr '\n' ';')"
+	next=$(_sync_after_eio "$n")
+	[[ $next =~ ^fsync\ .*/switch_lua\.journal\.tmp\.[0-9]+\ ok$ ]] ||
+		fail "the first sync of the journal after the failed one is '$next', not a fresh snapshot's"
+	wait_for 20 _ctld_count_is "$again" 2 || fail "no line 'writable again' after the single failed sync"
+	assert_eq 1 "$(ctld_count "switch/lua: JobId=($d|$e) $refused")" "setups refused after the single failed sync"
+
+	# Every job runs now (a requeued job waits 2 minutes: start it now).
+	for id in "${held[@]}"; do
+		if [ "$(job_state "$id" 2>/dev/null)" = PENDING ]; then
+			c_root scontrol update JobId="$id" StartTime=now 2>/dev/null || true
+		fi
+	done
+	wait_all_done 60 "$id_r" "${held[@]}"
+	for id in "$id_r" "${held[@]}"; do wait_ledger "$tag" "^completed $id " 1 60; done
+	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
+	ha_ledger_check "$tag" "$id_r" "${held[@]}" >&2 || fail "the ledger breaks the rules (above)"
+	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside)')" "journal lines set aside"
+	# One error line per failure, whatever the number of refusals.
+	assert_eq 2 "$(ctld_count "switch/lua: journal [^ ]+: $eio; ")" "the journal's error lines"
 }

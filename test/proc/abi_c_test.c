@@ -188,7 +188,7 @@ static void stepd_missing_script(void)
 		      logged("the step fails (Error configuring interconnect)"),
 	      "with a line naming the step, the node and why");
 	char *reason = NULL;
-	CHECK(slc_stepd_postfini(&step, "x", 1, &reason) == 0 && !reason,
+	CHECK(slc_stepd_postfini(&step, "x", 1, NULL, &reason) == 0 && !reason,
 	      "its postfini only logs");
 }
 
@@ -320,7 +320,11 @@ static void ctld_one_job(const char *script)
 	slc_ctld_pack(h, &relayed, &relayed_len);
 	ctld_info = info;
 	ctld_info_len = len;
-	slc_ctld_job_complete(42, h);
+	/* Issue 20: slurmctld says node1 failed, and node9 (not the job's). */
+	slc_job_end_t end = {.nodes_now = "node1", .failed_nodes = "node[1,9]"};
+	slc_ctld_job_complete(42, h, &end);
+	CHECK(logged("JobId=42 ended with failed nodes node1 (DOWN"),
+	      "the failed node of the job is named, the other ignored");
 	CHECK(wait_for(&released, 1), "its teardown releases what it held");
 	CHECK(get(&held) == 1 && get(&drained) == 0 && get(&requeued) == 0 &&
 		      get(&cancelled) == 0,
@@ -345,6 +349,30 @@ static void ctld_one_job(const char *script)
 	      "a freed handle is not read");
 	CHECK(slc_jobinfo_job_id(t) == 0, "nor named");
 	slc_ctld_fini();
+}
+
+/* Issue 20: a postfini of a step that was killed, whose job was
+ * requeued since the setup of its stepinfo (ctld_info: restart count 0),
+ * says that its attempt is over; a job of the same run, or no answer,
+ * says nothing. */
+static void stale_postfini(void)
+{
+	slc_step_t step = {.job_id = 42, .step_id = 0, .node_name = "node3"};
+	slc_job_now_t same = {
+		.found = true, .restart_count = 0, .state = "RUNNING"};
+	slc_job_now_t requeued = {
+		.found = true, .restart_count = 1, .state = "PENDING"};
+	char *reason = NULL;
+
+	slc_stepd_postfini(&step, ctld_info, ctld_info_len, NULL, &reason);
+	slc_stepd_postfini(&step, ctld_info, ctld_info_len, &same, &reason);
+	CHECK(!logged("is over:"),
+	      "no line for a step of the job's current run");
+	slc_stepd_postfini(&step, ctld_info, ctld_info_len, &requeued, &reason);
+	CHECK(logged("JobId=42 StepId=42.0 step_postfini on node3: the step was killed, and its attempt ") &&
+		      logged(" is over: the job was requeued since (restart_count 0 at that setup, 1 now, PENDING); step_postfini runs with step.attempt="),
+	      "a requeued job's stale postfini names its attempt as over");
+	slc_free(reason);
 }
 
 /* The job's stepmgr slurmstepd (Slurm 25.11+) builds its steps' stepinfo
@@ -377,6 +405,7 @@ static void stepmgr_from_relayed_record(void)
 	CHECK(slc_jobinfo_free(h, 42) == 1,
 	      "the relayed record is freed with its job record");
 	slc_free(relayed);
+	stale_postfini();
 	slc_free(ctld_info);
 }
 

@@ -1,14 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
-// bench_roundtrip [N]: the cost of one supervised hook call.
+// bench_roundtrip [N [MODE]]: the cost of one supervised hook call (MODE,
+// for a profiler: only the mode of that row, 0 to 3).
 //
-// Prints mean and median milliseconds of N (default 200) sequential job_start
-// round trips of a trivial script (client -> supervisor -> runner -> result
-// -> client), with runners spawned per call (prestart 0) and started ahead of
-// demand (prestart 2, the default), calls 5 ms apart (the gap not timed),
-// next to the spawn floor measured in the
-// same run: posix_spawn + waitpid of /bin/true, and Boost.Process v2's
-// default and vfork launchers.
+// For each way of starting a call's runner, N (default 200) sequential
+// job_start calls of a trivial script (client -> supervisor -> runner ->
+// result -> client), 5 ms apart (the gap not timed), after 5 warm-up calls:
+//
+//   wall   mean and median milliseconds of one round trip
+//   cpu    utime+stime per call of the supervisor and every process it
+//          started (runners, the fork server), and of this process (the
+//          client's I/O thread: slurmctld's share); from getrusage
+//          (RUSAGE_CHILDREN once the supervisor is reaped, RUSAGE_SELF):
+//          a client's whole life with N calls minus one with none, over N;
+//          of it the supervisor's and the fork server's own share, from
+//          /proc/PID/schedstat around the timed calls
+//
+// next to the spawn floor measured in the same run: posix_spawn + waitpid of
+// /bin/true (wall, and cpu of parent + child), and Boost.Process v2's default
+// and vfork launchers (wall).  Ratios are against the posix_spawn floor.
 // Not a test: nothing is asserted.
 #include "supervisor/client.hpp"
 
@@ -20,11 +30,15 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <numeric>
 #include <spawn.h>
+#include <string_view>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <thread>
 #include <vector>
@@ -54,6 +68,14 @@ std::vector<double> timed(int n, const std::function<void()> &f) {
   return out;
 }
 
+/// utime + stime of `who` (RUSAGE_SELF, RUSAGE_CHILDREN, RUSAGE_THREAD), ms.
+double cpu_ms(int who) {
+  rusage u{};
+  ::getrusage(who, &u);
+  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
 /// One call through the supervisor, waited for.
 void one_call(SupervisorClient &c, const CallRequest &req) {
   std::mutex mu;
@@ -78,6 +100,104 @@ void one_call(SupervisorClient &c, const CallRequest &req) {
   }
 }
 
+/// How a call's runner is started.
+struct Mode {
+  const char *name;
+  std::uint32_t prestart;
+  bool fork_server;
+};
+
+struct Result {
+  Stats wall;
+  double supervisor_cpu = 0; ///< ms per call: supervisor and its children
+  double client_cpu = 0;     ///< ms per call: this process
+  double own_cpu = 0;        ///< ms per call: the supervisor alone
+  double server_cpu = 0;     ///< ms per call: the fork server alone
+};
+
+/// On-CPU time of process `pid`'s main thread (/proc/PID/schedstat), ms;
+/// 0 when it is gone.
+double oncpu_ms(pid_t pid) {
+  std::FILE *f = std::fopen(fmt::format("/proc/{}/schedstat", pid).c_str(), "r");
+  unsigned long long ns = 0;
+  if (f) {
+    if (std::fscanf(f, "%llu", &ns) != 1)
+      ns = 0;
+    std::fclose(f);
+  }
+  return ns / 1e6;
+}
+
+/// The supervisor's child that is its fork server, or -1.
+pid_t fork_server_of(pid_t sup) {
+  std::FILE *f = std::fopen(fmt::format("/proc/{}/task/{}/children", sup, sup).c_str(), "r");
+  pid_t found = -1;
+  for (int p = 0; f && std::fscanf(f, "%d", &p) == 1;) {
+    std::FILE *c = std::fopen(fmt::format("/proc/{}/cmdline", p).c_str(), "r");
+    char buf[512] = {};
+    const std::size_t len = c ? std::fread(buf, 1, sizeof buf - 1, c) : 0;
+    if (c)
+      std::fclose(c);
+    for (std::size_t i = 0; i < len; i += std::strlen(buf + i) + 1)
+      if (std::string_view(buf + i) == "--fork-server")
+        found = p;
+  }
+  if (f)
+    std::fclose(f);
+  return found;
+}
+
+/// The supervisor's and the fork server's on-CPU time, ms.
+std::pair<double, double> own_cpu(SupervisorClient &client) {
+  const pid_t sup = client.supervisor_pid();
+  const pid_t server = fork_server_of(sup);
+  return {oncpu_ms(sup), server > 0 ? oncpu_ms(server) : 0.0};
+}
+
+struct Life {
+  double tree = 0, client = 0; ///< ms: the supervisor's tree, this process
+  double own = 0, server = 0;  ///< ms during the timed calls: supervisor, fork server
+};
+
+/// CPU of one client's life with `n` timed calls; their wall times go to
+/// `ms`.
+Life client_life(const Mode &m, const CallRequest &req, int n, std::vector<double> &ms) {
+  const double children0 = cpu_ms(RUSAGE_CHILDREN), self0 = cpu_ms(RUSAGE_SELF);
+  Life life;
+  {
+    ClientOptions opts;
+    opts.supervisor = SWITCHLUA_SUPERVISOR_PATH;
+    opts.runner = SWITCHLUA_RUNNER_PATH;
+    opts.prestart = m.prestart;
+    opts.fork_server = m.fork_server;
+    SupervisorClient client(opts, nullptr);
+    timed(5, [&] { one_call(client, req); }); // starts the supervisor, warms caches
+    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // the refill
+    const auto [own0, server0] = own_cpu(client);
+    // Calls 5 ms apart, as jobs arrive in a cluster (the gap is not timed):
+    // a runner started ahead of demand is ready by the next call.
+    for (int i = 0; i < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      ms.push_back(timed(1, [&] { one_call(client, req); })[0]);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // the last refill
+    const auto [own1, server1] = own_cpu(client);
+    life.own = own1 - own0;
+    life.server = server1 - server0;
+  } // the supervisor is reaped: its tree's CPU is in RUSAGE_CHILDREN
+  life.tree = cpu_ms(RUSAGE_CHILDREN) - children0;
+  life.client = cpu_ms(RUSAGE_SELF) - self0;
+  return life;
+}
+
+Result measure(const Mode &m, const CallRequest &req, int n) {
+  std::vector<double> ms, none;
+  const Life empty = client_life(m, req, 0, none);
+  const Life full = client_life(m, req, n, ms);
+  return {stats(ms), (full.tree - empty.tree) / n, (full.client - empty.client) / n, full.own / n,
+          full.server / n};
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -85,26 +205,22 @@ int main(int argc, char **argv) {
   CallRequest req;
   req.script = std::string(SWITCHLUA_FIXTURES) + "/bench_trivial.lua";
   req.job.job_id = 1;
-  auto round_trip = [&](std::uint32_t prestart) {
-    ClientOptions opts;
-    opts.supervisor = SWITCHLUA_SUPERVISOR_PATH;
-    opts.runner = SWITCHLUA_RUNNER_PATH;
-    opts.prestart = prestart;
-    SupervisorClient client(opts, nullptr);
-    timed(5, [&] { one_call(client, req); }); // starts the supervisor, warms caches
-    // Calls 5 ms apart, as jobs arrive in a cluster (the gap is not timed):
-    // a runner started ahead of demand is ready by the next call.
-    std::vector<double> ms;
-    for (int i = 0; i < n; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      ms.push_back(timed(1, [&] { one_call(client, req); })[0]);
-    }
-    return stats(ms);
+  const Mode modes[] = {
+      {"round trip, exec'd runner per call", 0, false},
+      {"round trip, exec'd runners ahead (prestart 2)", 2, false},
+      {"round trip, fork server per call", 0, true},
+      {"round trip, forked runners ahead (prestart 2)", 2, true},
   };
-  const Stats call0 = round_trip(0);
-  const Stats call = round_trip(2);
+  // argv[2], for a profiler: the one mode to run (0-3); the table then
+  // shows only it.
+  const int only = argc > 2 ? std::atoi(argv[2]) : -1;
+  std::vector<Result> results;
+  for (std::size_t i = 0; i < std::size(modes); ++i)
+    results.push_back(only < 0 || static_cast<std::size_t>(only) == i ? measure(modes[i], req, n)
+                                                                      : Result{});
 
   extern char **environ;
+  const double spawn_children0 = cpu_ms(RUSAGE_CHILDREN), spawn_self0 = cpu_ms(RUSAGE_THREAD);
   const Stats posix_true = stats(timed(n, [&] {
     pid_t pid = -1;
     char arg0[] = "/bin/true";
@@ -112,6 +228,8 @@ int main(int argc, char **argv) {
     if (::posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ) == 0)
       ::waitpid(pid, nullptr, 0);
   }));
+  const double spawn_cpu =
+      (cpu_ms(RUSAGE_CHILDREN) - spawn_children0 + cpu_ms(RUSAGE_THREAD) - spawn_self0) / n;
 
   boost::asio::io_context io;
   const Stats fork_true = stats(timed(n, [&] {
@@ -124,24 +242,27 @@ int main(int argc, char **argv) {
     p.wait();
   }));
 
-  fmt::print("{} calls each\n", n);
-  fmt::print("hook round trip, runner spawned per call (prestart 0):  mean {:.3f} ms, median "
-             "{:.3f} ms\n",
-             call0.mean, call0.median);
-  fmt::print("hook round trip, runners started ahead (prestart 2):   mean {:.3f} ms, median "
-             "{:.3f} ms\n",
-             call.mean, call.median);
-  fmt::print("bare posix_spawn+waitpid /bin/true:                    mean {:.3f} ms, median "
-             "{:.3f} ms\n",
-             posix_true.mean, posix_true.median);
-  fmt::print("bare spawn+wait /bin/true, default launcher:           mean {:.3f} ms, median "
-             "{:.3f} ms\n",
+  fmt::print("{} calls each, ms.  cpu: utime+stime per call of the supervisor and every process "
+             "it started (sup+), of which the supervisor alone (sup) and the fork server (fs), "
+             "and of the client process (cli); x: ratio to posix_spawn of /bin/true\n",
+             n);
+  fmt::print("{:<44} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6}\n", "", "mean", "median",
+             "sup+", "sup", "fs", "cli", "total", "x wall", "x cpu");
+  for (std::size_t i = 0; i < std::size(modes); ++i) {
+    const Result &r = results[i];
+    if (only >= 0 && static_cast<std::size_t>(only) != i)
+      continue;
+    fmt::print("{:<44} {:7.3f} {:7.3f} {:7.3f} {:7.3f} {:7.3f} {:7.3f} {:7.3f} {:6.2f} {:6.2f}\n",
+               modes[i].name, r.wall.mean, r.wall.median, r.supervisor_cpu, r.own_cpu, r.server_cpu,
+               r.client_cpu, r.supervisor_cpu + r.client_cpu, r.wall.median / posix_true.median,
+               (r.supervisor_cpu + r.client_cpu) / spawn_cpu);
+  }
+  fmt::print("{:<44} {:7.3f} {:7.3f} {:>7} {:>7} {:>7} {:>7} {:7.3f} {:6.2f} {:6.2f}\n",
+             "posix_spawn+waitpid /bin/true", posix_true.mean, posix_true.median, "", "", "", "",
+             spawn_cpu, 1.0, 1.0);
+  fmt::print("{:<44} {:7.3f} {:7.3f}\n", "spawn+wait /bin/true, Boost default launcher",
              fork_true.mean, fork_true.median);
-  fmt::print("bare spawn+wait /bin/true, vfork launcher:             mean {:.3f} ms, median "
-             "{:.3f} ms\n",
+  fmt::print("{:<44} {:7.3f} {:7.3f}\n", "spawn+wait /bin/true, Boost vfork launcher",
              vfork_true.mean, vfork_true.median);
-  fmt::print("ratio round trip / posix_spawn floor (median): prestart 0 {:.2f}, prestart 2 "
-             "{:.2f}\n",
-             call0.median / posix_true.median, call.median / posix_true.median);
   return 0;
 }

@@ -21,6 +21,7 @@ namespace {
 ClientOptions fake_options() {
   ClientOptions o = default_options();
   o.runner = SWITCHLUA_FAKE_RUNNER_PATH;
+  o.fork_server = false; // the fake runner is no fork server
   return o;
 }
 

@@ -19,8 +19,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <thread>
+#include <tuple>
 
 using namespace switchlua;
 using namespace switchlua::test;
@@ -179,11 +181,13 @@ TEST(Lanes, QueuedTimeIsReportedAndTheRunTimeExcludesIt) {
   EXPECT_GE(f->outcome.elapsed.count(), 300);
 }
 
-class ScriptOnDisk : public ::testing::TestWithParam<std::uint32_t> {};
+/// prestart, fork_server
+class ScriptOnDisk : public ::testing::TestWithParam<std::tuple<std::uint32_t, bool>> {};
 
 TEST_P(ScriptOnDisk, TheNextCallRunsTheFileAsItIsNow) {
   ClientOptions o = default_options();
-  o.prestart = GetParam();
+  o.prestart = std::get<0>(GetParam());
+  o.fork_server = std::get<1>(GetParam());
   SyncClient c(o);
   Gate dir; // a private folder for the script
   const std::string script = std::filesystem::path(dir.path()).parent_path() / "switch.lua";
@@ -213,14 +217,24 @@ TEST_P(ScriptOnDisk, TheNextCallRunsTheFileAsItIsNow) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Prestart, ScriptOnDisk, ::testing::Values(0u, 2u));
+INSTANTIATE_TEST_SUITE_P(Prestart, ScriptOnDisk,
+                         ::testing::Combine(::testing::Values(0u, 2u), ::testing::Bool()));
 
-/// Direct children of process `pid` (/proc/PID/task/PID/children).
+/// Whether `pid` is a fork server (its command line says --fork-server).
+bool is_fork_server(pid_t pid) {
+  std::ifstream f(fmt::format("/proc/{}/cmdline", pid));
+  const std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return s.find("--fork-server") != std::string::npos;
+}
+
+/// Direct children of process `pid` (/proc/PID/task/PID/children) but the
+/// fork server: the runners.
 std::set<pid_t> children_of(pid_t pid) {
   std::ifstream f(fmt::format("/proc/{}/task/{}/children", pid, pid));
   std::set<pid_t> out;
   for (pid_t child; f >> child;)
-    out.insert(child);
+    if (!is_fork_server(child))
+      out.insert(child);
   return out;
 }
 

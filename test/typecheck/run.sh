@@ -33,7 +33,7 @@ bad)
 	[ "$rc" = 1 ] || { echo "FAIL: exit $rc, expected 1"; exit 1; }
 	n=$(printf '%s\n' "$out" | grep -c .)
 	[ "$n" = 1 ] || { echo "FAIL: $n lines, expected exactly one diagnostic"; exit 1; }
-	want="$f:16: slurm_switch_job_complete: returns \"0\" (a string) as rc, expected integer"
+	want="$f:16: slurm_switch_job_complete: returns \"0\" (a string) as rc, expected integer (the hook returns rc, message, nodes)"
 	[ "$out" = "$want" ] || { echo "FAIL: expected: $want"; exit 1; }
 	;;
 *) echo "usage: run.sh CHECKER SRCDIR clean|bad|seed" >&2; exit 2 ;;

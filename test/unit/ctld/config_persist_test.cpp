@@ -405,6 +405,21 @@ TEST(Stepinfo, CarriesTheAttemptOfItsSetup) {
   EXPECT_EQ(d->attempt, 0);
 }
 
+// Issue 20: and the job's restart count at that setup (the run the attempt
+// belongs to), 0 included; absent from an older controller.
+TEST(Stepinfo, CarriesTheRestartCountOfItsSetup) {
+  Stepinfo si{.jobinfo = "\x80", .attempt = 7};
+  auto d = decode_stepinfo(encode_stepinfo(si));
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->restart_count, std::nullopt);
+  for (std::uint32_t c : {0u, 3u}) {
+    si.restart_count = c;
+    d = decode_stepinfo(encode_stepinfo(si));
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_EQ(*d, si);
+  }
+}
+
 TEST(Stepinfo, CarriesTheStepFactsSlurmctldRecorded) {
   // Issue 21: the step's network, task count and the cluster name travel in
   // the signed stepinfo; absent keys (an older controller) stay nullopt.

@@ -1057,6 +1057,121 @@ TEST(JobFsm, R_COMPLETE_FAIL_LongAccentedMessageIsCutOnAWholeCharacter) {
   EXPECT_EQ(drain, want);
 }
 
+/// job_complete's failure with a message and the nodes it names (issue 20).
+Outcome failed_naming(std::optional<std::vector<std::string>> nodes,
+                      std::string message = "port 7 stuck") {
+  Outcome o = returned(kError);
+  o.ret.hook = Hook::JobComplete;
+  o.ret.message = std::move(message);
+  o.ret.nodes = std::move(nodes);
+  return o;
+}
+
+/// The actions of a teardown of node[1-2] that ended with `o`, and `cfg`.
+StepResult teardown_of_two(const Outcome &o, const CtldConfig &cfg = {}) {
+  JobSwitchState s = state(S::TeardownRunning);
+  s.job.node_names = {"node1", "node2"};
+  return step(s, Event{.kind = E::TeardownResult, .outcome = &o}, cfg);
+}
+
+std::vector<const Action *> of_kind(const StepResult &r, ActionKind k) {
+  std::vector<const Action *> out;
+  for (const Action &a : r.actions)
+    if (a.kind == k)
+      out.push_back(&a);
+  return out;
+}
+
+// Issue 20, per-node attribution: a failure that names node2 drains node2
+// only, with the script's message in the reason.
+TEST(JobFsm, R_COMPLETE_FAIL_DrainsOnlyTheNodesTheScriptNamed) {
+  StepResult r = teardown_of_two(failed_naming(std::vector<std::string>{"node2"}));
+  EXPECT_EQ(r.rule, "R_COMPLETE_FAIL");
+  auto drains = of_kind(r, A::DrainNodes);
+  ASSERT_EQ(drains.size(), 1u);
+  EXPECT_EQ(drains[0]->nodes, "node2");
+  EXPECT_EQ(
+      drains[0]->reason,
+      "switch teardown failed: JobId=42 switch/lua job_complete returned rc=-1: port 7 stuck");
+  EXPECT_EQ(of_kind(r, A::ReleaseNodes).size(), 1u);
+}
+
+// Without a third value (or from another hook), the job's nodes, as before:
+// the action names none (execute() takes the job's).
+TEST(JobFsm, R_COMPLETE_FAIL_WithoutNodesDrainsTheJobsNodes) {
+  StepResult r = teardown_of_two(failed_naming(std::nullopt));
+  auto drains = of_kind(r, A::DrainNodes);
+  ASSERT_EQ(drains.size(), 1u);
+  EXPECT_EQ(drains[0]->nodes, "");
+  EXPECT_NE(drains[0]->reason.find("returned rc=-1: port 7 stuck"), std::string::npos);
+}
+
+// Names that are not the job's are never drained (one error line); when
+// none is left, the job's nodes are.
+TEST(JobFsm, R_COMPLETE_FAIL_ForeignNodesAreNeverDrained) {
+  StepResult r = teardown_of_two(failed_naming(std::vector<std::string>{"node2", "login1"}));
+  auto drains = of_kind(r, A::DrainNodes);
+  ASSERT_EQ(drains.size(), 1u);
+  EXPECT_EQ(drains[0]->nodes, "node2");
+  bool logged = false;
+  for (const Action *a : of_kind(r, A::Log))
+    logged = logged || a->reason == "JobId=42 job_complete named login1 that is not the job's "
+                                    "(node[1-2]): never drained";
+  EXPECT_TRUE(logged);
+  r = teardown_of_two(failed_naming(std::vector<std::string>{"login1"}));
+  drains = of_kind(r, A::DrainNodes);
+  ASSERT_EQ(drains.size(), 1u);
+  EXPECT_EQ(drains[0]->nodes, "");
+}
+
+// An empty list: the failure concerns none of the job's nodes, nothing is
+// drained, and an error line says so.
+TEST(JobFsm, R_COMPLETE_FAIL_AnEmptyListDrainsNothing) {
+  StepResult r = teardown_of_two(failed_naming(std::vector<std::string>{}));
+  EXPECT_EQ(r.rule, "R_COMPLETE_FAIL");
+  EXPECT_TRUE(of_kind(r, A::DrainNodes).empty());
+  bool logged = false;
+  for (const Action *a : of_kind(r, A::Log))
+    logged = logged || (a->error && a->reason.starts_with("JobId=42 job_complete named none of "
+                                                          "the job's nodes (an empty list): "
+                                                          "nothing drained (switch teardown"));
+  EXPECT_TRUE(logged);
+}
+
+// switch_drain_on_failure=no: the line names the nodes it would drain.
+TEST(JobFsm, R_COMPLETE_FAIL_NoDrainNamesTheNodes) {
+  CtldConfig nodrain;
+  nodrain.drain_on_failure = false;
+  StepResult r = teardown_of_two(failed_naming(std::vector<std::string>{"node1"}), nodrain);
+  EXPECT_TRUE(of_kind(r, A::DrainNodes).empty());
+  bool logged = false;
+  for (const Action *a : of_kind(r, A::Log))
+    logged = logged || a->reason.starts_with("JobId=42 not draining node1 (switch teardown failed");
+  EXPECT_TRUE(logged);
+}
+
+// Nodes with a success, EAGAIN or slurm.FABRIC_DOWN drain nothing.
+TEST(JobFsm, R_COMPLETE_OK_NodesWithASuccessDrainNothing) {
+  Outcome o = failed_naming(std::vector<std::string>{"node1"});
+  o.ret.rc = kSuccess;
+  EXPECT_TRUE(of_kind(teardown_of_two(o), A::DrainNodes).empty());
+  o.ret.rc = kFabricDown;
+  EXPECT_TRUE(of_kind(teardown_of_two(o), A::DrainNodes).empty());
+}
+
+// The undo of a killed setup whose job ended names its nodes the same way.
+TEST(JobFsm, R_UNDO_ENDED_FAIL_DrainsOnlyTheNodesTheScriptNamed) {
+  JobSwitchState s = state(S::SetupUndoingEnded);
+  s.job.node_names = {"node1", "node2"};
+  s.nodes_held = true;
+  Outcome o = failed_naming(std::vector<std::string>{"node1"});
+  StepResult r = step(s, Event{.kind = E::TeardownResult, .outcome = &o}, {});
+  EXPECT_EQ(r.rule, "R_UNDO_ENDED_FAIL");
+  auto drains = of_kind(r, A::DrainNodes);
+  ASSERT_EQ(drains.size(), 1u) << r.rule;
+  EXPECT_EQ(drains[0]->nodes, "node1");
+}
+
 TEST(JobFsm, R_UNDO_OK_TheNewJobStartGetsTheJobTable) {
   Outcome o = returned(kSuccess);
   StepResult r = step(state(S::SetupUndoing), Event{.kind = E::TeardownResult, .outcome = &o}, {});

@@ -88,7 +88,7 @@ TEST(Contract, HookTableSaysWhereEachHookRunsAndWhatItReturns) {
   EXPECT_TRUE(hook_info(Hook::SetupSpecialSteps).boolean);
   EXPECT_FALSE(hook_info(Hook::JobComplete).boolean);
   EXPECT_EQ(hook_info(Hook::JobStart).max_values, 2);
-  EXPECT_EQ(hook_info(Hook::JobComplete).max_values, 1);
+  EXPECT_EQ(hook_info(Hook::JobComplete).max_values, 3);
   EXPECT_EQ(hook_info(Hook::JobStart).when_absent, "declines every job");
   EXPECT_EQ(hook_info(Hook::BlockJobComplete).when_absent, "false");
   EXPECT_EQ(hook_info(Hook::StepPostfini).when_absent, "returns slurm.SUCCESS");
@@ -248,6 +248,28 @@ TEST(Contract, JobArgsClusterNameRoundTripsAndIsOptional) {
   EXPECT_EQ(back->cluster_name, std::nullopt);
 }
 
+// Issue 20, per-node attribution: failed_nodes and failed_node_names round
+// trip; without failed nodes the record has exactly the 27 keys of 0.4, so
+// a plugin of 0.4 (which refuses unknown keys) reads it on a downgrade; a
+// record of 0.4 decodes with them nil / empty.
+TEST(Contract, JobArgsFailedNodesRoundTripAndAreOmittedWhenNil) {
+  JobArgs job = sample_job();
+  std::string plain = job.to_msgpack();
+  msgpack::object_handle oh = msgpack::unpack(plain.data(), plain.size());
+  ASSERT_EQ(oh.get().via.map.size, 27u);
+  for (std::uint32_t i = 0; i < oh.get().via.map.size; ++i)
+    EXPECT_NE(oh.get().via.map.ptr[i].key.as<std::string>().rfind("failed_", 0), 0u);
+  auto back = JobArgs::from_msgpack(plain);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->failed_nodes, std::nullopt);
+  EXPECT_TRUE(back->failed_node_names.empty());
+  job.failed_nodes = "node[2-3]";
+  job.failed_node_names = {"node2", "node3"};
+  back = JobArgs::from_msgpack(job.to_msgpack());
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, job);
+}
+
 // Issue 11: a failed setup may give its message as the second value; with
 // slurm.SUCCESS a string is still not a jobinfo.
 TEST(Contract, JobStartFailureMayGiveAMessage) {
@@ -358,8 +380,52 @@ TEST(Contract, RejectsBadSecondValue) {
 TEST(Contract, RejectsExtraValuesButIgnoresTrailingNils) {
   EXPECT_EQ(bad_return(Hook::JobStart, "0, {}, 'x'"),
             "job_start returned 3 values, expected rc, jobinfo|nil (or rc ~= 0, message)");
-  EXPECT_EQ(bad_return(Hook::JobComplete, "0, 1"), "job_complete returned 2 values, expected rc");
+  EXPECT_EQ(bad_return(Hook::JobComplete, "0, 'm', 'node1', 1"),
+            "job_complete returned 4 values, expected rc[, message[, nodes]]");
   EXPECT_EQ(bad_return(Hook::JobComplete, "0, nil, nil"), "(accepted)");
+  EXPECT_EQ(bad_return(Hook::JobComplete, "0, nil, nil, nil"), "(accepted)");
+}
+
+// Issue 20, per-node attribution: job_complete -> rc[, message[, nodes]],
+// nodes a host list expression or an array of names (or expressions).
+TEST(Contract, JobCompleteMayNameItsMessageAndNodes) {
+  auto r = call("function slurm_switch_job_complete() return slurm.ERROR, 'port 7 stuck', "
+                "'node[2-3]' end",
+                Hook::JobComplete);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->rc, kError);
+  EXPECT_EQ(r->message, "port 7 stuck");
+  EXPECT_EQ(r->nodes, (std::vector<std::string>{"node2", "node3"}));
+  r = call("function slurm_switch_job_complete() return -1, nil, {'node1', 'gpu[01-02]'} end",
+           Hook::JobComplete);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->message, "");
+  EXPECT_EQ(r->nodes, (std::vector<std::string>{"node1", "gpu01", "gpu02"}));
+  r = call("function slurm_switch_job_complete() return -1, 'x', {} end", Hook::JobComplete);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->nodes, std::vector<std::string>{}) << "an empty list is not nil";
+  r = call("function slurm_switch_job_complete() return -1, 'x' end", Hook::JobComplete);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->nodes, std::nullopt);
+  r = call("function slurm_switch_job_complete() return 0, 'all clean' end", Hook::JobComplete);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->message, "all clean");
+}
+
+TEST(Contract, JobCompleteRefusesNodesThatAreNotAHostList) {
+  EXPECT_EQ(bad_return(Hook::JobComplete, "-1, 'm', 7"),
+            "job_complete returned 7 as nodes, expected a host list, an array of node names or "
+            "nil");
+  EXPECT_EQ(bad_return(Hook::JobComplete, "-1, 'm', {'node1', 2}"),
+            "job_complete returned 2 as nodes[2], expected a node name");
+  EXPECT_EQ(bad_return(Hook::JobComplete, "-1, 'm', 'node[1-'"),
+            "job_complete returned \"node[1-\" as nodes: host list \"node[1-\": a '[' without "
+            "its ']'");
+  EXPECT_EQ(bad_return(Hook::JobComplete, "-1, 'm', setmetatable({}, {})"),
+            "job_complete returned a table with a metatable as nodes, expected a host list, an "
+            "array of node names or nil");
+  EXPECT_EQ(bad_return(Hook::JobComplete, "-1, 7"),
+            "job_complete returned 7 as message, expected a string or nil");
 }
 
 TEST(Contract, BooleanHooksReturnTheirFlag) {

@@ -135,6 +135,21 @@ TEST(Protocol, ResultRoundTripsWithEveryHookReturnField) {
   EXPECT_EQ(out.message, in.message);
 }
 
+// Issue 20: job_complete's nodes travel only when it named some; an
+// empty list is not nil.
+TEST(Protocol, JobCompleteNodesRoundTripAndAreAbsentWhenNil) {
+  ResultFrame in;
+  in.kind = ResultFrame::Kind::Returned;
+  in.ret.hook = Hook::JobComplete;
+  in.ret.rc = -1;
+  EXPECT_EQ(encode_frame(in).find("nodes"), std::string::npos);
+  EXPECT_EQ(std::get<ResultFrame>(round_trip(in)).ret.nodes, std::nullopt);
+  in.ret.nodes = std::vector<std::string>{};
+  EXPECT_EQ(std::get<ResultFrame>(round_trip(in)).ret.nodes, std::vector<std::string>{});
+  in.ret.nodes = std::vector<std::string>{"node2", "node3"};
+  EXPECT_EQ(std::get<ResultFrame>(round_trip(in)).ret.nodes, in.ret.nodes);
+}
+
 TEST(Protocol, ResultSaysWhetherTheRunnerWasChildlessAndAnOlderFrameSaysNo) {
   ResultFrame in;
   in.childless = true;

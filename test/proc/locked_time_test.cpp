@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Issue 22, jobs of any size under Slurm's locks: the plugin's C ABI
+// (plugin/switch_lua_core.h) driven as the glue drives it, with the real
+// supervisor and runner running test/fixtures/large_job.lua (which
+// reads every node) and the journal in a temporary folder, for
+// synthetic job tables of 3, 100, 1,000 and 10,000 nodes.  Times every entry
+// point that slurmctld calls with its locks held, and the longest hold of
+// those locks by the core's worker (ops->lock to ops->unlock) while it
+// applies the setup's and the teardown's outcomes:
+//
+//   job_start    slc_ctld_job_start (switch_p_job_start: the job table, the
+//                journal's fdatasync'ed record, the submission)
+//   apply setup  the worker's longest lock hold until the setup is applied
+//   pack         slc_ctld_pack (switch_p_pack_jobinfo: every job state save)
+//   stepinfo     slc_ctld_stepinfo (switch_p_build_stepinfo: every step)
+//   unpack       decode_job_state, what slc_ctld_unpack reads at a restart
+//   job_complete slc_ctld_job_complete (switch_p_job_complete)
+//   apply td     the worker's longest lock hold until the teardown is applied
+//                (the handle is released there: jobinfo_free has nothing left)
+//
+// Prints the median of each (microseconds), per node, and its growth from
+// 1,000 to 10,000 nodes (10 is linear).  A benchmark: asserts only what
+// must hold at every size (the setup runs and ends, the records decode
+// with every node, the teardown ends).
+#include "ctld/persist.hpp"
+#include "plugin/switch_lua_core.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace switchlua;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double us_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+/// A fake slurmctld: its locks (a mutex whose holds by the worker are
+/// timed), and which jobs ended CONFIGURING or were forgotten.
+struct Fake {
+  std::mutex locks;
+  Clock::time_point locked_at;
+  std::mutex mu;
+  std::condition_variable cv;
+  double longest_hold_us = 0;
+  std::set<std::uint32_t> ended, forgotten;
+  std::vector<std::string> errors;
+};
+Fake g_fake;
+
+void fake_lock() {
+  g_fake.locks.lock();
+  g_fake.locked_at = Clock::now();
+}
+void fake_unlock() {
+  const double held = us_since(g_fake.locked_at);
+  {
+    std::lock_guard g(g_fake.mu);
+    g_fake.longest_hold_us = std::max(g_fake.longest_hold_us, held);
+  }
+  g_fake.locks.unlock();
+}
+void fake_end(std::uint32_t id) {
+  std::lock_guard g(g_fake.mu);
+  g_fake.ended.insert(id);
+  g_fake.cv.notify_all();
+}
+void fake_forget(std::uint32_t id) {
+  std::lock_guard g(g_fake.mu);
+  g_fake.forgotten.insert(id);
+  g_fake.cv.notify_all();
+}
+void fake_log(int level, const char *line) {
+  if (level != SLC_LOG_ERROR)
+    return;
+  std::lock_guard g(g_fake.mu);
+  g_fake.errors.emplace_back(line);
+}
+void fake_requeue(std::uint32_t, const char *r) {
+  fake_log(SLC_LOG_ERROR, (std::string("requeue: ") + r).c_str());
+}
+void fake_hold(std::uint32_t, const char *, bool) {}
+void fake_drain(const char *, const char *r) {
+  fake_log(SLC_LOG_ERROR, (std::string("drain: ") + r).c_str());
+}
+void fake_nothing() {}
+
+const slc_ctld_ops_t kOps = {
+    .lock = fake_lock,
+    .unlock = fake_unlock,
+    .end_configuring = fake_end,
+    .requeue = fake_requeue,
+    .requeue_held = fake_requeue,
+    .cancel = fake_requeue,
+    .hold = fake_hold,
+    .release = fake_hold,
+    .drain = fake_drain,
+    .forget = fake_forget,
+    .save_state = fake_nothing,
+    .log = fake_log,
+    .job_may_run = nullptr,
+};
+
+/// Waits (at most 60 s) until `id` is in `set` and the worker has let go of
+/// the locks it held meanwhile; takes its longest hold since the last call.
+bool wait_in(const std::set<std::uint32_t> &set, std::uint32_t id, double &hold_us) {
+  std::unique_lock g(g_fake.mu);
+  const bool ok = g_fake.cv.wait_for(g, std::chrono::seconds(60), [&] { return set.count(id); });
+  g.unlock();
+  {
+    std::lock_guard held(g_fake.locks);
+  } // the hold that added `id` is over
+  g.lock();
+  hold_us = std::exchange(g_fake.longest_hold_us, 0);
+  return ok;
+}
+
+constexpr std::array kColumns = {"job_start", "apply setup",  "pack",    "stepinfo",
+                                 "unpack",    "job_complete", "apply td"};
+using Row = std::array<double, kColumns.size()>;
+
+/// One job of `n` nodes through every entry point; the times (us).
+Row one_job(std::uint32_t id, std::uint32_t n) {
+  std::vector<std::string> names;
+  for (std::uint32_t i = 1; i <= n; ++i)
+    names.push_back(fmt::format("nid{:05}", i));
+  std::vector<const char *> ptrs;
+  for (const std::string &s : names)
+    ptrs.push_back(s.c_str());
+  const std::string nodes = n == 1 ? names[0] : fmt::format("nid[00001-{:05}]", n);
+  slc_job_t job{};
+  job.job_id = id;
+  job.num_nodes = n;
+  job.name = "large";
+  job.user_name = "alice";
+  job.nodes = nodes.c_str();
+  job.node_names = ptrs.data();
+  job.node_names_count = n;
+  job.network = "vni";
+  job.batch = true;
+  job.requeue_allowed = true;
+  job.submit_time = 1000 + id;
+  Row r{};
+  auto t0 = Clock::now();
+  void *h = slc_ctld_job_start(&job);
+  r[0] = us_since(t0);
+  EXPECT_NE(h, nullptr) << n << " nodes: not managed";
+  if (!h)
+    return r;
+  EXPECT_TRUE(wait_in(g_fake.ended, id, r[1])) << n << " nodes: the setup never ended";
+  char *buf = nullptr;
+  std::size_t len = 0;
+  t0 = Clock::now();
+  slc_ctld_pack(h, &buf, &len);
+  r[2] = us_since(t0);
+  const std::string packed(buf ? buf : "", len);
+  slc_free(buf);
+  const slc_step_facts_t facts{.network = "vni", .num_tasks = n};
+  t0 = Clock::now();
+  EXPECT_EQ(slc_ctld_stepinfo(h, &facts, &buf, &len), 1) << n << " nodes: no stepinfo";
+  r[3] = us_since(t0);
+  slc_free(buf);
+  t0 = Clock::now();
+  auto decoded = decode_job_state(packed);
+  r[4] = us_since(t0);
+  EXPECT_TRUE(decoded && *decoded && (*decoded)->job.node_names.size() == n)
+      << n << " nodes: the packed state does not decode with every node";
+  t0 = Clock::now();
+  slc_ctld_job_complete(id, h, nullptr);
+  r[5] = us_since(t0);
+  EXPECT_TRUE(wait_in(g_fake.forgotten, id, r[6])) << n << " nodes: the teardown never ended";
+  // The teardown's end released the handle (CPort::forget): Slurm's later
+  // jobinfo_free leaves it alone.
+  EXPECT_EQ(slc_jobinfo_free(h, id), 0);
+  return r;
+}
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "swl-locked.XXXXXX").string();
+    dir = ::mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(dir); }
+};
+
+} // namespace
+
+namespace {
+
+using Table = std::map<std::uint32_t, Row>;
+
+/// Jobs per size (after one that warms up); the table shows their median.
+constexpr int kReps = 9;
+
+/// Every size, kReps jobs each after one that warms up; the medians.
+Table run_sizes(const char *state_dir, std::uint32_t &id) {
+  const std::string script = std::string(SWITCHLUA_FIXTURES) + "/large_job.lua";
+  Table median;
+  EXPECT_EQ(slc_ctld_init(&kOps, script.c_str(), "switch_timeout=60", SWITCHLUA_LIBEXEC, state_dir),
+            0);
+  EXPECT_EQ(slc_ctld_take_control(false), 0);
+  for (std::uint32_t n : {3u, 100u, 1000u, 10000u}) {
+    one_job(++id, n); // warms the caches, the supervisor and the runner
+    std::vector<Row> rows;
+    for (int rep = 0; rep < kReps; ++rep)
+      rows.push_back(one_job(++id, n));
+    Row m{};
+    for (std::size_t c = 0; c < kColumns.size(); ++c) {
+      std::vector<double> v;
+      for (const Row &r : rows)
+        v.push_back(r[c]);
+      std::sort(v.begin(), v.end());
+      m[c] = v[v.size() / 2];
+    }
+    median[n] = m;
+  }
+  slc_ctld_stop_children();
+  slc_ctld_fini();
+  return median;
+}
+
+void print(const char *title, Table &median) {
+  std::printf("%s\n%8s", title, "nodes");
+  for (const char *c : kColumns)
+    std::printf(" %12s", c);
+  std::printf("\n");
+  for (const auto &[n, m] : median) {
+    std::printf("%8u", n);
+    for (double v : m)
+      std::printf(" %12.1f", v);
+    std::printf("\n%8s", "/node");
+    for (double v : m)
+      std::printf(" %12.3f", v / n);
+    std::printf("\n");
+  }
+  std::printf("%8s", "10k/1k");
+  for (std::size_t c = 0; c < kColumns.size(); ++c)
+    std::printf(" %12.2f", median[10000][c] / median[1000][c]);
+  std::printf("\n");
+}
+
+} // namespace
+
+TEST(LockedTime, EveryEntryPointUnderSlurmsLocksFor3To10000Nodes) {
+  TempDir state;
+  slc_set_slurm_user(::getuid());
+  std::uint32_t id = 100;
+  Table journal = run_sizes(state.dir.c_str(), id);
+  Table none = run_sizes(nullptr, id);
+  {
+    std::lock_guard g(g_fake.mu);
+    EXPECT_TRUE(g_fake.errors.empty()) << g_fake.errors.front();
+  }
+  std::printf("time under Slurm's locks, microseconds, median of %d jobs (and per node); "
+              "10k/1k: growth from 1,000 to 10,000 nodes, 10 is linear\n",
+              kReps);
+  print("with the journal (StateSaveLocation in a temporary folder: one fdatasync per record)",
+        journal);
+  print("without a journal (no StateSaveLocation: what is not I/O)", none);
+}
