@@ -109,16 +109,27 @@ void become_call_process(int channel, std::uint64_t tag, pid_t supervisor) {
     ::setenv(std::string(kCallTagVar).c_str(), std::to_string(tag).c_str(), 1);
 }
 
+/// The message of one request: the call's tag (8 bytes) and room for one
+/// file descriptor (SCM_RIGHTS).  Points into itself: not copyable.
+struct TagMessage {
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov;
+  msghdr m{};
+  explicit TagMessage(std::uint64_t &tag) : iov{&tag, sizeof tag} {
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+  }
+  TagMessage(const TagMessage &) = delete;
+  TagMessage &operator=(const TagMessage &) = delete;
+};
+
 /// One request: its tag and the attached fd (-1 if none).  false on EOF or
 /// a broken socket.
 bool receive_request(int fd, std::uint64_t &tag, int &channel) {
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))];
-  iovec iov{&tag, sizeof tag};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
+  TagMessage msg(tag);
+  msghdr &m = msg.m;
   ssize_t n;
   while ((n = ::recvmsg(fd, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
   }
@@ -132,13 +143,8 @@ bool receive_request(int fd, std::uint64_t &tag, int &channel) {
 }
 
 bool send_request(int fd, std::uint64_t tag, int channel) {
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-  iovec iov{&tag, sizeof tag};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
+  TagMessage msg(tag);
+  msghdr &m = msg.m;
   cmsghdr *c = CMSG_FIRSTHDR(&m);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;

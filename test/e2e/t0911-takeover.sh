@@ -38,6 +38,26 @@ wait_ledger() {
 		fail "ledger of $1: fewer than $3 lines /$2/ after ${4:-60}s: $(ha_ledger "$1" | tr '\n' ';')"
 }
 
+# run_all_to_the_end TAG TIMEOUT ID...: start every PENDING job of IDs now
+# (Slurm makes a requeued job wait 2 minutes: BeginTime), wait up to
+# TIMEOUT s until all have ended COMPLETED and the ledger TAG shows each
+# completed once, then check the ledger's rules and that no journal was set
+# aside.
+run_all_to_the_end() {
+	local tag=$1 timeout=$2 id
+	shift 2
+	for id in "$@"; do
+		if [ "$(job_state "$id" 2>/dev/null)" = PENDING ]; then
+			c_root scontrol update JobId="$id" StartTime=now 2>/dev/null || true
+		fi
+	done
+	wait_all_done "$timeout" "$@"
+	for id in "$@"; do wait_ledger "$tag" "^completed $id " 1 60; done
+	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
+	ha_ledger_check "$tag" "$@" >&2 || fail "the ledger breaks the rules (above)"
+	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside)')" "journal lines set aside"
+}
+
 # wait_all_done TIMEOUT ID...: until every job has ended (or its record is
 # gone: a finished job lives MinJobAge=30 s), failing at once on a job that
 # ended in another state than COMPLETED.
@@ -241,18 +261,8 @@ t_state_full() {
 	wait_all_done 30 "$id_r"
 	rm -f "$filler"
 	wait_log "$(ctld_log)" "switch/lua: journal [^ ]+: writable again after 'cannot append: No space left on device \(errno 28\)'" 60
-	# Slurm makes a requeued job wait 2 minutes (BeginTime): start them now
-	# (the refused ones, and the one whose setup found the disk full first).
-	for id in "${held[@]}"; do
-		if [ "$(job_state "$id" 2>/dev/null)" = PENDING ]; then
-			c_root scontrol update JobId="$id" StartTime=now 2>/dev/null || true
-		fi
-	done
-	wait_all_done 90 "$id_r" "${held[@]}"
-	for id in "$id_r" "${held[@]}"; do wait_ledger "$tag" "^completed $id " 1 60; done
-	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
-	ha_ledger_check "$tag" "$id_r" "${held[@]}" >&2 || fail "the ledger breaks the rules (above)"
-	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside)')" "journal lines set aside"
+	# The refused ones, and the one whose setup found the disk full first.
+	run_all_to_the_end "$tag" 90 "$id_r" "${held[@]}"
 	# One error line at the first failure, whatever the number of refusals.
 	assert_eq 1 "$(ctld_count "$fails")" "the journal's error lines"
 }
@@ -350,17 +360,8 @@ t_failed_fsync() {
 	wait_for 20 _ctld_count_is "$again" 2 || fail "no line 'writable again' after the single failed sync"
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=($d|$e) $refused")" "setups refused after the single failed sync"
 
-	# Every job runs now (a requeued job waits 2 minutes: start it now).
-	for id in "${held[@]}"; do
-		if [ "$(job_state "$id" 2>/dev/null)" = PENDING ]; then
-			c_root scontrol update JobId="$id" StartTime=now 2>/dev/null || true
-		fi
-	done
-	wait_all_done 60 "$id_r" "${held[@]}"
-	for id in "$id_r" "${held[@]}"; do wait_ledger "$tag" "^completed $id " 1 60; done
-	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
-	ha_ledger_check "$tag" "$id_r" "${held[@]}" >&2 || fail "the ledger breaks the rules (above)"
-	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside)')" "journal lines set aside"
+	# Every job runs now.
+	run_all_to_the_end "$tag" 60 "$id_r" "${held[@]}"
 	# One error line per failure, whatever the number of refusals.
 	assert_eq 2 "$(ctld_count "switch/lua: journal [^ ]+: $eio; ")" "the journal's error lines"
 }

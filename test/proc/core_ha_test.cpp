@@ -11,6 +11,7 @@
 #include "ctld/persist.hpp"
 #include "fake_slurm.hpp"
 #include "harness.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -31,16 +32,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "swl-ha-test.XXXXXX").string();
-    dir = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string journal() const { return (dir / "switch_lua.journal").string(); }
-  std::string status() const { return (dir / "switch_lua.status").string(); }
-};
+using switchlua::test::TempDir;
 
 /// A controller that holds control from its start (`in_control`), or a
 /// standby / a reconfigure's new process that only ran the plugin's init.

@@ -11,6 +11,7 @@
 #include "fake_slurm.hpp"
 #include "harness.hpp"
 #include "supervisor/proc_scan.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -32,15 +33,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "swl-core-test.XXXXXX").string();
-    dir = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string journal() const { return (dir / "switch_lua.journal").string(); }
-};
+using switchlua::test::TempDir;
 
 CoreOptions options(const TempDir &d) {
   CoreOptions o;

@@ -7,6 +7,7 @@
 #include "ctld/core.hpp"
 #include "fake_slurm.hpp"
 #include "harness.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -24,15 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "swl-breaker.XXXXXX").string();
-    dir = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  fs::path down() const { return dir / "fabric-down"; }
-};
+using switchlua::test::TempDir;
 
 CoreOptions options(std::uint32_t breaker_failures) {
   CoreOptions o;
@@ -52,7 +45,7 @@ JobArgs job(std::uint32_t id, const TempDir &d, const std::string &name = "job")
   j.nodes = fmt::format("node{}", id);
   j.node_names = {j.nodes.value()};
   j.num_nodes = 1;
-  j.network = d.down().string();
+  j.network = (d.dir / "fabric-down").string();
   j.submit_time = 1000 + id;
   j.batch = true;
   return j;
@@ -82,7 +75,7 @@ TEST(FabricBreaker, NFailedTeardownsOpenItTheRestAreKeptAndCompleteWhenTheFabric
     ASSERT_TRUE(settle(core, [&] { return in_state(core, id, JobState::Running); }))
         << slurm.all_logs();
   }
-  std::ofstream(d.down()) << "down";
+  std::ofstream((d.dir / "fabric-down")) << "down";
   for (std::uint32_t id = 1; id <= 6; ++id) {
     core.job_complete(id);
     ASSERT_TRUE(settle(core, [&] {
@@ -108,7 +101,7 @@ TEST(FabricBreaker, NFailedTeardownsOpenItTheRestAreKeptAndCompleteWhenTheFabric
       << slurm.reason_of("requeue 7");
   EXPECT_FALSE(slurm.did_starting("requeue_held")) << slurm.all_logs();
   // The fabric returns: the kept teardowns complete, their nodes come back.
-  fs::remove(d.down());
+  fs::remove((d.dir / "fabric-down"));
   ASSERT_TRUE(settle_long(core, [&] {
     for (std::uint32_t id = 3; id <= 6; ++id)
       if (core.state_of(id))
@@ -133,7 +126,7 @@ TEST(FabricBreaker, AScriptThatSaysFabricDownOpensItAtOnceAndNothingIsDrained) {
     ASSERT_TRUE(settle(core, [&] { return in_state(core, id, JobState::Running); }))
         << slurm.all_logs();
   }
-  std::ofstream(d.down()) << "down";
+  std::ofstream((d.dir / "fabric-down")) << "down";
   for (std::uint32_t id = 1; id <= 2; ++id) {
     core.job_complete(id);
     ASSERT_TRUE(settle(core, [&] { return in_state(core, id, JobState::TeardownRetryWait); }))
@@ -143,7 +136,7 @@ TEST(FabricBreaker, AScriptThatSaysFabricDownOpensItAtOnceAndNothingIsDrained) {
   EXPECT_TRUE(slurm.logged("fabric breaker OPEN: JobId=1 job_complete returned "
                            "slurm.FABRIC_DOWN"))
       << slurm.all_logs();
-  fs::remove(d.down());
+  fs::remove((d.dir / "fabric-down"));
   ASSERT_TRUE(settle_long(core, [&] { return !core.state_of(1) && !core.state_of(2); }))
       << slurm.all_logs();
   EXPECT_FALSE(slurm.did_starting("drain")) << slurm.all_logs();
@@ -168,7 +161,7 @@ TEST(FabricBreaker, AJobGivenANodeThatAKeptTeardownHoldsWaitsUntilThatTeardownRe
   ASSERT_TRUE(core.job_start(a, true));
   ASSERT_TRUE(settle(core, [&] { return in_state(core, 1, JobState::Running); }))
       << slurm.all_logs();
-  std::ofstream(d.down()) << "down";
+  std::ofstream((d.dir / "fabric-down")) << "down";
   core.job_complete(1);
   ASSERT_TRUE(settle(core, [&] { return in_state(core, 1, JobState::TeardownRetryWait); }))
       << slurm.all_logs();
@@ -185,7 +178,8 @@ TEST(FabricBreaker, AJobGivenANodeThatAKeptTeardownHoldsWaitsUntilThatTeardownRe
             1)
       << slurm.all_logs();
   EXPECT_EQ(slurm.count_logged("JobId=2 job_start started"), 0) << slurm.all_logs();
-  fs::remove(d.down()); // job 3's setup succeeds (a job on other nodes is not held up)
+  fs::remove(
+      (d.dir / "fabric-down")); // job 3's setup succeeds (a job on other nodes is not held up)
   ASSERT_TRUE(core.job_start(job(3, d), true));
   ASSERT_TRUE(settle(core, [&] { return in_state(core, 3, JobState::Running); }))
       << slurm.all_logs();

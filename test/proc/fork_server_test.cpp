@@ -25,35 +25,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// The value of `key` in a flat JSON object of strings (the fixture's).
-std::string field(const std::string &json, const std::string &key) {
-  const std::string k = "\"" + key + "\":\"";
-  auto p = json.find(k);
-  if (p == std::string::npos)
-    return {};
-  std::string out;
-  for (p += k.size(); p < json.size() && json[p] != '"'; ++p) {
-    if (json[p] == '\\' && json[p + 1] == 'n') {
-      out += '\n';
-      ++p;
-    } else if (json[p] == '\\') {
-      out += json[++p];
-    } else {
-      out += json[p];
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> lines(const std::string &s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty())
-      out.push_back(l);
-  return out;
-}
-
 /// The command line of `pid`, arguments joined by spaces.
 std::string cmdline(pid_t pid) {
   std::ifstream f(fmt::format("/proc/{}/cmdline", pid));

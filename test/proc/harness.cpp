@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <sstream>
 
 namespace switchlua::test {
 
@@ -138,6 +139,37 @@ std::vector<CallId> SyncClient::started_order() {
 bool SyncClient::finished(CallId id) {
   std::lock_guard lock(mu_);
   return outcomes_.count(id) != 0;
+}
+
+std::string field(const std::string &json, const std::string &key) {
+  const std::string k = "\"" + key + "\":";
+  auto p = json.find(k);
+  if (p == std::string::npos)
+    return {};
+  p += k.size();
+  if (json[p] != '"')
+    return json.substr(p, json.find_first_of(",}", p) - p);
+  std::string out;
+  for (++p; p < json.size() && json[p] != '"'; ++p) {
+    if (json[p] == '\\' && json[p + 1] == 'n') {
+      out += '\n';
+      ++p;
+    } else if (json[p] == '\\') {
+      out += json[++p];
+    } else {
+      out += json[p];
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> lines(const std::string &s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty())
+      out.push_back(l);
+  return out;
 }
 
 } // namespace switchlua::test

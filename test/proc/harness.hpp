@@ -28,6 +28,12 @@ CallRequest request(const std::string &name,
                     std::chrono::seconds timeout = std::chrono::seconds(10));
 /// The JSON text of msgpack bytes (jobinfo), or "<bad: ...>".
 std::string json(const std::optional<MsgpackBytes> &bytes);
+/// The value of `key` in a flat JSON object of strings and numbers (the
+/// fixtures' outputs): a string unescaped (\n, \", \\), a number as its
+/// text; "" when the key is absent.
+std::string field(const std::string &json, const std::string &key);
+/// The non-empty lines of `s`, in order.
+std::vector<std::string> lines(const std::string &s);
 /// kill(pid, 0) succeeds (a zombie counts as existing).
 bool process_exists(pid_t pid);
 /// kill(-pgid, 0) succeeds: some process (zombies included) is in the group.

@@ -10,6 +10,7 @@
 #include "ctld/core.hpp"
 #include "fake_slurm.hpp"
 #include "harness.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,14 +29,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "swl-host-fault.XXXXXX").string();
-    dir = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(dir); }
-};
+using switchlua::test::TempDir;
 
 CoreOptions options(const fs::path &runner) {
   CoreOptions o;

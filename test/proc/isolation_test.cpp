@@ -15,42 +15,6 @@ using namespace switchlua;
 using namespace switchlua::test;
 using namespace std::chrono_literals;
 
-namespace {
-
-/// The value of `key` in a flat JSON object of strings/numbers (test fixtures only).
-std::string field(const std::string &json, const std::string &key) {
-  const std::string k = "\"" + key + "\":";
-  auto p = json.find(k);
-  if (p == std::string::npos)
-    return {};
-  p += k.size();
-  if (json[p] != '"')
-    return json.substr(p, json.find_first_of(",}", p) - p);
-  std::string out;
-  for (++p; p < json.size() && json[p] != '"'; ++p) {
-    if (json[p] == '\\' && json[p + 1] == 'n') {
-      out += '\n';
-      ++p;
-    } else if (json[p] == '\\') {
-      out += json[++p];
-    } else {
-      out += json[p];
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> lines(const std::string &s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty())
-      out.push_back(l);
-  return out;
-}
-
-} // namespace
-
 TEST(Isolation, HangPastTimeoutKillsTheWholeGroup) {
   SyncClient c;
   CallResult r = c.run(request("hang_with_grandchild", 2s));

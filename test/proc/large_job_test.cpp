@@ -12,6 +12,7 @@
 #include "ctld/persist.hpp"
 #include "fake_slurm.hpp"
 #include "harness.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,14 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "swl-large-job.XXXXXX").string();
-    dir = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(dir); }
-};
+using switchlua::test::TempDir;
 
 JobArgs job(std::uint32_t id, std::uint32_t n) {
   JobArgs j;

@@ -25,6 +25,7 @@
 // with every node, the teardown ends).
 #include "ctld/persist.hpp"
 #include "plugin/switch_lua_core.h"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -193,14 +194,7 @@ Row one_job(std::uint32_t id, std::uint32_t n) {
   return r;
 }
 
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "swl-locked.XXXXXX").string();
-    dir = ::mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(dir); }
-};
+using switchlua::test::TempDir;
 
 } // namespace
 
