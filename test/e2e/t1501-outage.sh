@@ -431,8 +431,8 @@ _node2_conf_restore() {
 # cannot be done here without killing it: Slurm's slurm_thread_create()
 # calls fatal() when pthread_create fails, so the first RPC thread past
 # the limit ends slurmctld, whatever the plugin does.  The limit is set on
-# the plugin's side instead, the switch-lua-supervisor and every runner it
-# starts (a cgroup v1 pids.max of its task count + 2), which is where a
+# the plugin's side instead, the switch-lua-supervisor, its fork server and
+# every runner they start (a cgroup v1 pids.max of their task count + 2), which is where a
 # fork fails first.  Expected: runners that cannot be started are host
 # faults (retried within switch_timeout=60, never counted against the job,
 # never a drain); once the limit is lifted every one of the 100 array tasks
@@ -451,10 +451,12 @@ t_pids_limit() {
 	PIDS_CG=$cg
 	trap _pids_cg_remove EXIT
 	ledger_reset
-	echo "$sup" >"$cg/cgroup.procs"
+	# The supervisor and what it has started (its fork server, which forks
+	# the runners: a process is born in its parent's cgroup).
+	for p in "$sup" $(pgrep -P "$sup"); do echo "$p" >"$cg/cgroup.procs"; done
 	n=$(cat "$cg/pids.current")
 	echo $((n + 2)) >"$cg/pids.max"
-	note "the supervisor (pid $sup) has $n tasks; pids.max=$((n + 2))"
+	note "the supervisor (pid $sup) and its children ($(pgrep -P "$sup" | tr '\n' ' ')) have $n tasks; pids.max=$((n + 2))"
 	id=$(submit --array=1-100 -N1 --network=outage:fork --wrap=true -o /dev/null)
 	wait_for 60 _host_faults_seen || fail "no host fault under pids.max=$((n + 2)): the limit did not bite"
 	sleep 5
