@@ -19,7 +19,7 @@ Unexpected<Error> bad(std::string what) {
 std::string encode_stepinfo(const Stepinfo &s) {
   msgpack::sbuffer buf;
   msgpack::packer<msgpack::sbuffer> pk(buf);
-  pk.pack_array(5);
+  pk.pack_array(kStepinfoVersion == 1 ? 4 : 5);
   pack_str(pk, kMagic);
   pk.pack(kStepinfoVersion);
   pack_bin(pk, s.jobinfo);
@@ -27,6 +27,8 @@ std::string encode_stepinfo(const Stepinfo &s) {
     pack_str(pk, *s.sluid);
   else
     pk.pack_nil();
+  if (kStepinfoVersion == 1) // an older node's build: no provenance yet
+    return std::string(buf.data(), buf.size());
   pk.pack_map(2 + (s.attempt ? 1 : 0) + (s.restart_count ? 1 : 0) + (s.network ? 1 : 0) +
               (s.num_tasks ? 1 : 0) + (s.cluster_name ? 1 : 0));
   pack_str(pk, "script");

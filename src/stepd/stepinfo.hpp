@@ -24,9 +24,12 @@
 // from the task environment or the unsigned part of the launch request.
 // Each is optional (a record of an older controller has none).
 // A decoder reads versions 1 and 2 (a version 1 record has no provenance:
-// nothing to compare).  A slurmstepd of a plugin that only reads version 1
-// refuses version 2 and skips the step hooks: upgrade slurmd with
-// slurmctld.
+// nothing to compare).  A slurmstepd whose plugin reads only older versions
+// refuses a newer record, and a step of a managed job then fails ("Error
+// configuring interconnect", with a line naming both versions): the
+// documented order is slurmctld first, then the nodes, and a job started
+// on a newer controller runs on an older node only once that node is
+// upgraded (switch.lua(5), UPGRADES).
 #pragma once
 
 #include "common/expected.hpp"
@@ -38,7 +41,13 @@
 
 namespace switchlua {
 
-inline constexpr std::uint32_t kStepinfoVersion = 2;
+#ifndef SWITCHLUA_STEPINFO_VERSION
+#define SWITCHLUA_STEPINFO_VERSION 2
+#endif
+/// The newest stepinfo version this build writes and reads: 2, except in
+/// the plugin of an "older node" that the rolling-upgrade test builds with
+/// meson's -Dstepinfo_version=1 (that build then writes version 1 records).
+inline constexpr std::uint32_t kStepinfoVersion = SWITCHLUA_STEPINFO_VERSION;
 
 struct Stepinfo {
   MsgpackBytes jobinfo;             ///< the Lua table job_start returned, msgpack

@@ -3,8 +3,11 @@
 #include "ctld/persist.hpp"
 #include "stepd/stepinfo.hpp"
 
+#include <fmt/format.h>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <msgpack.hpp>
+#include <sstream>
 
 using namespace switchlua;
 
@@ -491,4 +494,17 @@ TEST(Stepinfo, FieldCountMustMatchTheVersionAndMismatchIsWarnOrFail) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message,
             "switch/lua stepinfo: record version 3 is newer than this plugin's 2");
+}
+
+// switch.lua(5), SLURM VERSIONS, states the stepinfo version this release
+// writes and the versions it reads: the one source is kStepinfoVersion.
+TEST(Stepinfo, TheManPageStatesTheVersionThisBuildWrites) {
+  std::ifstream in(SWITCHLUA_SOURCE_ROOT "/man/switch.lua.5");
+  ASSERT_TRUE(in) << SWITCHLUA_SOURCE_ROOT "/man/switch.lua.5";
+  std::stringstream man;
+  man << in.rdbuf();
+  const std::string want =
+      fmt::format("This release writes stepinfo version {} and reads versions 1 and {}.",
+                  kStepinfoVersion, kStepinfoVersion);
+  EXPECT_NE(man.str().find(want), std::string::npos) << "switch.lua(5) lacks: " << want;
 }
