@@ -708,6 +708,7 @@ void CtldCore::release_control() {
     return;
   stop_children();
   std::lock_guard g(impl_->mu);
+  impl_->flush_journal_for_handover();
   impl_->in_control = false;
   impl_->publisher.reset(); // its last write, while the lock is still ours
   impl_->journal.reset();   // every record is on disk already (fdatasync'ed)

@@ -233,6 +233,12 @@ struct CtldCore::Impl {
   void check_waiting_orphans();
   /// OrphanGone for every job in SetupWaitOrphan without an orphan left.
   void wake_orphan_waiters();
+  /// Before this slurmctld gives up control (mu held; issue 24): a journal
+  /// that failed is written again as a fresh snapshot if the disk lets it,
+  /// so that records refused meanwhile (a teardown that ended) are on disk
+  /// for the controller that takes over; else one error line says that it
+  /// may run those teardowns again (switch.lua contract: safe to repeat).
+  void flush_journal_for_handover();
   /// Issue 20: the JobId of a job other than `job_id` whose teardown holds
   /// one of `job`'s nodes (nodes_held, in TeardownRunning, TeardownRetryWait
   /// or SetupUndoingEnded), 0 if none.  Compares job.node_names; O(jobs x

@@ -227,6 +227,17 @@ void CtldCore::Impl::check_waiting_orphans() {
     run_orphan(a);
 }
 
+void CtldCore::Impl::flush_journal_for_handover() {
+  if (!journal || journal->failure().empty() || journal->retry())
+    return;
+  port.log(LogLevel::Error,
+           log_line({},
+                    "control given up with the journal not written since '{}': the "
+                    "controller that takes over reads it as it is and may run again the "
+                    "teardowns that ended since (safe to repeat)",
+                    journal->failure()));
+}
+
 void CtldCore::Impl::wake_orphan_waiters() {
   std::vector<std::uint32_t> ready;
   for (auto &[id, s] : jobs) {

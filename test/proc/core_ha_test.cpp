@@ -327,6 +327,47 @@ TEST(CoreHa, AFullStateSaveLocationFailsNewSetupsSafelyAndRecoversWithoutARestar
   }
 }
 
+// Issue 24, found by the long --backup chaos run: a teardown ended while
+// the journal could not be written (its record missing), room came back,
+// and control was handed over before the next periodic check.  The
+// controller that gives up control writes the fresh snapshot first, so the
+// one that takes over reads the teardown as done and does not run it again
+// (the run's "double release"); a handover with the disk still failing
+// says what the next controller may repeat.
+TEST(CoreHa, HandingOverControlFlushesAJournalThatHasRoomAgain) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  CoreOptions oa = options(d, true);
+  oa.journal_io = {.write = full_write, .fsync = full_fsync};
+  oa.retry_interval = std::chrono::hours(1); // no periodic check before the handover
+  CtldCore a(oa, sa);
+  CtldCore b(options(d, false), sb);
+  set_up(a, sa, 7);
+  g_disk_full = true;
+  a.job_complete(7); // runs without its record: safe to repeat
+  ASSERT_TRUE(settle(a, [&] { return !a.state_of(7); })) << sa.all_logs();
+  EXPECT_EQ(sa.count_logged(teardowns_of(7)), 1);
+  g_disk_full = false; // room again, and no periodic check since
+  a.release_control();
+  EXPECT_TRUE(sa.logged("writable again")) << sa.all_logs();
+  EXPECT_EQ(live_on_disk(d), 0u) << "the teardown of 7 is on disk before the lock is released";
+  ASSERT_TRUE(b.take_control(false));
+  b.reconcile_journal();
+  EXPECT_EQ(b.calls_in_flight(), 0u) << "no orphan teardown of 7: " << sb.all_logs();
+  EXPECT_EQ(sb.count_logged(teardowns_of(7)), 0) << sb.all_logs();
+  b.release_control();
+  // The disk still failing at the handover: one error line that names what
+  // the next controller may run again.
+  ASSERT_TRUE(a.take_control(false));
+  set_up(a, sa, 8);
+  g_disk_full = true;
+  a.job_complete(8);
+  ASSERT_TRUE(settle(a, [&] { return !a.state_of(8); })) << sa.all_logs();
+  a.release_control();
+  g_disk_full = false;
+  EXPECT_TRUE(sa.logged("control given up with the journal not written since")) << sa.all_logs();
+}
+
 // Issue 24, the lost start: slurmctld launched job 7 and was killed before
 // it saved the job RUNNING; after the restart its record is PENDING (no
 // switch state), so the journal's attempt is an orphan.  While its node may
