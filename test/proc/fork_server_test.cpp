@@ -134,14 +134,7 @@ INSTANTIATE_TEST_SUITE_P(Runners, EachCall,
 // server as with exec'd runners (Isolation covers the rest by default).
 TEST_P(EachCall, LeftoversInTheGroupAreKilledAtTheDeadline) {
   SyncClient c(options());
-  CallResult r = c.run(request("hang_with_grandchild", 2s));
-  ASSERT_EQ(r.outcome.kind, OutcomeKind::TimedOut) << describe(r.outcome);
-  ASSERT_EQ(r.logs.size(), 1u);
-  int pgid = 0, grandchild = 0;
-  ASSERT_EQ(std::sscanf(r.logs[0].c_str(), "pgid=%d grandchild=%d", &pgid, &grandchild), 2)
-      << r.logs[0];
-  EXPECT_FALSE(group_exists(pgid)) << "a process of group " << pgid << " survived";
-  EXPECT_FALSE(process_exists(grandchild));
+  expect_hang_killed_with_its_group(c);
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdio>
 #include <sstream>
 
 namespace switchlua::test {
@@ -170,6 +171,17 @@ std::vector<std::string> lines(const std::string &s) {
     if (!l.empty())
       out.push_back(l);
   return out;
+}
+
+void expect_hang_killed_with_its_group(SyncClient &c) {
+  CallResult r = c.run(request("hang_with_grandchild", std::chrono::seconds(2)));
+  ASSERT_EQ(r.outcome.kind, OutcomeKind::TimedOut) << describe(r.outcome);
+  ASSERT_EQ(r.logs.size(), 1u);
+  int pgid = 0, grandchild = 0;
+  ASSERT_EQ(std::sscanf(r.logs[0].c_str(), "pgid=%d grandchild=%d", &pgid, &grandchild), 2)
+      << r.logs[0];
+  EXPECT_FALSE(group_exists(pgid)) << "a process of group " << pgid << " survived";
+  EXPECT_FALSE(process_exists(grandchild));
 }
 
 } // namespace switchlua::test

@@ -34,6 +34,11 @@ std::string json(const std::optional<MsgpackBytes> &bytes);
 std::string field(const std::string &json, const std::string &key);
 /// The non-empty lines of `s`, in order.
 std::vector<std::string> lines(const std::string &s);
+class SyncClient;
+/// Runs fixture hang_with_grandchild (2 s timeout) through `c` and expects
+/// it timed out with its whole process group, grandchild included, gone
+/// (gtest assertions; the contract: leftovers are killed at switch_timeout).
+void expect_hang_killed_with_its_group(SyncClient &c);
 /// kill(pid, 0) succeeds (a zombie counts as existing).
 bool process_exists(pid_t pid);
 /// kill(-pgid, 0) succeeds: some process (zombies included) is in the group.
