@@ -25,14 +25,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// The command line of `pid`, arguments joined by spaces.
-std::string cmdline(pid_t pid) {
-  std::ifstream f(fmt::format("/proc/{}/cmdline", pid));
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::replace(s.begin(), s.end(), '\0', ' ');
-  return s;
-}
-
 /// The supervisor's children that are fork servers (waited for, at most
 /// 10 s, until there are `n`).
 std::vector<pid_t> fork_servers(pid_t sup, std::size_t n = 1) {
@@ -42,7 +34,7 @@ std::vector<pid_t> fork_servers(pid_t sup, std::size_t n = 1) {
     out.clear();
     std::ifstream f(fmt::format("/proc/{}/task/{}/children", sup, sup));
     for (pid_t p; f >> p;)
-      if (cmdline(p).find("--fork-server") != std::string::npos)
+      if (proc_cmdline(p).find("--fork-server") != std::string::npos)
         out.push_back(p);
     if (out.size() == n)
       break;

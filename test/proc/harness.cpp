@@ -8,9 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <fcntl.h>
 #include <sstream>
+#include <unistd.h>
 
 namespace switchlua::test {
 
@@ -49,6 +53,29 @@ std::string json(const std::optional<MsgpackBytes> &bytes) {
 
 bool process_exists(pid_t pid) {
   return ::kill(pid, 0) == 0;
+}
+
+std::string proc_cmdline(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/cmdline";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return {};
+  std::string s;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n < 0)
+        s.clear(); // gone during the read
+      break;
+    }
+    s.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  std::replace(s.begin(), s.end(), '\0', ' ');
+  return s;
 }
 
 bool group_exists(pid_t pgid) {

@@ -222,9 +222,7 @@ INSTANTIATE_TEST_SUITE_P(Prestart, ScriptOnDisk,
 
 /// Whether `pid` is a fork server (its command line says --fork-server).
 bool is_fork_server(pid_t pid) {
-  std::ifstream f(fmt::format("/proc/{}/cmdline", pid));
-  const std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return s.find("--fork-server") != std::string::npos;
+  return switchlua::test::proc_cmdline(pid).find("--fork-server") != std::string::npos;
 }
 
 /// Direct children of process `pid` (/proc/PID/task/PID/children) but the
