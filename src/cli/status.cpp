@@ -64,6 +64,19 @@ std::string bound(std::int64_t b) {
   return fmt::format("<= {} ms", b);
 }
 
+/// The journal's two lines: its size, and whether it is written (issue 24;
+/// switch_lua.conf(5), STATESAVELOCATION).
+void print_journal(const json &j) {
+  fmt::print("Journal size:         {} bytes\n", u(j, "journal_bytes"));
+  const std::uint64_t waiting = u(j, "journal_waiting");
+  if (const std::string jf = j.value("journal_failure", ""); !jf.empty())
+    fmt::print("Journal:              FAILING: {} (new setups fail until it is written "
+               "again; {} teardown{} wait{} for it, their nodes held)\n",
+               jf, waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "");
+  else
+    fmt::print("Journal:              writable\n");
+}
+
 void print_human(const json &j, const std::string &path, std::int64_t age) {
   const std::string stars(60, '*');
   fmt::print("{}\nswitch/lua status, from {}\n", stars, path);
@@ -101,13 +114,7 @@ void print_human(const json &j, const std::string &path, std::int64_t age) {
                  u(b, "opens") == 1 ? "" : "s",
                  u(b, "opens") ? fmt::format(", last closed {}", time_text(since)) : "");
   }
-  fmt::print("Journal size:         {} bytes\n", u(j, "journal_bytes"));
-  if (const std::string jf = j.value("journal_failure", ""); !jf.empty())
-    fmt::print("Journal:              FAILING: {} (new setups fail until it is written "
-               "again; teardowns run)\n",
-               jf);
-  else
-    fmt::print("Journal:              writable\n");
+  print_journal(j);
   const json hooks = j.value("hooks", json::object());
   fmt::print("\nHook calls by outcome:\n");
   for (const auto &[name, h] : hooks.items()) {

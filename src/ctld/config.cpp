@@ -99,6 +99,9 @@ const Key kKeys[] = {
   {"switch_breaker_window", 1, kMaxSwitchBreakerWindow, "number of seconds",
    [](const CtldConfig &c) -> std::uint64_t { return c.breaker_window_s; },
    [](CtldConfig &c, std::uint64_t v) { c.breaker_window_s = static_cast<std::uint32_t>(v); }},
+  {"switch_journal_failure", 0, 0, "",
+   [](const CtldConfig &c) -> std::uint64_t { return c.journal_failure_waits; },
+   [](CtldConfig &c, std::uint64_t v) { c.journal_failure_waits = v != 0; }, {"run", "wait"}},
   {"switch_metrics_file", 0, 0, "path", nullptr, nullptr, {}, &CtldConfig::metrics_file},
 };
 // clang-format on

@@ -85,6 +85,13 @@ struct CtldConfig {
   /// slurm.FABRIC_DOWN opens it.
   std::uint32_t breaker_failures = kDefaultSwitchBreakerFailures;
   std::uint32_t breaker_window_s = kDefaultSwitchBreakerWindow;
+  /// switch_journal_failure (issue 24; switch_lua.conf(5),
+  /// STATESAVELOCATION): while the journal cannot be written, a teardown
+  /// whose "teardown started" record is not on disk waits, its nodes held,
+  /// until a fresh snapshot holds it (wait, the default: a crash or
+  /// takeover meanwhile never runs it twice), or runs at once (run: safe to
+  /// repeat by the switch.lua contract, and run again after such a crash).
+  bool journal_failure_waits = true;
   /// switch_metrics_file: an absolute path where slurmctld rewrites the
   /// counters in the Prometheus text format (ctld/metrics.hpp) within a
   /// second of a change; empty (written "none"): no such file.

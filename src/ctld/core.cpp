@@ -9,9 +9,9 @@
 //        └──────────── queue ◀── enqueue ◀─────────────────────┘
 //
 // This file: the worker, apply() and execute(), and CtldCore's public calls
-// but the recovery ones.  Hook calls: core_calls.cpp; the journal and the
-// recovery: core_recovery.cpp; the fabric breaker: core_breaker.cpp; the
-// shared insides: core_impl.hpp.
+// but the recovery ones.  Hook calls: core_calls.cpp; the journal's writer:
+// core_journal.cpp; the recovery: core_recovery.cpp; the fabric breaker:
+// core_breaker.cpp; the shared insides: core_impl.hpp.
 #include "ctld/core_impl.hpp"
 
 #include "common/hostlist.hpp"
@@ -19,9 +19,7 @@
 #include "lua/runtime.hpp"
 
 #include <csignal>
-#include <filesystem>
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 namespace switchlua {
 
@@ -60,6 +58,8 @@ void CtldCore::Impl::drop_volatile_state() {
   breaker = {};
   orphans.clear();
   hints.clear();
+  journal_waiting.clear(); // the journal as read now says what they were
+  journal_timer_armed = false;
 }
 
 Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
@@ -86,6 +86,7 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
           port.log(error ? LogLevel::Error : LogLevel::Info, l);
         },
         opts.journal_io);
+    journal->set_while_failing(journal_while_failing());
   }
   drop_volatile_state();
   if (!keep_jobs) {
@@ -111,13 +112,6 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
   frozen = false;
   reconciled = opts.take_control_at_start;
   return {};
-}
-
-std::string CtldCore::Impl::journal_refusal() const {
-  if (!journal || journal->failure().empty())
-    return {};
-  return fmt::format("journal {}: {}: no setup starts without its record", journal->path(),
-                     journal->failure());
 }
 
 CtldCore::Impl::~Impl() {
@@ -302,6 +296,7 @@ void CtldCore::Impl::fire_retries() {
     journal->retry(); // recovers without waiting for the next record
     stats.set_journal_failure(journal->failure());
   }
+  run_journal_waits();
   check_waiting_orphans();
   wake_orphan_waiters(); // a waiting start is never left CONFIGURING for good
   std::set<std::uint32_t> due;
@@ -323,6 +318,10 @@ void CtldCore::Impl::fire_timers(const std::vector<Timer> &due) {
   for (const Timer &t : due) {
     if (frozen)
       return;
+    if (t.journal) {
+      journal_tick();
+      continue;
+    }
     if (t.orphan) {
       run_orphan(t.orphan);
       continue;
@@ -331,76 +330,6 @@ void CtldCore::Impl::fire_timers(const std::vector<Timer> &due) {
     if (it != jobs.end() && it->second.generation == t.generation)
       apply(t.job_id, Event{.kind = EventKind::RetryTick});
   }
-}
-
-std::int64_t CtldCore::Impl::attempt_floor_of(const std::string &path) {
-  namespace fs = std::filesystem;
-  std::int64_t floor = 0;
-  auto consider = [&](const std::string &p) {
-    struct stat st{};
-    if (::stat(p.c_str(), &st) == 0)
-      floor = std::max<std::int64_t>(floor, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000 +
-                                                st.st_mtim.tv_nsec / 1000);
-  };
-  consider(path);
-  const fs::path jp(path);
-  const std::string prefix = jp.filename().string() + ".corrupt-";
-  std::error_code ec;
-  for (fs::directory_iterator it(jp.has_parent_path() ? jp.parent_path() : fs::path("."), ec), end;
-       !ec && it != end; it.increment(ec))
-    if (it->path().filename().string().starts_with(prefix))
-      consider(it->path().string());
-  return floor;
-}
-
-std::int64_t CtldCore::Impl::next_attempt() {
-  std::int64_t a;
-  if (journal) {
-    a = journal->next_attempt();
-  } else {
-    std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-    a = std::max(now, last_attempt + 1);
-  }
-  a = std::max(a, attempt_floor + 1); // the sources the journal's records miss
-  attempt_floor = last_attempt = a;
-  return a;
-}
-
-bool CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs) {
-  if (!journal)
-    return true;
-  // The writer never writes a record its reader refuses (issue 20): one
-  // past kJournalMaxRecord would make the next start set the whole journal
-  // aside.  Such a record goes without the job's expanded node_names (its
-  // job.nodes stays: an orphan teardown of it gets that), else not at all.
-  std::vector<JournalRecord> fit;
-  fit.reserve(recs.size());
-  for (const JournalRecord &r : recs) {
-    const std::size_t bytes = encode_journal_body(r).size();
-    if (bytes <= kJournalMaxRecord) {
-      fit.push_back(r);
-      continue;
-    }
-    JournalRecord slim = r;
-    if (slim.job)
-      slim.job->node_names.clear();
-    const bool fits = encode_journal_body(slim).size() <= kJournalMaxRecord;
-    port.log(LogLevel::Error,
-             log_line({.job_id = r.job_id},
-                      "journal record '{}' of attempt {} is {} bytes, past the journal's limit "
-                      "of {}: {}",
-                      journal_kind_name(r.kind), r.attempt, bytes, kJournalMaxRecord,
-                      fits ? "written without the job's node_names (job.nodes kept)"
-                           : "not written; after a crash, Slurm's saved job state alone "
-                             "recovers this job"));
-    if (fits)
-      fit.push_back(std::move(slim));
-  }
-  const bool ok = journal->append(fit);
-  stats.set_journal_failure(journal->failure());
-  return ok;
 }
 
 void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
@@ -474,8 +403,8 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   // Issue 24: a setup whose "setup started" record is not on disk does not
   // run (after a crash nobody would know to tear it down); it fails at once
   // naming the journal, and its job is requeued (or cancelled) as for any
-  // failed setup.  Teardowns run without their record: they are safe to
-  // repeat.
+  // failed setup.  A teardown without its record waits for the journal
+  // (switch_journal_failure=wait) or runs (=run: safe to repeat).
   std::string refuse;
   if (!durable)
     refuse = journal_refusal();
@@ -490,6 +419,8 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   }
   if (closes)
     close_breaker(job_id, hook);
+  if (!journal_waiting.empty()) // this step's records may have made it trusted again
+    run_journal_waits();
   // Issue 20: a held teardown that has reported frees the jobs that wait
   // for its nodes (R_SETUP_AFTER_HELD), whatever they waited for first.
   if (e.kind == EventKind::TeardownResult || e.kind == EventKind::LateTeardownResult)
@@ -517,10 +448,8 @@ void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> 
       submit(s, Hook::JobStart, std::nullopt, EventKind::SetupResult);
       break;
     case ActionKind::RunJobComplete:
-      submit(s, Hook::JobComplete, a.jobinfo, EventKind::TeardownResult);
-      break;
     case ActionKind::RunLateJobComplete:
-      submit(s, Hook::JobComplete, a.jobinfo, EventKind::LateTeardownResult);
+      submit_teardown(s, a, refuse_start.empty());
       break;
     case ActionKind::EndConfiguring:
       port.end_configuring(id);
@@ -657,6 +586,8 @@ std::optional<JobSwitchState> CtldCore::state_of(std::uint32_t job_id) const {
 void CtldCore::set_config(const CtldConfig &c) {
   std::lock_guard g(impl_->mu);
   impl_->cfg = c;
+  if (impl_->journal)
+    impl_->journal->set_while_failing(impl_->journal_while_failing());
   if (impl_->publisher)
     impl_->publisher->set_settings(c.status_interval, c.metrics_file);
 }
@@ -686,7 +617,8 @@ void CtldCore::stop_children() {
       impl_->timers.clear(); // the recovery re-runs what they waited for
     }
     for (auto &[a, o] : impl_->orphans)
-      o.in_flight = false; // killed below; reconcile_journal() runs them again
+      o.in_flight = false;          // killed below; reconcile_journal() runs them again
+    impl_->journal_waiting.clear(); // never started: the next slurmctld runs them
   }
   // SIGTERM: the supervisor kills every child process group and exits; the
   // client reports the calls abandoned and restarts it on the next submit.

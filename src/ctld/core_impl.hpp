@@ -2,13 +2,16 @@
 //
 // File: ctld/core_impl.hpp
 //
-// The engine's insides (CtldCore::Impl), shared by the four files it is
+// The engine's insides (CtldCore::Impl), shared by the five files it is
 // written in, one per mechanism:
 //   core.cpp           the worker thread, events in, the state machine's
 //                      actions out, and CtldCore's public calls
 //   core_calls.cpp     hook calls: submitting them, their outcome lines
-//   core_recovery.cpp  the journal: what each transition writes, the
-//                      reconcile after a restart, orphan teardowns
+//   core_journal.cpp   the journal's writer: what each transition writes,
+//                      attempt ids, setups refused and teardowns waiting
+//                      while it cannot be written
+//   core_recovery.cpp  the reconcile after a restart or takeover, orphan
+//                      teardowns
 //   core_breaker.cpp   the fabric breaker, the host-fault lines' rate limit
 // Internal to src/ctld (see core.hpp for the engine's contract).
 //
@@ -58,6 +61,11 @@ struct Orphan {
 /// it is torn down anyway, with an error line.
 inline constexpr std::chrono::minutes kOrphanNodeWaitMax{10};
 
+/// How often a failing journal is tried again (besides the periodic
+/// check): the teardowns that wait for it run, and a kill -9 soon after the
+/// disk has room again finds the records refused meanwhile on disk.
+inline constexpr std::chrono::milliseconds kJournalRetry{500};
+
 /// Seconds since the epoch (the fabric breaker's times in the stats).
 inline std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -95,6 +103,7 @@ struct CtldCore::Impl {
     std::uint32_t job_id;
     std::uint64_t generation;
     std::int64_t orphan = 0;
+    bool journal = false; ///< retry the journal, then run the teardowns waiting for it
   };
   std::multimap<std::chrono::steady_clock::time_point, Timer> timers;
   /// When the first of a job's consecutive host faults happened (by job id;
@@ -111,6 +120,23 @@ struct CtldCore::Impl {
     /// Failed teardowns (when, JobId) within switch_breaker_window.
     std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint32_t>> failures;
   } breaker;
+  /// A teardown that waits for the journal (issue 24,
+  /// switch_journal_failure=wait): its "teardown started" record could not
+  /// be written, so job_complete is not called until a fresh snapshot
+  /// holds it; a crash or a takeover meanwhile leaves it to the next
+  /// controller, which runs it once.  Under mu.
+  struct JournalWait {
+    std::uint32_t job_id = 0;
+    /// The job's state when the call was due (its generation: the result
+    /// the state machine waits for; a late teardown runs whatever it is now).
+    JobSwitchState state;
+    EventKind result_kind = EventKind::TeardownResult; ///< or LateTeardownResult
+    std::optional<MsgpackBytes> jobinfo;
+    std::int64_t orphan = 0; ///< an orphan teardown's attempt (run_orphan), else 0
+    std::chrono::steady_clock::time_point since{};
+  };
+  std::vector<JournalWait> journal_waiting;
+  bool journal_timer_armed = false; ///< a Timer{.journal = true} is pending
   std::map<CallId, std::pair<std::uint32_t, Hook>> calls;
   CtldConfig cfg;
   /// Set by stop_children() (switch_p_save before a restart or reconfigure):
@@ -239,6 +265,25 @@ struct CtldCore::Impl {
   /// for the controller that takes over; else one error line says that it
   /// may run those teardowns again (switch.lua contract: safe to repeat).
   void flush_journal_for_handover();
+  /// Whether a teardown whose record `durable` says is not on disk waits
+  /// for the journal (switch_journal_failure=wait and the journal failing):
+  /// then `w` is kept in journal_waiting, one info line names the job, and
+  /// the journal is retried every kJournalRetry (mu held).
+  bool wait_for_journal(bool durable, JournalWait w);
+  /// execute() of RunJobComplete / RunLateJobComplete: job_complete now,
+  /// or once the journal holds its record (wait_for_journal()).
+  void submit_teardown(const JobSwitchState &s, const Action &a, bool durable);
+  /// Once the journal is trusted again: runs every teardown that waited
+  /// for it (one line with their number); else nothing (mu held).
+  void run_journal_waits();
+  /// While the journal is failing: a journal_tick() kJournalRetry from now
+  /// (one pending at a time; mu held).
+  void arm_journal_timer();
+  /// The journal timer: tries the fresh snapshot (Journal::retry()), then
+  /// run_journal_waits(), or arms itself again (mu held).
+  void journal_tick();
+  /// What the journal's failure line says the product does meanwhile.
+  std::string journal_while_failing() const;
   /// Issue 20: the JobId of a job other than `job_id` whose teardown holds
   /// one of `job`'s nodes (nodes_held, in TeardownRunning, TeardownRetryWait
   /// or SetupUndoingEnded), 0 if none.  Compares job.node_names; O(jobs x

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
-// CtldCore and its journal (core_impl.hpp; switch.lua(5), Restart and
-// Journal): the records each transition writes before its actions run, what
-// a restarted slurmctld makes of the journal and of Slurm's saved job
-// states (adopt, recover_job, reconcile_journal), and the teardown of
-// attempts no job record carries any more (R_ORPHAN_*).
+// CtldCore's recovery (core_impl.hpp; switch.lua(5), Restart and Journal):
+// what a restarted or taking-over slurmctld makes of the journal and of
+// Slurm's saved job states (adopt, recover_job, reconcile_journal), and the
+// teardown of attempts no job record carries any more (R_ORPHAN_*).  What
+// the journal gets written: core_journal.cpp.
 #include "ctld/core_impl.hpp"
 #include "ctld/recovery_fsm.hpp"
 
@@ -18,46 +18,6 @@ namespace switchlua {
 
 using namespace core_detail;
 
-bool CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, const StepResult &r) {
-  if (!journal)
-    return true;
-  const JobSwitchState &n = r.next;
-  std::vector<JournalRecord> recs;
-  bool starts = false;
-  for (const Action &a : r.actions)
-    starts = starts || a.kind == ActionKind::RunJobStart;
-  if (starts && old.job.attempt != 0 && old.job.attempt != n.job.attempt &&
-      !is_terminal(old.state) && old.state != JobState::SetupFailed)
-    recs.push_back(journal_record(JournalKind::Forgotten, old.job)); // R_UNDO_OK
-  if (n.job.attempt == 0) // a state saved by an older plugin: no key to journal
-    return journal_append(recs);
-  if (starts) {
-    JournalRecord st = journal_record(JournalKind::SetupStarted, n.job);
-    st.job = n.job;
-    recs.push_back(std::move(st));
-  }
-  if (e.kind == EventKind::SetupResult && n.jobinfo && !old.jobinfo) {
-    JournalRecord acc = journal_record(JournalKind::SetupAccepted, n.job);
-    acc.jobinfo = n.jobinfo;
-    recs.push_back(std::move(acc));
-  }
-  for (const Action &a : r.actions) {
-    if (a.kind == ActionKind::EndConfiguring &&
-        (n.state == JobState::Running || n.state == JobState::Declined))
-      recs.push_back(journal_record(JournalKind::LaunchReleased, n.job));
-    if (a.kind == ActionKind::RunJobComplete) {
-      JournalRecord td = journal_record(JournalKind::TeardownStarted, n.job);
-      td.jobinfo = a.jobinfo;
-      recs.push_back(std::move(td));
-    }
-  }
-  bool over = is_terminal(n.state) || n.state == JobState::SetupFailed;
-  bool was_over = is_terminal(old.state) || old.state == JobState::SetupFailed;
-  if (over && (!was_over || e.kind == EventKind::SetupRequested))
-    recs.push_back(journal_record(JournalKind::Forgotten, n.job));
-  return journal_append(recs);
-}
-
 void CtldCore::Impl::run_orphan(std::int64_t attempt) {
   auto it = orphans.find(attempt);
   if (it == orphans.end() || it->second.in_flight)
@@ -65,9 +25,11 @@ void CtldCore::Impl::run_orphan(std::int64_t attempt) {
   Orphan &o = it->second;
   JournalRecord td = journal_record(JournalKind::TeardownStarted, o.job);
   td.jobinfo = o.jobinfo;
-  journal_append({td});
-  o.in_flight = true;
+  const bool durable = journal_append({td});
+  o.in_flight = true; // also while it waits for the journal: run_journal_waits() runs it
   std::uint32_t job_id = o.job.job_id;
+  if (wait_for_journal(durable, {.job_id = job_id, .orphan = attempt}))
+    return;
   port.log(LogLevel::Info, log_line({.job_id = job_id, .hook = "job_complete"},
                                     "started for attempt {} whose job "
                                     "record is gone, with {} (switch_timeout={} s)",
@@ -225,17 +187,6 @@ void CtldCore::Impl::check_waiting_orphans() {
   }
   for (std::int64_t a : start)
     run_orphan(a);
-}
-
-void CtldCore::Impl::flush_journal_for_handover() {
-  if (!journal || journal->failure().empty() || journal->retry())
-    return;
-  port.log(LogLevel::Error,
-           log_line({},
-                    "control given up with the journal not written since '{}': the "
-                    "controller that takes over reads it as it is and may run again the "
-                    "teardowns that ended since (safe to repeat)",
-                    journal->failure()));
 }
 
 void CtldCore::Impl::wake_orphan_waiters() {

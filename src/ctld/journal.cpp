@@ -508,9 +508,8 @@ void Journal::fail(const std::string &what, int err, const std::string &conseque
   if (first)
     log_(true, log_line({},
                         "journal {}: {}; {}; until a fresh snapshot of it is written and synced "
-                        "no new setup starts (each fails naming the journal), teardowns still "
-                        "run (see switch_lua.conf(5), STATESAVELOCATION)",
-                        path_, failure_, consequence));
+                        "{} (see switch_lua.conf(5), STATESAVELOCATION)",
+                        path_, failure_, consequence, while_failing_));
 }
 
 bool Journal::retry() {

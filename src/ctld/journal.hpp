@@ -251,6 +251,10 @@ public:
   /// the old file is still in place; a failed fsync of the folder only is
   /// logged and counts as done.
   bool compact();
+  /// What the product does while the journal cannot be written, for the
+  /// failure's error line ("no new setup starts ..."; the core sets it from
+  /// switch_journal_failure).
+  void set_while_failing(std::string what) { while_failing_ = std::move(what); }
 
 private:
   /// Records a failure (first one of a streak: one error line).
@@ -264,6 +268,7 @@ private:
   bool untrusted_ = false; ///< a failed append or fdatasync: snapshot first
   std::string failure_;
   int failure_errno_ = 0;
+  std::string while_failing_ = "no new setup starts (each fails naming the journal)";
   JournalTable table_;
 };
 

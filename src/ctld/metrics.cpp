@@ -161,8 +161,12 @@ const Metric kMetrics[] = {
   {{"switchlua_journal_bytes", "gauge", "Size of StateSaveLocation/switch_lua.journal."},
    SWITCHLUA_SCALAR(num(s, "journal_bytes"))},
   {{"switchlua_journal_failing", "gauge",
-    "1 while the journal cannot be written (new setups fail, teardowns run), else 0."},
+    "1 while the journal cannot be written (new setups fail), else 0."},
    SWITCHLUA_SCALAR(s.is_object() && s.value("journal_failure", std::string()).empty() ? 0.0 : 1.0)},
+  {{"switchlua_journal_waiting_teardowns", "gauge",
+    "Teardowns waiting for the journal to be written again, their nodes held "
+    "(switch_journal_failure=wait)."},
+   SWITCHLUA_SCALAR(num(s, "journal_waiting"))},
   {{"switchlua_counting_since_timestamp_seconds", "gauge",
     "Unix time the counters started from zero (slurmctld loaded switch/lua)."},
    SWITCHLUA_SCALAR(num(s, "counting_since"))},

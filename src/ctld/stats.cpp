@@ -192,10 +192,28 @@ void CtldStats::set_journal_failure(const std::string &why) {
   ++version_;
 }
 
+void CtldStats::set_journal_waiting(std::size_t n) {
+  std::lock_guard g(mu_);
+  if (s_.journal_waiting == n)
+    return;
+  s_.journal_waiting = n;
+  ++version_;
+}
+
 StatsSnapshot CtldStats::snapshot() const {
   std::lock_guard g(mu_);
   return s_;
 }
+
+namespace {
+/// The "fabric_breaker" object of the status file.
+json breaker_json(const StatsSnapshot &s) {
+  return {{"open", s.breaker_open},
+          {"since", s.breaker_since},
+          {"why", s.breaker_why},
+          {"opens", s.breaker_opens}};
+}
+} // namespace
 
 json status_json(const StatsSnapshot &s, std::int64_t written, const std::string &script,
                  std::int64_t journal_bytes, std::uint32_t summary_interval) {
@@ -254,14 +272,11 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
               {"requeues", s.requeues},
               {"cancels", s.cancels},
               {"host_faults", s.host_faults},
-              {"fabric_breaker",
-               {{"open", s.breaker_open},
-                {"since", s.breaker_since},
-                {"why", s.breaker_why},
-                {"opens", s.breaker_opens}}},
+              {"fabric_breaker", breaker_json(s)},
               {"jobs", s.jobs},
               {"journal_bytes", journal_bytes},
-              {"journal_failure", s.journal_failure}};
+              {"journal_failure", s.journal_failure},
+              {"journal_waiting", s.journal_waiting}};
 }
 
 namespace {

@@ -95,6 +95,9 @@ struct StatsSnapshot {
   /// Journal::failure(): "" while the journal writes, else why it cannot
   /// (new setups fail meanwhile; issue 24).
   std::string journal_failure;
+  /// Teardowns waiting for the journal (switch_journal_failure=wait): their
+  /// job_complete runs once it is written again; their nodes stay held.
+  std::uint64_t journal_waiting = 0;
   /// Hook calls whose runner could not be started (fork/spawn EAGAIN or
   /// ENOMEM, a full lane), retried as faults of the host, never counted
   /// against a job (issue 20; R_*_HOST_FAULT).
@@ -139,6 +142,8 @@ public:
   void set_jobs(std::size_t n);
   /// StatsSnapshot::journal_failure.
   void set_journal_failure(const std::string &why);
+  /// StatsSnapshot::journal_waiting.
+  void set_journal_waiting(std::size_t n);
   /// One host fault (a runner that could not be started; host_faults).
   void host_fault();
   /// The fabric breaker opened (`open`, with `why`) or closed at `at` (unix).

@@ -150,12 +150,14 @@ TEST(StatusCli, SaysWhenTheJournalIsFailing) {
   EXPECT_NE(r.out.find("Journal:              writable\n"), std::string::npos) << r.out;
   json j = fixture();
   j["journal_failure"] = "cannot append: No space left on device (errno 28)";
+  j["journal_waiting"] = 3;
   {
     std::ofstream(d / "failing") << j.dump();
   }
   r = run("status --file " + (d / "failing").string());
   EXPECT_NE(r.out.find("Journal:              FAILING: cannot append: No space left on device "
-                       "(errno 28) (new setups fail until it is written again; teardowns run)\n"),
+                       "(errno 28) (new setups fail until it is written again; 3 teardowns wait "
+                       "for it, their nodes held)\n"),
             std::string::npos)
       << r.out;
 }

@@ -58,6 +58,13 @@ run_all_to_the_end() {
 	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside)')" "journal lines set aside"
 }
 
+# _teardown_waited_or_ran TAG ID: job ID's teardown waits for the journal
+# (switch_journal_failure=wait) or has run (the ledger of TAG).
+_teardown_waited_or_ran() {
+	_log_has "$(ctld_log)" "switch/lua: JobId=$2 job_complete waits for the journal" ||
+		ha_ledger "$1" | grep -E "^completed $2 " >/dev/null
+}
+
 # wait_all_done TIMEOUT ID...: until every job has ended (or its record is
 # gone: a finished job lives MinJobAge=30 s), failing at once on a job that
 # ended in another state than COMPLETED.
@@ -216,9 +223,11 @@ t_failed_reconfigure() {
 # StateSaveLocation full (a tmpfs of 16 MiB filled to the last byte) during
 # a burst of setups and a teardown, then freed (switch_lua.conf(5),
 # STATESAVELOCATION): setups are refused with a reason that names the
-# journal and errno 28, their jobs requeued as for any failed setup; the
-# teardown runs; nothing is set aside; once there is room a fresh snapshot
-# makes the journal trusted again and every job runs, without a restart.
+# journal and errno 28, their jobs requeued as for any failed setup; a
+# teardown whose record cannot be written waits, its job COMPLETING
+# (switch_journal_failure=wait); nothing is set aside; once there is room a
+# fresh snapshot makes the journal trusted again, the teardown runs once and
+# every job runs, without a restart.
 # e2e-config: --state-tmpfs 16m --switch-type switch/lua --script test/e2e/lua/ha.lua --slurmctld-params switch_timeout=60 --extra 'PartitionName=DEFAULT OverSubscribe=FORCE:4'
 
 e2e_test "switch/lua: StateSaveLocation full during a burst of setups and a teardown, then freed: setups refused naming the journal and errno 28, no allocation leaked, normal again without a restart" t_state_full
@@ -258,9 +267,16 @@ t_state_full() {
 		IFS='|'
 		echo "${rest[*]}"
 	)) "; then fail "a job_start ran while the journal could not be written"; fi
-	wait_all_done 30 "$id_r"
+	# Its teardown: waiting for the journal if its record found the disk full.
+	wait_for 30 _teardown_waited_or_ran "$tag" "$id_r" || fail "job $id_r: its teardown neither waited for the journal nor ran: $(ha_ledger "$tag" | grep " $id_r " | tr '\n' ';')"
+	if _log_has "$(ctld_log)" "switch/lua: JobId=$id_r job_complete waits for the journal"; then
+		sleep 2
+		if ha_ledger "$tag" | grep -E "^complete $id_r " >/dev/null; then fail "job $id_r: job_complete ran while the journal could not record it"; fi
+		note "job $id_r: its teardown waits for the journal, the job $(job_state "$id_r")"
+	fi
 	rm -f "$filler"
 	wait_log "$(ctld_log)" "switch/lua: journal [^ ]+: writable again after 'cannot append: No space left on device \(errno 28\)'" 60
+	wait_all_done 60 "$id_r"
 	# The refused ones, and the one whose setup found the disk full first.
 	run_all_to_the_end "$tag" 90 "$id_r" "${held[@]}"
 	# One error line at the first failure, whatever the number of refusals.
@@ -274,11 +290,13 @@ t_state_full() {
 # journal's fsync and fdatasync fail with EIO while its control file says
 # so, and logs every sync of the journal's files.  A setup whose record did
 # not reach the disk does not run (refused naming the journal and errno 5,
-# requeued); the journal stays untrusted, teardowns still run, and
-# `switch-lua status` says FAILING, until a fresh snapshot has been written
+# requeued); the journal stays untrusted, a teardown waits for its record
+# (its job COMPLETING, switch_journal_failure=wait), and `switch-lua
+# status` says FAILING, until a fresh snapshot has been written
 # and synced: after a single failed sync the very next sync of the journal
 # is that snapshot's (its temp file), never an append to the file the
-# failed sync left behind.  Normal again without a restart.
+# failed sync left behind; then the teardown runs, once.  Normal again
+# without a restart.
 # e2e-config: --ctld-preload test/e2e/shim/fail_fsync.c --switch-type switch/lua --script test/e2e/lua/ha.lua --slurmctld-params switch_timeout=60 --extra 'PartitionName=DEFAULT OverSubscribe=FORCE:4'
 
 FSYNC_CTL=$E2E_ROOT/tmp/switch-lua-fail-fsync # the shim's control file (host path)
@@ -304,7 +322,7 @@ _sync_after_eio() {
 		END { exit !found }'
 }
 
-e2e_test "switch/lua: a failed fsync of the journal: setups refused naming the journal and errno 5, teardowns run, status FAILING; a fresh snapshot is the next sync before it is trusted again; normal again without a restart" t_failed_fsync
+e2e_test "switch/lua: a failed fsync of the journal: setups refused naming the journal and errno 5, a teardown waits for its record (job COMPLETING), status FAILING; a fresh snapshot is the next sync before it is trusted again; normal again without a restart" t_failed_fsync
 t_failed_fsync() {
 	local tag id_r id b c d e j ino0 refused eio again next n
 	local -a held=()
@@ -334,13 +352,20 @@ t_failed_fsync() {
 	wait_log "$(ctld_log)" "switch/lua: JobId=$b $refused" 30
 	c_root scontrol release "$c"
 	wait_log "$(ctld_log)" "switch/lua: JobId=$c $refused" 30
-	wait_for 10 _status_is "^Journal: +FAILING: $eio" ||
+	# The teardown of id_r: not run without its record; its job COMPLETING.
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id_r job_complete waits for the journal \($eio\): its 'teardown started' record is not on disk" 30
+	wait_for 10 _status_is "^Journal: +FAILING: $eio \(new setups fail until it is written again; 1 teardown waits for it, their nodes held\)" ||
 		fail "switch-lua status during the failure: '$(status_journal)'"
-	wait_ledger "$tag" "^completed $id_r " 1 30 # the teardown ran
+	sleep 1
+	if ha_ledger "$tag" | grep -E "^complete $id_r " >/dev/null; then fail "job_complete of $id_r ran while the journal could not record it"; fi
+	assert_eq COMPLETING "$(job_state "$id_r")" "job $id_r while its teardown waits"
 	if ha_ledger "$tag" | grep -qE "^start ($b|$c) "; then fail "a job_start ran while the journal could not be synced"; fi
-	# 2. Lifted: the periodic retry writes the snapshot, no restart.
+	# 2. Lifted: the retry writes the snapshot, no restart; then the
+	# teardown runs, once.
 	fsync_fault off
 	wait_log "$(ctld_log)" "$again" 30
+	wait_log "$(ctld_log)" "switch/lua: journal [^ ]+: written again: running the 1 teardown that waited for it" 10
+	wait_ledger "$tag" "^completed $id_r " 1 30
 	[ "$(stat -c %i "$j")" != "$ino0" ] || fail "the journal is trusted again, but no snapshot replaced the file"
 	wait_for 10 _status_is '^Journal: +writable$' || fail "switch-lua status after the failure: '$(status_journal)'"
 

@@ -284,7 +284,8 @@ int full_fsync(int fd) {
 
 // switch_lua.conf(5), STATESAVELOCATION: while the journal cannot be
 // written no setup starts (it fails naming the journal and errno, the job is
-// requeued), teardowns still run, the state is in the status counters, and
+// requeued), teardowns wait for their record (switch_journal_failure=wait),
+// the state is in the status counters, and
 // once the disk has room the product runs normally again without a restart.
 TEST(CoreHa, AFullStateSaveLocationFailsNewSetupsSafelyAndRecoversWithoutARestart) {
   TempDir d;
@@ -313,18 +314,83 @@ TEST(CoreHa, AFullStateSaveLocationFailsNewSetupsSafelyAndRecoversWithoutARestar
     EXPECT_EQ(slurm.count_logged("cannot append: No space left on device"), 2)
         << "one error line at the first failure, and the failed setup's own line: "
         << slurm.all_logs();
-    // A teardown runs without its record: safe to repeat.
+    // A teardown waits for its record (switch_journal_failure=wait, the
+    // default), its nodes held: a crash meanwhile never runs it twice.
     core.job_complete(7);
+    ASSERT_TRUE(settle(core, [&] { return core.stats().journal_waiting == 1; }))
+        << slurm.all_logs();
+    EXPECT_TRUE(slurm.logged("JobId=7 job_complete waits for the journal (cannot append: No "
+                             "space left on device (errno 28)): its 'teardown started' record"))
+        << slurm.all_logs();
+    EXPECT_EQ(slurm.count_logged(teardowns_of(7)), 0) << "job_complete is not called yet";
+    EXPECT_TRUE(slurm.did("hold 7")) << "its nodes stay held";
+    EXPECT_FALSE(slurm.did("release 7"));
+    EXPECT_EQ(core.state_of(7)->state, JobState::TeardownRunning);
+    // Room again: the journal is retried (kJournalWaitRetry) with a fresh
+    // snapshot, then the teardown runs, once.
+    g_disk_full = false;
     ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();
     EXPECT_EQ(slurm.count_logged(teardowns_of(7)), 1);
-    // Room again: the periodic check writes a fresh snapshot.
-    g_disk_full = false;
-    core.retry_now();
     EXPECT_TRUE(core.stats().journal_failure.empty());
+    EXPECT_EQ(core.stats().journal_waiting, 0u);
     EXPECT_TRUE(slurm.logged("writable again")) << slurm.all_logs();
+    EXPECT_TRUE(slurm.logged("written again: running the 1 teardown that waited for it"))
+        << slurm.all_logs();
     set_up(core, slurm, 9);
     EXPECT_EQ(live_on_disk(d), 1u) << "7 over, 8 never started, 9 set up";
   }
+}
+
+// switch_journal_failure=run: a teardown runs without its record (safe to
+// repeat by the contract), and the failure's line says what that means.
+TEST(CoreHa, WithJournalFailureRunATeardownRunsWithoutItsRecord) {
+  TempDir d;
+  FakeSlurm slurm;
+  CoreOptions o = options(d, true);
+  o.journal_io = {.write = full_write, .fsync = full_fsync};
+  o.config.journal_failure_waits = false;
+  CtldCore core(o, slurm);
+  set_up(core, slurm, 7);
+  g_disk_full = true;
+  core.job_complete(7);
+  ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();
+  g_disk_full = false;
+  EXPECT_EQ(slurm.count_logged(teardowns_of(7)), 1);
+  EXPECT_FALSE(slurm.logged("waits for the journal")) << slurm.all_logs();
+  EXPECT_TRUE(slurm.logged("teardowns still run (switch_journal_failure=run: after a crash "
+                           "before it is written again, they run again)"))
+      << slurm.all_logs();
+}
+
+// Issue 24, found by the long --backup chaos run (double releases): a
+// teardown that ran while the journal could not record it ran again when
+// the controller was killed before the disk had room.  With
+// switch_journal_failure=wait it has not run: the controller that restarts
+// runs it, once, with its own jobinfo.
+TEST(CoreHa, ATeardownThatWaitedForTheJournalRunsOnceAfterACrash) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  CoreOptions o = options(d, true);
+  o.journal_io = {.write = full_write, .fsync = full_fsync};
+  JobSwitchState saved;
+  {
+    CtldCore a(o, sa);
+    set_up(a, sa, 7);
+    g_disk_full = true;
+    a.job_complete(7);
+    ASSERT_TRUE(settle(a, [&] { return a.stats().journal_waiting == 1; })) << sa.all_logs();
+    saved = saved_running(a, 7); // as Slurm saved it: the teardown outstanding
+    a.halt();                    // kill -9
+  }
+  g_disk_full = false;
+  EXPECT_EQ(sa.count_logged(teardowns_of(7)), 0) << sa.all_logs();
+  CtldCore b(o, sb);
+  b.adopt(saved);
+  b.recover_job(7, false);
+  b.reconcile_journal();
+  ASSERT_TRUE(settle(b, [&] { return !b.state_of(7); })) << sb.all_logs();
+  EXPECT_EQ(sb.count_logged(teardowns_of(7)), 1) << sb.all_logs();
+  EXPECT_EQ(live_on_disk(d), 0u);
 }
 
 // Issue 24, found by the long --backup chaos run: a teardown ended while
@@ -340,6 +406,9 @@ TEST(CoreHa, HandingOverControlFlushesAJournalThatHasRoomAgain) {
   CoreOptions oa = options(d, true);
   oa.journal_io = {.write = full_write, .fsync = full_fsync};
   oa.retry_interval = std::chrono::hours(1); // no periodic check before the handover
+  // A teardown that ends while the journal fails: with =wait, one that was
+  // already running when the disk failed; =run makes any teardown one.
+  oa.config.journal_failure_waits = false;
   CtldCore a(oa, sa);
   CtldCore b(options(d, false), sb);
   set_up(a, sa, 7);

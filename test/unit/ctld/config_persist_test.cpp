@@ -45,7 +45,8 @@ TEST(Config, ReadsTheLaneSizes) {
                           "switch_lua_memory=256 switch_status_interval=0 "
                           "switch_script_mismatch=warn switch_max_setup_failures=0 "
                           "switch_interactive_wait=3 switch_breaker_failures=5 "
-                          "switch_breaker_window=60 switch_metrics_file=none");
+                          "switch_breaker_window=60 switch_journal_failure=wait "
+                          "switch_metrics_file=none");
 }
 
 TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
@@ -56,15 +57,18 @@ TEST(Config, SlurmctldParametersStringReadsBackToTheSameSettings) {
                                       "switch_status_interval=60,switch_script_mismatch=fail,"
                                       "switch_max_setup_failures=5,switch_interactive_wait=0,"
                                       "switch_breaker_failures=0,switch_breaker_window=600,"
+                                      "switch_journal_failure=run,"
                                       "switch_metrics_file=/var/lib/node-exporter/switch_lua.prom");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->interactive_wait_ms, 0u);
+  EXPECT_FALSE(c->journal_failure_waits);
   EXPECT_EQ(to_slurmctld_parameters(*c),
             "switch_timeout=7,switch_retries=0,switch_drain_on_failure=no,switch_kill_grace=0,"
             "switch_max_calls=9,switch_max_queue=3,switch_lua_memory=64,"
             "switch_status_interval=60,switch_script_mismatch=fail,"
             "switch_max_setup_failures=5,switch_interactive_wait=0,switch_breaker_failures=0,"
-            "switch_breaker_window=600,switch_metrics_file=/var/lib/node-exporter/switch_lua.prom");
+            "switch_breaker_window=600,switch_journal_failure=run,"
+            "switch_metrics_file=/var/lib/node-exporter/switch_lua.prom");
   auto back = parse_slurmctld_parameters(to_slurmctld_parameters(*c));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, *c);
@@ -147,14 +151,14 @@ TEST(Config, UnknownSwitchKeyIsNamedInAWarning) {
                 "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
                 "switch_status_interval, switch_script_mismatch, switch_max_setup_failures, "
                 "switch_interactive_wait, switch_breaker_failures, switch_breaker_window, "
-                "switch_metrics_file): check "
+                "switch_journal_failure, switch_metrics_file): check "
                 "its spelling",
                 "SlurmctldParameters: Switch_X is not a switch/lua setting and is ignored "
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
                 "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
                 "switch_status_interval, switch_script_mismatch, switch_max_setup_failures, "
                 "switch_interactive_wait, switch_breaker_failures, switch_breaker_window, "
-                "switch_metrics_file): check "
+                "switch_journal_failure, switch_metrics_file): check "
                 "its spelling"}));
   EXPECT_TRUE(slurmctld_parameters_warnings("enable_configless,switch_timeout=3").empty());
 }

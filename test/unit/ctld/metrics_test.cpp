@@ -50,6 +50,7 @@ json sequence_json() {
   st.breaker(true, 1700000100, "fabric manager down");
   st.set_jobs(2);
   st.set_journal_failure("cannot append: No space left on device (errno 28)");
+  st.set_journal_waiting(2);
   return status_json(st.snapshot(), 1700000200, "/etc/slurm/switch.lua", 4096, 0);
 }
 
@@ -106,6 +107,7 @@ TEST(Metrics, TheSequenceGivesItsExactSamples) {
            "switchlua_fabric_breaker_last_change_timestamp_seconds 1700000100",
            "switchlua_journal_bytes 4096",
            "switchlua_journal_failing 1",
+           "switchlua_journal_waiting_teardowns 2",
            "switchlua_counting_since_timestamp_seconds 1700000000",
            "switchlua_status_written_timestamp_seconds 1700000200",
        })
@@ -153,10 +155,12 @@ TEST(Metrics, AnOlderDocumentWithoutAKeyGivesZero) {
   j.erase("host_faults");
   j["hooks"]["job_start"]["round_trip_ms"].erase("sum");
   j.erase("journal_failure");
+  j.erase("journal_waiting");
   const std::string t = prometheus_text(j);
   EXPECT_TRUE(has_line(t, "switchlua_host_faults_total 0")) << t;
   EXPECT_TRUE(has_line(t, R"(switchlua_hook_round_trip_seconds_sum{hook="job_start"} 0)")) << t;
   EXPECT_TRUE(has_line(t, "switchlua_journal_failing 0")) << t;
+  EXPECT_TRUE(has_line(t, "switchlua_journal_waiting_teardowns 0")) << t;
   EXPECT_TRUE(has_line(prometheus_text(json::object()), "switchlua_jobs 0"));
 }
 

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// CtldCore's journal writer (core_impl.hpp; issue 24, switch_lua.conf(5)
+// STATESAVELOCATION): the records each transition writes before its actions
+// run, fresh attempt ids, and what happens while the journal cannot be
+// written: setups refused, teardowns waiting for their record
+// (switch_journal_failure), the retry every kJournalRetry, and the flush
+// before control is given up.  The reading side (what a restarted or
+// taking-over slurmctld makes of it): core_recovery.cpp.
+#include "ctld/core_impl.hpp"
+
+#include "common/log_stamp.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+namespace switchlua {
+
+using namespace core_detail;
+
+std::string CtldCore::Impl::journal_refusal() const {
+  if (!journal || journal->failure().empty())
+    return {};
+  return fmt::format("journal {}: {}: no setup starts without its record", journal->path(),
+                     journal->failure());
+}
+
+std::int64_t CtldCore::Impl::attempt_floor_of(const std::string &path) {
+  namespace fs = std::filesystem;
+  std::int64_t floor = 0;
+  auto consider = [&](const std::string &p) {
+    struct stat st{};
+    if (::stat(p.c_str(), &st) == 0)
+      floor = std::max<std::int64_t>(floor, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000 +
+                                                st.st_mtim.tv_nsec / 1000);
+  };
+  consider(path);
+  const fs::path jp(path);
+  const std::string prefix = jp.filename().string() + ".corrupt-";
+  std::error_code ec;
+  for (fs::directory_iterator it(jp.has_parent_path() ? jp.parent_path() : fs::path("."), ec), end;
+       !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().starts_with(prefix))
+      consider(it->path().string());
+  return floor;
+}
+
+std::int64_t CtldCore::Impl::next_attempt() {
+  std::int64_t a;
+  if (journal) {
+    a = journal->next_attempt();
+  } else {
+    std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    a = std::max(now, last_attempt + 1);
+  }
+  a = std::max(a, attempt_floor + 1); // the sources the journal's records miss
+  attempt_floor = last_attempt = a;
+  return a;
+}
+
+bool CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs) {
+  if (!journal)
+    return true;
+  // The writer never writes a record its reader refuses (issue 20): one
+  // past kJournalMaxRecord would make the next start set the whole journal
+  // aside.  Such a record goes without the job's expanded node_names (its
+  // job.nodes stays: an orphan teardown of it gets that), else not at all.
+  std::vector<JournalRecord> fit;
+  fit.reserve(recs.size());
+  for (const JournalRecord &r : recs) {
+    const std::size_t bytes = encode_journal_body(r).size();
+    if (bytes <= kJournalMaxRecord) {
+      fit.push_back(r);
+      continue;
+    }
+    JournalRecord slim = r;
+    if (slim.job)
+      slim.job->node_names.clear();
+    const bool fits = encode_journal_body(slim).size() <= kJournalMaxRecord;
+    port.log(LogLevel::Error,
+             log_line({.job_id = r.job_id},
+                      "journal record '{}' of attempt {} is {} bytes, past the journal's limit "
+                      "of {}: {}",
+                      journal_kind_name(r.kind), r.attempt, bytes, kJournalMaxRecord,
+                      fits ? "written without the job's node_names (job.nodes kept)"
+                           : "not written; after a crash, Slurm's saved job state alone "
+                             "recovers this job"));
+    if (fits)
+      fit.push_back(std::move(slim));
+  }
+  const bool ok = journal->append(fit);
+  stats.set_journal_failure(journal->failure());
+  if (!ok)
+    arm_journal_timer(); // tried again soon, not only at the periodic check
+  return ok;
+}
+
+bool CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, const StepResult &r) {
+  if (!journal)
+    return true;
+  const JobSwitchState &n = r.next;
+  std::vector<JournalRecord> recs;
+  bool starts = false;
+  for (const Action &a : r.actions)
+    starts = starts || a.kind == ActionKind::RunJobStart;
+  if (starts && old.job.attempt != 0 && old.job.attempt != n.job.attempt &&
+      !is_terminal(old.state) && old.state != JobState::SetupFailed)
+    recs.push_back(journal_record(JournalKind::Forgotten, old.job)); // R_UNDO_OK
+  if (n.job.attempt == 0) // a state saved by an older plugin: no key to journal
+    return journal_append(recs);
+  if (starts) {
+    JournalRecord st = journal_record(JournalKind::SetupStarted, n.job);
+    st.job = n.job;
+    recs.push_back(std::move(st));
+  }
+  if (e.kind == EventKind::SetupResult && n.jobinfo && !old.jobinfo) {
+    JournalRecord acc = journal_record(JournalKind::SetupAccepted, n.job);
+    acc.jobinfo = n.jobinfo;
+    recs.push_back(std::move(acc));
+  }
+  for (const Action &a : r.actions) {
+    if (a.kind == ActionKind::EndConfiguring &&
+        (n.state == JobState::Running || n.state == JobState::Declined))
+      recs.push_back(journal_record(JournalKind::LaunchReleased, n.job));
+    if (a.kind == ActionKind::RunJobComplete) {
+      JournalRecord td = journal_record(JournalKind::TeardownStarted, n.job);
+      td.jobinfo = a.jobinfo;
+      recs.push_back(std::move(td));
+    }
+  }
+  bool over = is_terminal(n.state) || n.state == JobState::SetupFailed;
+  bool was_over = is_terminal(old.state) || old.state == JobState::SetupFailed;
+  if (over && (!was_over || e.kind == EventKind::SetupRequested))
+    recs.push_back(journal_record(JournalKind::Forgotten, n.job));
+  return journal_append(recs);
+}
+
+void CtldCore::Impl::flush_journal_for_handover() {
+  if (!journal || journal->failure().empty() || journal->retry())
+    return;
+  port.log(LogLevel::Error,
+           log_line({},
+                    "control given up with the journal not written since '{}': the "
+                    "controller that takes over reads it as it is and may run again the "
+                    "teardowns that ended since (safe to repeat)",
+                    journal->failure()));
+}
+
+std::string CtldCore::Impl::journal_while_failing() const {
+  return cfg.journal_failure_waits
+             ? "no new setup starts (each fails naming the journal) and no teardown starts "
+               "(each waits for it, its nodes held: switch_journal_failure=wait)"
+             : "no new setup starts (each fails naming the journal); teardowns still run "
+               "(switch_journal_failure=run: after a crash before it is written again, "
+               "they run again)";
+}
+
+void CtldCore::Impl::arm_journal_timer() {
+  if (journal_timer_armed || !journal || journal->failure().empty())
+    return;
+  journal_timer_armed = true;
+  arm_timer(kJournalRetry, {.job_id = 0, .generation = 0, .journal = true});
+}
+
+void CtldCore::Impl::journal_tick() {
+  journal_timer_armed = false;
+  if (!journal || frozen || !in_control)
+    return;
+  if (!journal->failure().empty() && !journal->retry()) {
+    arm_journal_timer();
+    return;
+  }
+  stats.set_journal_failure(journal->failure());
+  run_journal_waits();
+}
+
+bool CtldCore::Impl::wait_for_journal(bool durable, JournalWait w) {
+  if (durable || !cfg.journal_failure_waits || !journal || journal->failure().empty())
+    return false;
+  w.since = std::chrono::steady_clock::now();
+  port.log(LogLevel::Info,
+           log_line({.job_id = w.job_id, .hook = "job_complete"},
+                    "waits for the journal ({}): its 'teardown started' record is not on "
+                    "disk; the job's nodes stay held until it is written "
+                    "(switch_journal_failure=wait)",
+                    journal->failure()));
+  journal_waiting.push_back(std::move(w));
+  stats.set_journal_waiting(journal_waiting.size());
+  arm_journal_timer();
+  return true;
+}
+
+void CtldCore::Impl::submit_teardown(const JobSwitchState &s, const Action &a, bool durable) {
+  const EventKind k = a.kind == ActionKind::RunJobComplete ? EventKind::TeardownResult
+                                                           : EventKind::LateTeardownResult;
+  if (!wait_for_journal(
+          durable, {.job_id = s.job.job_id, .state = s, .result_kind = k, .jobinfo = a.jobinfo}))
+    submit(s, Hook::JobComplete, a.jobinfo, k);
+}
+
+void CtldCore::Impl::run_journal_waits() {
+  if (journal_waiting.empty() || frozen || !in_control || !journal || !journal->failure().empty())
+    return;
+  std::vector<JournalWait> due;
+  due.swap(journal_waiting);
+  stats.set_journal_waiting(0);
+  const auto longest = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::steady_clock::now() - due.front().since);
+  port.log(LogLevel::Info,
+           log_line({},
+                    "journal {}: written again: running the {} teardown{} that waited for it "
+                    "(the longest {} s)",
+                    journal->path(), due.size(), due.size() == 1 ? "" : "s", longest.count()));
+  for (JournalWait &w : due) {
+    if (w.orphan) {
+      auto o = orphans.find(w.orphan);
+      if (o != orphans.end()) {
+        o->second.in_flight = false;
+        run_orphan(w.orphan);
+      }
+      continue;
+    }
+    if (w.result_kind == EventKind::LateTeardownResult) { // only logged: its state may be gone
+      submit(w.state, Hook::JobComplete, std::move(w.jobinfo), w.result_kind);
+      continue;
+    }
+    auto it = jobs.find(w.job_id);
+    if (it == jobs.end() || it->second.generation != w.state.generation)
+      continue; // its state moved on (restored, forgotten): nothing waits for this call
+    submit(it->second, Hook::JobComplete, std::move(w.jobinfo), w.result_kind);
+  }
+}
+
+} // namespace switchlua
