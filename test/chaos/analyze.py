@@ -491,6 +491,14 @@ def analyze(run_dir, log_dir):
     figures["nodes stuck COMPLETING"] = len(stuck_nodes)
     figures["hand-backs that failed"] = sum(1 for _, _, d in r.fault_ends
                                            if "handback" in d and "rc=0" not in d.split())
+    # Issue 24 (switch_journal_failure=wait): teardowns that waited for a
+    # journal that could not be written, and its failures; not gated.
+    ctld_log = list(read_lines(os.path.join(log_dir, "slurmctld.log")))
+    figures["teardowns that waited for the journal"] = sum(
+        1 for line in ctld_log if "job_complete waits for the journal" in line)
+    figures["journal failures (error lines)"] = sum(
+        1 for line in ctld_log
+        if re.search(r"switch/lua: journal \S+: .*; until a fresh snapshot of it", line))
     figures["orphan processes at the end"] = len(orphans_end)
     figures["processes left after stop"] = len(orphans_after)
     figures["calls in flight at the end"] = len(in_flight)
