@@ -71,7 +71,7 @@ void print_journal(const json &j) {
   const std::uint64_t waiting = u(j, "journal_waiting");
   if (const std::string jf = j.value("journal_failure", ""); !jf.empty())
     fmt::print("Journal:              FAILING: {} (new setups fail until it is written "
-               "again; {} teardown{} wait{} for it, their nodes held)\n",
+               "again; {} teardown{} wait{} for it, their jobs COMPLETING)\n",
                jf, waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "");
   else
     fmt::print("Journal:              writable\n");

@@ -153,7 +153,7 @@ void CtldCore::Impl::flush_journal_for_handover() {
 std::string CtldCore::Impl::journal_while_failing() const {
   return cfg.journal_failure_waits
              ? "no new setup starts (each fails naming the journal) and no teardown starts "
-               "(each waits for it, its nodes held: switch_journal_failure=wait)"
+               "(each waits for it, its job COMPLETING: switch_journal_failure=wait)"
              : "no new setup starts (each fails naming the journal); teardowns still run "
                "(switch_journal_failure=run: after a crash before it is written again, "
                "they run again)";
@@ -185,7 +185,7 @@ bool CtldCore::Impl::wait_for_journal(bool durable, JournalWait w) {
   port.log(LogLevel::Info,
            log_line({.job_id = w.job_id, .hook = "job_complete"},
                     "waits for the journal ({}): its 'teardown started' record is not on "
-                    "disk; the job's nodes stay held until it is written "
+                    "disk; the job stays COMPLETING until it is written "
                     "(switch_journal_failure=wait)",
                     journal->failure()));
   journal_waiting.push_back(std::move(w));

@@ -164,7 +164,7 @@ const Metric kMetrics[] = {
     "1 while the journal cannot be written (new setups fail), else 0."},
    SWITCHLUA_SCALAR(s.is_object() && s.value("journal_failure", std::string()).empty() ? 0.0 : 1.0)},
   {{"switchlua_journal_waiting_teardowns", "gauge",
-    "Teardowns waiting for the journal to be written again, their nodes held "
+    "Teardowns waiting for the journal to be written again, their jobs COMPLETING "
     "(switch_journal_failure=wait)."},
    SWITCHLUA_SCALAR(num(s, "journal_waiting"))},
   {{"switchlua_counting_since_timestamp_seconds", "gauge",

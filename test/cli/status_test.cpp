@@ -157,7 +157,7 @@ TEST(StatusCli, SaysWhenTheJournalIsFailing) {
   r = run("status --file " + (d / "failing").string());
   EXPECT_NE(r.out.find("Journal:              FAILING: cannot append: No space left on device "
                        "(errno 28) (new setups fail until it is written again; 3 teardowns wait "
-                       "for it, their nodes held)\n"),
+                       "for it, their jobs COMPLETING)\n"),
             std::string::npos)
       << r.out;
 }

@@ -354,7 +354,7 @@ t_failed_fsync() {
 	wait_log "$(ctld_log)" "switch/lua: JobId=$c $refused" 30
 	# The teardown of id_r: not run without its record; its job COMPLETING.
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id_r job_complete waits for the journal \($eio\): its 'teardown started' record is not on disk" 30
-	wait_for 10 _status_is "^Journal: +FAILING: $eio \(new setups fail until it is written again; 1 teardown waits for it, their nodes held\)" ||
+	wait_for 10 _status_is "^Journal: +FAILING: $eio \(new setups fail until it is written again; 1 teardown waits for it, their jobs COMPLETING\)" ||
 		fail "switch-lua status during the failure: '$(status_journal)'"
 	sleep 1
 	if ha_ledger "$tag" | grep -E "^complete $id_r " >/dev/null; then fail "job_complete of $id_r ran while the journal could not record it"; fi
