@@ -99,10 +99,14 @@ t_outage_fabric_down() {
 	ledger_reset
 	# A slurmctld that has not changed a counter yet has no status file.
 	if [ -e "$E2E_CLH/state/switch_lua.status" ]; then opens0=$(breaker_opens); else opens0=0; fi
+	# Each job runs 4 s: some still run when the fabric goes down, so their
+	# teardowns come during the outage.  With 1 s they had all ended by then
+	# once on a busy machine (the ledger poll is slow there), and the 8 jobs
+	# left only had their setups requeued: "no teardown was kept".
 	for i in $(seq 1 30); do
-		ids+=("$(submit -N1 --network=outage --wrap='sleep 1' -o /dev/null)")
+		ids+=("$(submit -N1 --network=outage --wrap='sleep 4' -o /dev/null)")
 	done
-	wait_for 60 _allocs_at_least 6 || fail "the jobs did not start: $(ledger_count ALLOC) allocations"
+	wait_for 60 _allocs_and_running 6 || fail "the jobs did not start: $(ledger_count ALLOC) allocations, running: $(c_root squeue -h -t RUNNING -o %i | tr '\n' ' ')"
 	fabric down
 	wait_log "$(ctld_log)" 'switch/lua: fabric breaker OPEN: JobId=[0-9]+ job_(complete|start) returned slurm.FABRIC_DOWN: the fabric as a whole is taken to be unavailable' 30
 	sleep 30
@@ -135,6 +139,8 @@ t_outage_fabric_down() {
 	note "ledger: $(ledger_count ALLOC) allocations, $(ledger_count FREE) releases, $(ledger_count DOWN) calls refused during the outage; $(ctld_count 'R_START_FABRIC_DOWN') setups requeued for the outage"
 }
 _allocs_at_least() { (($(ledger_count ALLOC) >= $1)); }
+# _allocs_and_running N: at least N allocations so far, and a job running.
+_allocs_and_running() { _allocs_at_least "$1" && (($(c_root squeue -h -t RUNNING -o %i | wc -l) >= 1)); }
 
 # (c) A node DOWN and back while its job's teardown is held (job_complete
 # returns slurm.EAGAIN with block_job_complete true; the plugin re-asserts
