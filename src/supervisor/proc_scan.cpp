@@ -12,10 +12,8 @@
 #include <unistd.h>
 
 namespace switchlua {
-namespace {
 
-/// Reads at most `cap` bytes of a small /proc file; empty when unreadable.
-std::string read_small(const std::string &path, std::size_t cap) {
+std::string read_proc_file(const std::string &path, std::size_t cap) {
   std::string out;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -30,6 +28,8 @@ std::string read_small(const std::string &path, std::size_t cap) {
   ::close(fd);
   return out;
 }
+
+namespace {
 
 /// Parses "pid (comm) S ppid pgrp ...".  comm may hold spaces and ')'.
 std::optional<ProcEntry> parse_stat(std::string_view s) {
@@ -63,7 +63,7 @@ std::vector<ProcEntry> scan_processes() {
   while (const dirent *d = ::readdir(dir.get())) {
     if (d->d_name[0] < '1' || d->d_name[0] > '9')
       continue;
-    const std::string stat = read_small(std::string("/proc/") + d->d_name + "/stat", 1024);
+    const std::string stat = read_proc_file(std::string("/proc/") + d->d_name + "/stat", 1024);
     if (auto e = parse_stat(stat))
       out.push_back(*e);
   }
@@ -71,7 +71,7 @@ std::vector<ProcEntry> scan_processes() {
 }
 
 std::optional<ProcEntry> read_proc_entry(pid_t pid) {
-  return parse_stat(read_small("/proc/" + std::to_string(pid) + "/stat", 1024));
+  return parse_stat(read_proc_file("/proc/" + std::to_string(pid) + "/stat", 1024));
 }
 
 std::optional<std::vector<pid_t>> child_pids() {
@@ -79,7 +79,7 @@ std::optional<std::vector<pid_t>> child_pids() {
   if (::access(path.c_str(), R_OK) != 0)
     return std::nullopt;
   std::vector<pid_t> out;
-  const std::string list = read_small(path, 1 << 20);
+  const std::string list = read_proc_file(path, 1 << 20);
   const char *p = list.data();
   const char *end = p + list.size();
   while (p < end) {
@@ -111,7 +111,7 @@ std::vector<ProcEntry> scan_children() {
 }
 
 std::optional<std::uint64_t> read_call_tag(pid_t pid) {
-  const std::string env = read_small("/proc/" + std::to_string(pid) + "/environ", 256 * 1024);
+  const std::string env = read_proc_file("/proc/" + std::to_string(pid) + "/environ", 256 * 1024);
   const std::string key = std::string(kCallTagVar) + "=";
   std::size_t pos = 0;
   while (pos < env.size()) {

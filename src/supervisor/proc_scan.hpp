@@ -27,6 +27,11 @@ struct ProcEntry {
   pid_t pgrp = 0;
 };
 
+/// At most `cap` bytes (read in 4 KiB steps) of a small /proc file such as
+/// /proc/PID/stat; "" when it cannot be opened, what was read so far when a
+/// read fails (a process exiting: ESRCH).  Never throws.
+std::string read_proc_file(const std::string &path, std::size_t cap);
+
 /// Every process visible in /proc.  Processes that vanish while being read
 /// are skipped.  Cost: one readdir of /proc and one small read per process
 /// (about 8 us each: 0.65 ms for 84 processes in the test chroot).

@@ -9,12 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <fcntl.h>
 #include <sstream>
-#include <unistd.h>
 
 namespace switchlua::test {
 
@@ -56,24 +53,7 @@ bool process_exists(pid_t pid) {
 }
 
 std::string proc_cmdline(pid_t pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/cmdline";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return {};
-  std::string s;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      if (n < 0)
-        s.clear(); // gone during the read
-      break;
-    }
-    s.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
+  std::string s = read_proc_file("/proc/" + std::to_string(pid) + "/cmdline", 1 << 20);
   std::replace(s.begin(), s.end(), '\0', ' ');
   return s;
 }

@@ -41,9 +41,10 @@ class SyncClient;
 void expect_hang_killed_with_its_group(SyncClient &c);
 /// kill(pid, 0) succeeds (a zombie counts as existing).
 bool process_exists(pid_t pid);
-/// /proc/PID/cmdline with its NULs as spaces; "" when the process is gone
-/// or exits during the read (read(2) fails with ESRCH then: an ifstream
-/// throws from its buffer, which once failed a test on a busy machine).
+/// /proc/PID/cmdline with its NULs as spaces (read_proc_file: "" when the
+/// process is gone; an ifstream throws from its buffer on the ESRCH of a
+/// process exiting during the read, which once failed a test on a busy
+/// machine).
 std::string proc_cmdline(pid_t pid);
 /// kill(-pgid, 0) succeeds: some process (zombies included) is in the group.
 bool group_exists(pid_t pgid);
