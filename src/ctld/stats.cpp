@@ -177,27 +177,15 @@ void CtldStats::action(ActionKind k) {
 }
 
 void CtldStats::set_jobs(std::size_t n) {
-  std::lock_guard g(mu_);
-  if (s_.jobs == n)
-    return;
-  s_.jobs = n;
-  ++version_;
+  set_field(&StatsSnapshot::jobs, std::uint64_t{n});
 }
 
 void CtldStats::set_journal_failure(const std::string &why) {
-  std::lock_guard g(mu_);
-  if (s_.journal_failure == why)
-    return;
-  s_.journal_failure = why;
-  ++version_;
+  set_field(&StatsSnapshot::journal_failure, why);
 }
 
 void CtldStats::set_journal_waiting(std::size_t n) {
-  std::lock_guard g(mu_);
-  if (s_.journal_waiting == n)
-    return;
-  s_.journal_waiting = n;
-  ++version_;
+  set_field(&StatsSnapshot::journal_waiting, std::uint64_t{n});
 }
 
 StatsSnapshot CtldStats::snapshot() const {

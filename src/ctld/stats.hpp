@@ -33,6 +33,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace switchlua {
 
@@ -161,6 +162,14 @@ private:
     bool started = false;
   };
   void count_outcome(Hook h, const Outcome &o);
+  /// Sets one field of s_ to `v`; a new version() only when it changed.
+  template <class T, class V> void set_field(T StatsSnapshot::*field, V &&v) {
+    std::lock_guard g(mu_);
+    if (s_.*field == v)
+      return;
+    s_.*field = std::forward<V>(v);
+    ++version_;
+  }
   mutable std::mutex mu_;
   StatsSnapshot s_;
   std::map<CallId, Pending> pending_;
