@@ -1,22 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+// The journal's record format (framing, CRC, msgpack bodies), the scan that
+// reads a file back and the table its records replay into.  The file itself
+// (appends, syncs, snapshots, the writer's lock) is journal_file.cpp.
 #include "ctld/journal.hpp"
 
-#include "common/atomic_file.hpp"
-#include "common/log_stamp.hpp"
 #include "common/msgpack_write.hpp"
 #include "common/record.hpp"
 
+#include <algorithm>
 #include <array>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <msgpack.hpp>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <thread>
-#include <unistd.h>
 
 namespace switchlua {
 namespace {
@@ -49,24 +43,6 @@ std::optional<std::string_view> bin_or_nil(const msgpack::object &o, bool &ok) {
     return std::nullopt;
   }
   return std::string_view(o.via.bin.ptr, o.via.bin.size);
-}
-
-/// Writes all of `data`; false with errno set on an error or a write that
-/// stops short (ENOSPC when the call reported no error).
-bool write_all(int fd, std::string_view data, const JournalIo &io) {
-  while (!data.empty()) {
-    ssize_t n =
-        io.write ? io.write(fd, data.data(), data.size()) : ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      if (n == 0)
-        errno = ENOSPC;
-      return false;
-    }
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
 }
 
 /// A msgpack integer that fits int64_t, into `out`; false if it is not one.
@@ -379,255 +355,6 @@ std::vector<JournalRecord> JournalTable::snapshot() const {
       live.find(max_attempt) == live.end())
     out.push_back({.kind = JournalKind::Forgotten, .attempt = max_attempt});
   return out;
-}
-
-namespace {
-
-/// Reads all of `path` into `out`; a missing file reads as empty.  false
-/// (errno set) when the file exists but cannot be read.
-bool read_whole_file(const std::string &path, std::string &out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return errno == ENOENT;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return true;
-}
-
-} // namespace
-
-Journal::Journal(std::string path, LogFn log, JournalIo io)
-    : path_(std::move(path)), log_(std::move(log)), io_(io) {
-  auto say = [&](bool error, const std::string &what) {
-    log_(error, log_line({}, "journal {}: {}", path_, what));
-  };
-  std::string image;
-  if (!read_whole_file(path_, image)) {
-    say(true, fmt::format("cannot read: {}; running without a journal (recovery after a "
-                          "crash relies on Slurm's saved job state alone)",
-                          std::strerror(errno)));
-    return;
-  }
-  JournalScan scan = scan_journal(image);
-  switch (scan.status) {
-  case JournalScan::Status::Clean:
-    break;
-  case JournalScan::Status::TornTail:
-    say(false, fmt::format("torn tail ({}), truncated to {} bytes: a crash during an append; "
-                           "{} records kept",
-                           scan.error, scan.good_bytes, scan.records.size()));
-    break;
-  case JournalScan::Status::Corrupt: {
-    std::string aside = fmt::format("{}.corrupt-{}", path_,
-                                    std::chrono::duration_cast<std::chrono::seconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
-    bool moved = ::rename(path_.c_str(), aside.c_str()) == 0;
-    say(true, fmt::format("CORRUPT ({}); {}; the {} records before it are ignored too and "
-                          "switch/lua continues on Slurm's saved job state alone: setups that "
-                          "returned since Slurm's last save may run again, and setups whose job "
-                          "record is gone are not torn down (see switch.lua(5), Journal)",
-                          scan.error,
-                          moved ? fmt::format("moved aside to {}", aside)
-                                : fmt::format("cannot move it aside to {}: {}", aside,
-                                              std::strerror(errno)),
-                          scan.records.size()));
-    scan.records.clear();
-    break;
-  }
-  }
-  for (const JournalRecord &r : scan.records)
-    table_.apply(r);
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd_ < 0) {
-    say(true, fmt::format("cannot open for writing: {}; running without a journal",
-                          std::strerror(errno)));
-    return;
-  }
-  compact();
-  if (!table_.live.empty())
-    say(false, fmt::format("{} setup attempt(s) not over, {} remembered as over",
-                           table_.live.size(), table_.forgotten.size()));
-}
-
-Journal::~Journal() {
-  if (fd_ >= 0)
-    ::close(fd_);
-}
-
-bool Journal::compact() {
-  if (fd_ < 0)
-    return false;
-  std::string image(kJournalHeader);
-  for (const JournalRecord &r : table_.snapshot())
-    image += frame_journal_record(r);
-  auto written = write_file_atomically(path_, image, {.fsync_fn = io_.fsync});
-  if (!written && !written.error().replaced) {
-    if (untrusted_) // the streak's line is already out
-      return false;
-    log_(true, log_line({}, "journal {}: compaction failed: {}; appending to the old file", path_,
-                        written.error().message));
-    return false;
-  }
-  if (!written) // the snapshot is in place; only its rename may not be on disk yet
-    log_(true, log_line({}, "journal {}: compacted, but {}", path_, written.error().message));
-  // Many live attempts make a large snapshot: compact again only once the
-  // file has doubled.
-  compact_at_ = std::max(kJournalCompactBytes, 2 * image.size());
-  // The old descriptor points at the file the rename replaced: appending
-  // to it would write where no reader looks.  Without the new one, run
-  // without a journal, loudly, rather than lose records silently.
-  int nfd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  const int open_errno = errno;
-  ::close(fd_);
-  fd_ = nfd;
-  if (nfd < 0) {
-    log_(true, log_line({},
-                        "journal {}: cannot open the compacted file for writing ({}): running "
-                        "without a journal; what happens now may be repeated after a crash",
-                        path_, std::strerror(open_errno)));
-    return false;
-  }
-  size_ = image.size();
-  return true;
-}
-
-void Journal::fail(const std::string &what, int err, const std::string &consequence) {
-  const bool first = failure_.empty();
-  failure_ = fmt::format("{}: {} (errno {})", what, std::strerror(err), err);
-  failure_errno_ = err;
-  untrusted_ = true;
-  if (first)
-    log_(true, log_line({},
-                        "journal {}: {}; {}; until a fresh snapshot of it is written and synced "
-                        "{} (see switch_lua.conf(5), STATESAVELOCATION)",
-                        path_, failure_, consequence, while_failing_));
-}
-
-bool Journal::retry() {
-  if (fd_ < 0 || !untrusted_)
-    return !untrusted_;
-  if (!compact() || fd_ < 0)
-    return false;
-  untrusted_ = false;
-  log_(false, log_line({},
-                       "journal {}: writable again after '{}': a fresh snapshot ({} setup "
-                       "attempt(s) not over) is written and synced; setups start again",
-                       path_, failure_, table_.live.size()));
-  failure_.clear();
-  failure_errno_ = 0;
-  return true;
-}
-
-bool Journal::append(const std::vector<JournalRecord> &records) {
-  if (records.empty())
-    return !untrusted_;
-  for (const JournalRecord &r : records)
-    table_.apply(r);
-  if (fd_ < 0)
-    return !untrusted_;
-  if (untrusted_) // the table already holds the new records: the snapshot writes them
-    return retry();
-  if (size_ > compact_at_) {
-    if (compact() || fd_ < 0)
-      return fd_ >= 0;
-  }
-  std::string data;
-  for (const JournalRecord &r : records)
-    data += frame_journal_record(r);
-  if (!write_all(fd_, data, io_)) {
-    const int err = errno;
-    // Cut back to the last whole record: a partial one followed, once the
-    // disk has room again, by whole ones would read as corruption in the
-    // middle and cost every live attempt at the next start.
-    const bool cut = ::ftruncate(fd_, static_cast<off_t>(size_)) == 0;
-    fail("cannot append", err,
-         cut ? fmt::format("cut back to its last whole record ({} bytes)", size_)
-             : fmt::format("cannot cut it back to its last whole record ({} bytes): {}", size_,
-                           std::strerror(errno)));
-    return false;
-  }
-  const int synced = io_.fdatasync ? io_.fdatasync(fd_) : ::fdatasync(fd_);
-  if (synced != 0) {
-    const int err = errno;
-    size_ += data.size();
-    fail("fdatasync failed", err,
-         "the kernel may have dropped what was written, and a later sync can report success "
-         "for it: the file is no longer trusted");
-    return false;
-  }
-  size_ += data.size();
-  return true;
-}
-
-Expected<std::unique_ptr<JournalLock>> JournalLock::acquire(const std::string &journal,
-                                                            std::chrono::milliseconds wait) {
-  const std::string path = journal + ".lock";
-  auto err = [&](std::string what) {
-    return Unexpected<Error>{Error{log_line({}, "journal {}: {}", journal, what)}};
-  };
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return err(fmt::format("cannot open the lock file {}: {}", path, std::strerror(errno)));
-  struct flock fl{};
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  const auto end = std::chrono::steady_clock::now() + wait;
-  for (;;) {
-    fl.l_pid = 0; // required by F_OFD_*
-    if (::fcntl(fd, F_OFD_SETLK, &fl) == 0)
-      break;
-    const int e = errno;
-    if ((e != EAGAIN && e != EACCES && e != EINTR) || std::chrono::steady_clock::now() >= end) {
-      std::string holder;
-      char buf[256];
-      ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-      if (n > 0)
-        holder.assign(buf, static_cast<std::size_t>(n));
-      while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0'))
-        holder.pop_back();
-      ::close(fd);
-      if (e == EAGAIN || e == EACCES || e == EINTR)
-        return err(fmt::format(
-            "another slurmctld holds its lock {} ({}) after {} ms: two controllers must never "
-            "write one journal; this one does not take control",
-            path, holder.empty() ? "holder unknown" : holder, wait.count()));
-      return err(fmt::format("cannot lock {}: {}", path, std::strerror(e)));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  struct utsname u{};
-  ::uname(&u);
-  const std::string who = fmt::format("{} pid {} since {}\n", u.nodename, ::getpid(),
-                                      std::chrono::duration_cast<std::chrono::seconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count());
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, who.data(), who.size(), 0) < 0) {
-    // Only the note for the next holder's error line is lost.
-  }
-  return std::unique_ptr<JournalLock>(new JournalLock(path, fd));
-}
-
-JournalLock::~JournalLock() {
-  if (fd_ >= 0)
-    ::close(fd_); // releases the OFD lock
-}
-
-std::int64_t Journal::next_attempt() {
-  std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-  std::int64_t a = std::max(now, table_.max_attempt + 1);
-  table_.max_attempt = a;
-  return a;
 }
 
 } // namespace switchlua

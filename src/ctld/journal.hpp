@@ -230,6 +230,47 @@ public:
   /// running without a journal, as logged at open); false when the disk
   /// failed (see "A failing disk" above; failure() says how).
   bool append(const std::vector<JournalRecord> &records);
+
+  /// What write() did with its records.
+  enum class Write {
+    Durable, ///< on disk already (a snapshot, or no file at all)
+    Written, ///< written, not yet fdatasync'ed: durable once durable_seq() >= the seq
+    Failed,  ///< the disk failed (failure() says how)
+  };
+  /// As append(), but without the fdatasync of an ordinary append (issue
+  /// 22, group commit): the records are applied to table() and written;
+  /// `*seq` gets their sequence number (Written only).  The caller makes
+  /// them durable before it acts on them: the fdatasync of a sync_ticket()
+  /// outside its locks (sync_done()), or sync_now().  An untrusted or
+  /// oversized file is snapshotted here, as by append() (Durable or Failed).
+  Write write(const std::vector<JournalRecord> &records, std::uint64_t *seq);
+  /// Every write() up to this sequence number is durable.
+  std::uint64_t durable_seq() const { return durable_seq_; }
+  /// Whether every write() so far is durable.
+  bool all_durable() const { return durable_seq_ == written_seq_; }
+  /// An fdatasync to run without the caller's mutex (sync_outside()): a
+  /// duplicate of the file's descriptor, and how far it covers.  fd -1 when
+  /// nothing written waits for one (or the journal is failing: only a
+  /// snapshot makes it durable again).
+  struct SyncTicket {
+    int fd = -1;
+    std::uint64_t upto = 0;
+    std::uint64_t epoch = 0;   ///< compactions so far: a later one made it durable already
+    std::uint64_t journal = 0; ///< id() of the journal it is of
+    int (*fdatasync)(int fd) = nullptr;
+  };
+  SyncTicket sync_ticket();
+  /// fdatasync of the ticket's descriptor, which it then closes: 0, or
+  /// the errno.  Touches no Journal (it may be gone when this returns).
+  static int sync_outside(SyncTicket &t);
+  /// Back under the caller's mutex: the ticket's result.  A failure makes
+  /// the file untrusted (as a failed append's fdatasync does).
+  void sync_done(const SyncTicket &t, int err);
+  /// fdatasync now of what write() left unsynced (before control is given
+  /// up); true when everything written is durable.
+  bool sync_now();
+  /// This journal among all opened in the process (a SyncTicket's owner).
+  std::uint64_t id() const { return id_; }
   /// While untrusted: tries the fresh snapshot now (the core's periodic
   /// check), so the journal recovers without waiting for a record.  True
   /// when the journal is (again) trusted.
@@ -265,7 +306,11 @@ private:
   int fd_ = -1;
   std::size_t size_ = 0;
   std::size_t compact_at_ = kJournalCompactBytes;
-  bool untrusted_ = false; ///< a failed append or fdatasync: snapshot first
+  bool untrusted_ = false;        ///< a failed append or fdatasync: snapshot first
+  std::uint64_t written_seq_ = 0; ///< write()s so far
+  std::uint64_t durable_seq_ = 0; ///< of those, the ones known durable
+  std::uint64_t epoch_ = 0;       ///< compactions that replaced the file
+  std::uint64_t id_ = 0;
   std::string failure_;
   int failure_errno_ = 0;
   std::string while_failing_ = "no new setup starts (each fails naming the journal)";

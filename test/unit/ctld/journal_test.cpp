@@ -424,6 +424,68 @@ TEST(JournalDisk, AFailedFdatasyncIsNotForgottenAfterTheNextSuccessfulOne) {
   EXPECT_EQ(k.table().live.size(), 3u);
 }
 
+// Issue 22, group commit: write() leaves the fdatasync to a ticket synced
+// outside the caller's mutex; one ticket covers every write before it, a
+// later write waits for the next one, and a compaction meanwhile counts as
+// the sync (its snapshot holds the records).
+TEST(JournalDisk, AWriteIsDurableOnlyOnceATicketCoveringItIsSynced) {
+  TempDir d;
+  Logged log;
+  Journal j(d.file(), log.fn(), kInjected);
+  std::uint64_t a = 0, b = 0, c = 0;
+  ASSERT_EQ(j.write({started(7, 100)}, &a), Journal::Write::Written);
+  ASSERT_EQ(j.write({started(8, 101)}, &b), Journal::Write::Written);
+  EXPECT_LT(a, b);
+  EXPECT_LT(j.durable_seq(), a) << "not durable before a sync";
+  EXPECT_EQ(scan_journal(read_file(d.file())).records.size(), 2u) << "but written";
+  Journal::SyncTicket t = j.sync_ticket();
+  ASSERT_GE(t.fd, 0);
+  ASSERT_EQ(j.write({started(9, 102)}, &c), Journal::Write::Written); // after the ticket
+  EXPECT_EQ(Journal::sync_outside(t), 0);
+  EXPECT_EQ(t.fd, -1) << "the duplicate descriptor is closed";
+  j.sync_done(t, 0);
+  EXPECT_GE(j.durable_seq(), b) << "one sync covers both writes before it";
+  EXPECT_LT(j.durable_seq(), c) << "the write after the ticket waits for the next";
+  EXPECT_FALSE(j.all_durable());
+  EXPECT_TRUE(j.sync_now());
+  EXPECT_TRUE(j.all_durable());
+  EXPECT_EQ(j.sync_ticket().fd, -1) << "nothing to sync";
+  // A compaction between the ticket and its result: durable by the snapshot.
+  std::uint64_t e = 0;
+  ASSERT_EQ(j.write({rec(JournalKind::Forgotten, 7, 100)}, &e), Journal::Write::Written);
+  Journal::SyncTicket u = j.sync_ticket();
+  ASSERT_TRUE(j.compact());
+  EXPECT_GE(j.durable_seq(), e);
+  EXPECT_EQ(Journal::sync_outside(u), 0);
+  j.sync_done(u, EIO); // of the replaced file: not a failure of this one
+  EXPECT_TRUE(j.failure().empty());
+  EXPECT_TRUE(log.lines.empty()) << log.lines.front().second;
+}
+
+TEST(JournalDisk, AFailedTicketSyncMakesTheFileUntrustedUntilASnapshot) {
+  TempDir d;
+  Logged log;
+  Journal j(d.file(), log.fn(), kInjected);
+  std::uint64_t a = 0;
+  ASSERT_EQ(j.write({started(7, 100)}, &a), Journal::Write::Written);
+  Journal::SyncTicket t = j.sync_ticket();
+  g_failed_syncs = 1;
+  EXPECT_EQ(Journal::sync_outside(t), EIO);
+  j.sync_done(t, EIO);
+  EXPECT_LT(j.durable_seq(), a);
+  EXPECT_EQ(j.failure(), "fdatasync failed: Input/output error (errno 5)");
+  EXPECT_EQ(count_lines(log, true, "no longer trusted"), 1u);
+  EXPECT_EQ(j.sync_ticket().fd, -1) << "only a snapshot makes it durable now";
+  EXPECT_FALSE(j.sync_now());
+  std::uint64_t b = 0;
+  EXPECT_EQ(j.write({started(8, 101)}, &b), Journal::Write::Durable) << "a fresh snapshot";
+  EXPECT_TRUE(j.failure().empty());
+  EXPECT_TRUE(j.all_durable());
+  Logged again;
+  Journal k(d.file(), again.fn());
+  EXPECT_EQ(k.table().live.size(), 2u);
+}
+
 TEST(JournalDisk, RetryRecoversWithoutANewRecord) {
   TempDir d;
   Logged log;

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The journal's file under StateSaveLocation: reading it back at start,
+// appending records (write(2) under the core's mutex, fdatasync either
+// there or outside it through a SyncTicket: the group commit of issue 22),
+// snapshots, the failing-disk rules of issue 24 and the writer's lock.  The
+// record format and the table it replays into are journal.cpp.
+#include "ctld/journal.hpp"
+
+#include "common/atomic_file.hpp"
+#include "common/log_stamp.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <thread>
+#include <unistd.h>
+
+namespace switchlua {
+namespace {
+
+/// Writes all of `data`; false with errno set on an error or a write that
+/// stops short (ENOSPC when the call reported no error).
+bool write_all(int fd, std::string_view data, const JournalIo &io) {
+  while (!data.empty()) {
+    ssize_t n =
+        io.write ? io.write(fd, data.data(), data.size()) : ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = ENOSPC;
+      return false;
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+/// Reads all of `path` into `out`; a missing file reads as empty.  false
+/// (errno set) when the file exists but cannot be read.
+bool read_whole_file(const std::string &path, std::string &out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return true;
+}
+
+} // namespace
+
+Journal::Journal(std::string path, LogFn log, JournalIo io)
+    : path_(std::move(path)), log_(std::move(log)), io_(io) {
+  static std::atomic<std::uint64_t> journals{0};
+  id_ = ++journals;
+  auto say = [&](bool error, const std::string &what) {
+    log_(error, log_line({}, "journal {}: {}", path_, what));
+  };
+  std::string image;
+  if (!read_whole_file(path_, image)) {
+    say(true, fmt::format("cannot read: {}; running without a journal (recovery after a "
+                          "crash relies on Slurm's saved job state alone)",
+                          std::strerror(errno)));
+    return;
+  }
+  JournalScan scan = scan_journal(image);
+  switch (scan.status) {
+  case JournalScan::Status::Clean:
+    break;
+  case JournalScan::Status::TornTail:
+    say(false, fmt::format("torn tail ({}), truncated to {} bytes: a crash during an append; "
+                           "{} records kept",
+                           scan.error, scan.good_bytes, scan.records.size()));
+    break;
+  case JournalScan::Status::Corrupt: {
+    std::string aside = fmt::format("{}.corrupt-{}", path_,
+                                    std::chrono::duration_cast<std::chrono::seconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+    bool moved = ::rename(path_.c_str(), aside.c_str()) == 0;
+    say(true, fmt::format("CORRUPT ({}); {}; the {} records before it are ignored too and "
+                          "switch/lua continues on Slurm's saved job state alone: setups that "
+                          "returned since Slurm's last save may run again, and setups whose job "
+                          "record is gone are not torn down (see switch.lua(5), Journal)",
+                          scan.error,
+                          moved ? fmt::format("moved aside to {}", aside)
+                                : fmt::format("cannot move it aside to {}: {}", aside,
+                                              std::strerror(errno)),
+                          scan.records.size()));
+    scan.records.clear();
+    break;
+  }
+  }
+  for (const JournalRecord &r : scan.records)
+    table_.apply(r);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd_ < 0) {
+    say(true, fmt::format("cannot open for writing: {}; running without a journal",
+                          std::strerror(errno)));
+    return;
+  }
+  compact();
+  if (!table_.live.empty())
+    say(false, fmt::format("{} setup attempt(s) not over, {} remembered as over",
+                           table_.live.size(), table_.forgotten.size()));
+}
+
+Journal::~Journal() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+bool Journal::compact() {
+  if (fd_ < 0)
+    return false;
+  std::string image(kJournalHeader);
+  for (const JournalRecord &r : table_.snapshot())
+    image += frame_journal_record(r);
+  auto written = write_file_atomically(path_, image, {.fsync_fn = io_.fsync});
+  if (!written && !written.error().replaced) {
+    if (untrusted_) // the streak's line is already out
+      return false;
+    log_(true, log_line({}, "journal {}: compaction failed: {}; appending to the old file", path_,
+                        written.error().message));
+    return false;
+  }
+  if (!written) // the snapshot is in place; only its rename may not be on disk yet
+    log_(true, log_line({}, "journal {}: compacted, but {}", path_, written.error().message));
+  // Many live attempts make a large snapshot: compact again only once the
+  // file has doubled.
+  compact_at_ = std::max(kJournalCompactBytes, 2 * image.size());
+  // The old descriptor points at the file the rename replaced: appending
+  // to it would write where no reader looks.  Without the new one, run
+  // without a journal, loudly, rather than lose records silently.
+  int nfd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  const int open_errno = errno;
+  ::close(fd_);
+  fd_ = nfd;
+  if (nfd < 0) {
+    log_(true, log_line({},
+                        "journal {}: cannot open the compacted file for writing ({}): running "
+                        "without a journal; what happens now may be repeated after a crash",
+                        path_, std::strerror(open_errno)));
+    return false;
+  }
+  size_ = image.size();
+  ++epoch_;
+  durable_seq_ = written_seq_; // the snapshot holds every record written so far
+  return true;
+}
+
+void Journal::fail(const std::string &what, int err, const std::string &consequence) {
+  const bool first = failure_.empty();
+  failure_ = fmt::format("{}: {} (errno {})", what, std::strerror(err), err);
+  failure_errno_ = err;
+  untrusted_ = true;
+  if (first)
+    log_(true, log_line({},
+                        "journal {}: {}; {}; until a fresh snapshot of it is written and synced "
+                        "{} (see switch_lua.conf(5), STATESAVELOCATION)",
+                        path_, failure_, consequence, while_failing_));
+}
+
+bool Journal::retry() {
+  if (fd_ < 0 || !untrusted_)
+    return !untrusted_;
+  if (!compact() || fd_ < 0)
+    return false;
+  untrusted_ = false;
+  log_(false, log_line({},
+                       "journal {}: writable again after '{}': a fresh snapshot ({} setup "
+                       "attempt(s) not over) is written and synced; setups start again",
+                       path_, failure_, table_.live.size()));
+  failure_.clear();
+  failure_errno_ = 0;
+  return true;
+}
+
+namespace {
+
+/// The consequence a failed fdatasync's error line names.
+constexpr std::string_view kSyncFailed =
+    "the kernel may have dropped what was written, and a later sync can report success "
+    "for it: the file is no longer trusted";
+
+int call_fdatasync(int (*fn)(int), int fd) {
+  return fn ? fn(fd) : ::fdatasync(fd);
+}
+
+} // namespace
+
+Journal::Write Journal::write(const std::vector<JournalRecord> &records, std::uint64_t *seq) {
+  const Write ok = untrusted_ ? Write::Failed : Write::Durable;
+  if (records.empty())
+    return ok;
+  for (const JournalRecord &r : records)
+    table_.apply(r);
+  if (fd_ < 0)
+    return ok;
+  if (untrusted_) // the table already holds the new records: the snapshot writes them
+    return retry() ? Write::Durable : Write::Failed;
+  if (size_ > compact_at_) {
+    if (compact())
+      return Write::Durable;
+    if (fd_ < 0)
+      return Write::Failed;
+  }
+  std::string data;
+  for (const JournalRecord &r : records)
+    data += frame_journal_record(r);
+  if (!write_all(fd_, data, io_)) {
+    const int err = errno;
+    // Cut back to the last whole record: a partial one followed, once the
+    // disk has room again, by whole ones would read as corruption in the
+    // middle and cost every live attempt at the next start.
+    const bool cut = ::ftruncate(fd_, static_cast<off_t>(size_)) == 0;
+    fail("cannot append", err,
+         cut ? fmt::format("cut back to its last whole record ({} bytes)", size_)
+             : fmt::format("cannot cut it back to its last whole record ({} bytes): {}", size_,
+                           std::strerror(errno)));
+    return Write::Failed;
+  }
+  size_ += data.size();
+  *seq = ++written_seq_;
+  return Write::Written;
+}
+
+bool Journal::append(const std::vector<JournalRecord> &records) {
+  std::uint64_t seq = 0;
+  const Write w = write(records, &seq);
+  if (w != Write::Written)
+    return w == Write::Durable;
+  return sync_now();
+}
+
+bool Journal::sync_now() {
+  if (fd_ < 0 || all_durable())
+    return !untrusted_;
+  if (untrusted_)
+    return false;
+  if (call_fdatasync(io_.fdatasync, fd_) != 0) {
+    const int err = errno;
+    fail("fdatasync failed", err, std::string(kSyncFailed));
+    return false;
+  }
+  durable_seq_ = written_seq_;
+  return true;
+}
+
+Journal::SyncTicket Journal::sync_ticket() {
+  if (fd_ < 0 || untrusted_ || all_durable())
+    return {};
+  const int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) { // no descriptor to spare: the sync here, under the caller's mutex
+    sync_now();
+    return {};
+  }
+  return {
+      .fd = fd, .upto = written_seq_, .epoch = epoch_, .journal = id_, .fdatasync = io_.fdatasync};
+}
+
+int Journal::sync_outside(SyncTicket &t) {
+  if (t.fd < 0)
+    return 0;
+  const int err = call_fdatasync(t.fdatasync, t.fd) == 0 ? 0 : errno;
+  ::close(t.fd);
+  t.fd = -1;
+  return err;
+}
+
+void Journal::sync_done(const SyncTicket &t, int err) {
+  // A compaction since the ticket wrote and synced a snapshot of the whole
+  // table: what the ticket covers is durable whatever its fdatasync said
+  // (of a file no reader opens now).  Once untrusted, only a snapshot counts.
+  if (t.journal != id_ || t.epoch != epoch_ || untrusted_)
+    return;
+  if (err != 0) {
+    fail("fdatasync failed", err, std::string(kSyncFailed));
+    return;
+  }
+  durable_seq_ = std::max(durable_seq_, t.upto);
+}
+
+Expected<std::unique_ptr<JournalLock>> JournalLock::acquire(const std::string &journal,
+                                                            std::chrono::milliseconds wait) {
+  const std::string path = journal + ".lock";
+  auto err = [&](std::string what) {
+    return Unexpected<Error>{Error{log_line({}, "journal {}: {}", journal, what)}};
+  };
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return err(fmt::format("cannot open the lock file {}: {}", path, std::strerror(errno)));
+  struct flock fl{};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  const auto end = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    fl.l_pid = 0; // required by F_OFD_*
+    if (::fcntl(fd, F_OFD_SETLK, &fl) == 0)
+      break;
+    const int e = errno;
+    if ((e != EAGAIN && e != EACCES && e != EINTR) || std::chrono::steady_clock::now() >= end) {
+      std::string holder;
+      char buf[256];
+      ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      if (n > 0)
+        holder.assign(buf, static_cast<std::size_t>(n));
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0'))
+        holder.pop_back();
+      ::close(fd);
+      if (e == EAGAIN || e == EACCES || e == EINTR)
+        return err(fmt::format(
+            "another slurmctld holds its lock {} ({}) after {} ms: two controllers must never "
+            "write one journal; this one does not take control",
+            path, holder.empty() ? "holder unknown" : holder, wait.count()));
+      return err(fmt::format("cannot lock {}: {}", path, std::strerror(e)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  struct utsname u{};
+  ::uname(&u);
+  const std::string who = fmt::format("{} pid {} since {}\n", u.nodename, ::getpid(),
+                                      std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, who.data(), who.size(), 0) < 0) {
+    // Only the note for the next holder's error line is lost.
+  }
+  return std::unique_ptr<JournalLock>(new JournalLock(path, fd));
+}
+
+JournalLock::~JournalLock() {
+  if (fd_ >= 0)
+    ::close(fd_); // releases the OFD lock
+}
+
+std::int64_t Journal::next_attempt() {
+  std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  std::int64_t a = std::max(now, table_.max_attempt + 1);
+  table_.max_attempt = a;
+  return a;
+}
+
+} // namespace switchlua
