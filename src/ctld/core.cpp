@@ -9,16 +9,16 @@
 //        └──────────── queue ◀── enqueue ◀─────────────────────┘
 //
 // This file: the worker, apply() and execute(), and CtldCore's public calls
-// but the recovery ones.  Hook calls: core_calls.cpp; the journal's writer:
-// core_journal.cpp; the recovery: core_recovery.cpp; the fabric breaker:
-// core_breaker.cpp; the shared insides: core_impl.hpp.
+// but the recovery and control ones.  Hook calls: core_calls.cpp; the
+// journal's writer and its syncer: core_journal.cpp; taking and giving up
+// control: core_control.cpp; the recovery: core_recovery.cpp; the fabric
+// breaker: core_breaker.cpp; the shared insides: core_impl.hpp.
 #include "ctld/core_impl.hpp"
 
 #include "common/hostlist.hpp"
 #include "common/log_stamp.hpp"
 #include "lua/runtime.hpp"
 
-#include <csignal>
 #include <fmt/format.h>
 
 namespace switchlua {
@@ -43,78 +43,16 @@ CtldCore::Impl::Impl(CoreOptions o, SlurmPort &p)
     (void)take_control(false); // logged
   }
   worker = std::thread([this] { run_worker(); });
-}
-
-void CtldCore::Impl::drop_volatile_state() {
-  {
-    std::lock_guard q(qmu);
-    queue.clear();  // outcomes of calls stop_children() killed
-    timers.clear(); // back-offs of the jobs re-adopted (fired again by them)
-  }
-  retry_wait.clear();
-  host_fault_since.clear();
-  if (breaker.open)
-    stats.breaker(false, unix_now(), ""); // a controller taking over starts closed, as at a start
-  breaker = {};
-  orphans.clear();
-  hints.clear();
-  journal_waiting.clear(); // the journal as read now says what they were
-  journal_timer_armed = false;
-}
-
-Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
-  if (in_control)
-    return {};
-  if (!opts.journal_path.empty()) {
-    // One writer: the journal (and the status file beside it) belongs to
-    // the controller holding its lock; the one that had control releases
-    // it in its switch_p_save.
-    auto lock = JournalLock::acquire(opts.journal_path, opts.lock_wait);
-    if (!lock) {
-      port.log(LogLevel::Error, lock.error().message);
-      return Unexpected<Error>{lock.error()};
-    }
-    journal_lock = std::move(*lock);
-    // Every attempt id the journal file (and its set-aside copies) may have
-    // held (issue 20), read before the Journal may set it aside.
-    attempt_floor = std::max(attempt_floor, attempt_floor_of(opts.journal_path));
-    // Read now, as it is: what another controller wrote since this process
-    // started (a takeover), or since it gave up control, is in it.
-    journal = std::make_unique<Journal>(
-        opts.journal_path,
-        [this](bool error, const std::string &l) {
-          port.log(error ? LogLevel::Error : LogLevel::Info, l);
-        },
-        opts.journal_io);
-    journal->set_while_failing(journal_while_failing());
-  }
-  drop_volatile_state();
-  if (!keep_jobs) {
-    // Not port.forget(): Slurm has no job record now (start-up, or a
-    // takeover, which freed them all and their jobinfo with them).
-    jobs.clear();
-  } else {
-    std::vector<JobSwitchState> kept;
-    for (auto &[id, st] : jobs)
-      kept.push_back(st);
-    jobs.clear();
-    for (JobSwitchState &st : kept)
-      adopt_locked(std::move(st));
-  }
-  failures = journal ? journal->table().failures : SetupFailureCounts{};
-  publisher = std::make_unique<StatusPublisher>(
-      stats, opts.status_path, opts.script, opts.journal_path,
-      [this](LogLevel l, const std::string &line) { port.log(l, line); });
-  publisher->set_settings(cfg.status_interval, cfg.metrics_file);
-  stats.set_journal_failure(journal ? journal->failure() : std::string());
-  stats.set_jobs(jobs.size());
-  in_control = true;
-  frozen = false;
-  reconciled = opts.take_control_at_start;
-  return {};
+  syncer = std::thread([this] { run_syncer(); });
 }
 
 CtldCore::Impl::~Impl() {
+  {
+    std::lock_guard l(smu);
+    sync_stop = true;
+  }
+  scv.notify_all();
+  syncer.join();
   {
     std::lock_guard g(qmu);
     stopping = true;
@@ -332,6 +270,20 @@ void CtldCore::Impl::fire_timers(const std::vector<Timer> &due) {
   }
 }
 
+std::chrono::milliseconds CtldCore::Impl::host_fault_age(std::uint32_t job_id, const Event &e) {
+  const auto now = std::chrono::steady_clock::now();
+  auto since = host_fault_since.find(job_id);
+  const bool spawn_failed = e.outcome && e.outcome->kind == OutcomeKind::SpawnFailed;
+  if (spawn_failed && since == host_fault_since.end())
+    since = host_fault_since.emplace(job_id, now).first;
+  const auto age = since == host_fault_since.end()
+                       ? std::chrono::milliseconds(0)
+                       : std::chrono::duration_cast<std::chrono::milliseconds>(now - since->second);
+  if (e.kind == EventKind::SetupRequested || (e.outcome && !spawn_failed))
+    host_fault_since.erase(job_id);
+  return age;
+}
+
 void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   std::lock_guard g(mu);
   if (!in_control) {
@@ -349,20 +301,7 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
     it->second.held_by =
         it->second.orphan_pending ? 0 : held_teardown_of(job_id, it->second.job); // issue 20
   it->second.journal_down = journal && !journal->failure().empty();
-  {
-    // How long this job's runners have failed to start (issue 20).
-    const auto now = std::chrono::steady_clock::now();
-    auto since = host_fault_since.find(job_id);
-    const bool spawn_failed = e.outcome && e.outcome->kind == OutcomeKind::SpawnFailed;
-    if (spawn_failed && since == host_fault_since.end())
-      since = host_fault_since.emplace(job_id, now).first;
-    it->second.host_fault_age =
-        since == host_fault_since.end()
-            ? std::chrono::milliseconds(0)
-            : std::chrono::duration_cast<std::chrono::milliseconds>(now - since->second);
-    if (e.kind == EventKind::SetupRequested || (e.outcome && !spawn_failed))
-      host_fault_since.erase(job_id);
-  }
+  it->second.host_fault_age = host_fault_age(job_id, e);
   it->second.fabric_down = breaker.open;
   StepResult r = step(it->second, e, cfg);
   // The fabric breaker (issue 20): this failed teardown is the
@@ -394,7 +333,7 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
     for (Action &a : r.actions) // the rule's line is the outcome line of job_complete
       if (a.kind == ActionKind::Log)
         a.reason += fmt::format(" ({})", script_ref(e.outcome->script_hash));
-  const bool durable = journal_step(it->second, e, r);
+  const JournalStep js = journal_step(it->second, e, r, journal && deferrable(r.actions));
   if (auto rec = count_setup_failures(failures, cfg, e, r))
     journal_append({*rec});
   it->second = r.next;
@@ -405,10 +344,7 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   // naming the journal, and its job is requeued (or cancelled) as for any
   // failed setup.  A teardown without its record waits for the journal
   // (switch_journal_failure=wait) or runs (=run: safe to repeat).
-  std::string refuse;
-  if (!durable)
-    refuse = journal_refusal();
-  execute(r.next, r.actions, refuse);
+  execute(r.next, r.actions, js.durable ? std::string() : journal_refusal(), js.seq);
   auto again = jobs.find(job_id); // execute() may have re-entered
   if (again != jobs.end() && is_terminal(again->second.state) &&
       again->second.generation == r.next.generation) {
@@ -430,22 +366,19 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
 }
 
 void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> &actions,
-                             const std::string &refuse_start) {
+                             const std::string &refuse_start, std::uint64_t pending_seq) {
   std::uint32_t id = s.job.job_id;
   const std::string nodes = s.job.nodes.value_or("");
   for (const Action &a : actions) {
     stats.action(a.kind);
+    if (pending_seq != 0 && is_call(a.kind)) { // not synced yet: the syncer submits it
+      pending_calls.push_back({.seq = pending_seq, .state = s, .action = a});
+      wake_syncer();
+      continue;
+    }
     switch (a.kind) {
     case ActionKind::RunJobStart:
-      if (!refuse_start.empty()) {
-        // The failure's own line (R_START_FAIL) says it: "JobId=N job_start
-        // could not be started: journal ...".
-        Outcome o{.kind = OutcomeKind::SpawnFailed, .message = refuse_start};
-        stats.call_refused(Hook::JobStart, o);
-        enqueue({id, s.generation, EventKind::SetupResult, o});
-        break;
-      }
-      submit(s, Hook::JobStart, std::nullopt, EventKind::SetupResult);
+      start_setup(s, refuse_start);
       break;
     case ActionKind::RunJobComplete:
     case ActionKind::RunLateJobComplete:
@@ -597,66 +530,6 @@ CtldConfig CtldCore::config() const {
   return impl_->cfg;
 }
 
-void CtldCore::halt() {
-  std::lock_guard g(impl_->mu);
-  impl_->frozen = true;
-}
-
-void CtldCore::stop_children() {
-  {
-    std::lock_guard g(impl_->mu);
-    impl_->frozen = true;
-    // No call survives: whatever was outstanding is recovered (re-run) by
-    // the next slurmctld, or by this one after a failed reconfigure.
-    for (auto &[id, s] : impl_->jobs)
-      if (!is_terminal(s.state))
-        s.recovered = true;
-    impl_->retry_wait.clear();
-    {
-      std::lock_guard q(impl_->qmu);
-      impl_->timers.clear(); // the recovery re-runs what they waited for
-    }
-    for (auto &[a, o] : impl_->orphans)
-      o.in_flight = false;          // killed below; reconcile_journal() runs them again
-    impl_->journal_waiting.clear(); // never started: the next slurmctld runs them
-  }
-  // SIGTERM: the supervisor kills every child process group and exits; the
-  // client reports the calls abandoned and restarts it on the next submit.
-  pid_t pid = impl_->client.supervisor_pid();
-  if (pid > 0)
-    ::kill(pid, SIGTERM);
-  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (calls_in_flight() > 0 && std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-}
-
-Expected<void> CtldCore::take_control(bool keep_jobs) {
-  std::lock_guard g(impl_->mu);
-  return impl_->take_control(keep_jobs);
-}
-
-void CtldCore::release_control() {
-  if (!in_control())
-    return;
-  stop_children();
-  std::lock_guard g(impl_->mu);
-  impl_->flush_journal_for_handover();
-  impl_->in_control = false;
-  impl_->publisher.reset(); // its last write, while the lock is still ours
-  impl_->journal.reset();   // every record is on disk already (fdatasync'ed)
-  impl_->journal_lock.reset();
-  impl_->port.log(LogLevel::Info,
-                  log_line({},
-                           "control given up: journal closed and its lock released; {} job "
-                           "state(s) kept for a resumption after a failed reconfigure",
-                           impl_->jobs.size()));
-}
-
-bool CtldCore::in_control() const {
-  std::lock_guard g(impl_->mu);
-  return impl_->in_control;
-}
-
 std::size_t CtldCore::drain_events() {
   impl_->port.lock();
   std::size_t n = impl_->apply_queued();
@@ -672,7 +545,7 @@ void CtldCore::retry_now() {
 
 std::size_t CtldCore::calls_in_flight() const {
   std::lock_guard g(impl_->mu);
-  return impl_->calls.size();
+  return impl_->calls.size() + impl_->pending_calls.size();
 }
 
 StatsSnapshot CtldCore::stats() const {

@@ -207,7 +207,8 @@ public:
   std::size_t drain_events();
   /// Fires RetryTick for jobs waiting now instead of at the next check.
   void retry_now();
-  /// Number of hook calls in flight.
+  /// Number of hook calls in flight, counting those waiting for their
+  /// journal record's fdatasync (pending_calls).
   std::size_t calls_in_flight() const;
   /// The counters (switch-lua(1), STATUS), a copy.
   StatsSnapshot stats() const;

@@ -122,4 +122,14 @@ void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o)
   }
 }
 
+void CtldCore::Impl::start_setup(const JobSwitchState &s, const std::string &refuse) {
+  if (refuse.empty()) {
+    submit(s, Hook::JobStart, std::nullopt, EventKind::SetupResult);
+    return;
+  }
+  Outcome o{.kind = OutcomeKind::SpawnFailed, .message = refuse};
+  stats.call_refused(Hook::JobStart, o);
+  enqueue({s.job.job_id, s.generation, EventKind::SetupResult, o});
+}
+
 } // namespace switchlua

@@ -77,6 +77,13 @@ inline std::int64_t unix_now() {
 /// breaker counts (switch_breaker_failures; core_breaker.cpp).
 bool is_failed_teardown(std::string_view rule);
 
+/// Whether an action is a hook call (job_start, job_complete or a late
+/// job_complete): what the syncer may hold back until its record is synced.
+inline bool is_call(ActionKind k) {
+  return k == ActionKind::RunJobStart || k == ActionKind::RunJobComplete ||
+         k == ActionKind::RunLateJobComplete;
+}
+
 /// The journal record of `kind` for the setup attempt of `job`.
 inline JournalRecord journal_record(JournalKind k, const JobArgs &job) {
   return JournalRecord{
@@ -136,6 +143,21 @@ struct CtldCore::Impl {
     std::chrono::steady_clock::time_point since{};
   };
   std::vector<JournalWait> journal_waiting;
+  /// A hook call whose journal record is written but not yet fdatasync'ed
+  /// (issue 22, group commit): the syncer thread syncs the journal outside
+  /// Slurm's locks and then submits it, in order; the record still comes
+  /// before the call.  Under mu.
+  struct PendingCall {
+    std::uint64_t seq = 0; ///< Journal::write()'s: durable once durable_seq() reaches it
+    JobSwitchState state;  ///< as execute() had it
+    Action action;         ///< RunJobStart, RunJobComplete or RunLateJobComplete
+  };
+  std::deque<PendingCall> pending_calls;
+  std::mutex smu; ///< guards sync_wanted, sync_stop
+  std::condition_variable scv;
+  bool sync_wanted = false;
+  bool sync_stop = false;
+  std::thread syncer;
   bool journal_timer_armed = false; ///< a Timer{.journal = true} is pending
   std::map<CallId, std::pair<std::uint32_t, Hook>> calls;
   CtldConfig cfg;
@@ -227,13 +249,43 @@ struct CtldCore::Impl {
   static std::int64_t attempt_floor_of(const std::string &path);
 
   /// Whether the records are durable (Journal::append); true without a
-  /// journal.
-  bool journal_append(const std::vector<JournalRecord> &recs);
+  /// journal.  With `seq`: written only (Journal::write), `*seq` their
+  /// sequence number when they still need the syncer's fdatasync (else 0);
+  /// true unless the disk failed.
+  bool journal_append(const std::vector<JournalRecord> &recs, std::uint64_t *seq = nullptr);
 
-  /// The journal records of one transition, written (fsync'ed) before its
-  /// actions run: the durable record comes before the effect.  False when
-  /// the journal could not write them.
-  bool journal_step(const JobSwitchState &old, const Event &e, const StepResult &r);
+  /// What journal_step() did: `durable` false when the journal could not
+  /// write the records; `seq` non-zero when they are written and wait for
+  /// the syncer's fdatasync (the step's calls go to pending_calls).
+  struct JournalStep {
+    bool durable = true;
+    std::uint64_t seq = 0;
+  };
+  /// The journal records of one transition, durable before its actions
+  /// run: the durable record comes before the effect.  `defer`: the step's
+  /// only effects are hook calls (deferrable()), so the records are only
+  /// written here and synced by the syncer outside Slurm's locks.
+  JournalStep journal_step(const JobSwitchState &old, const Event &e, const StepResult &r,
+                           bool defer);
+  /// Whether a step's actions may wait for the syncer: hook calls (at
+  /// least one), logs and node holds only; any other effect on Slurm
+  /// (launch, requeue, cancel, release, drain) waits for a synced record
+  /// here, under the locks.
+  static bool deferrable(const std::vector<Action> &actions);
+  /// The syncer thread (issue 22): waits for pending calls, fdatasyncs the
+  /// journal without any lock (one sync covers every record written
+  /// meanwhile: a group commit), then dispatch_pending().
+  void run_syncer();
+  void wake_syncer();
+  /// Submits the pending calls whose records are durable, in order; once
+  /// the journal failed, the rest as calls without their record (setups
+  /// refused naming the journal, teardowns waiting for it or running, as
+  /// switch_journal_failure says).  Dropped when frozen or out of control
+  /// (mu held).
+  void dispatch_pending();
+  /// Drops the pending calls (stop_children, take_control): never started,
+  /// their jobs are recovered like those of killed calls (mu held).
+  void drop_pending(std::string_view why);
 
   /// CtldCore::take_control (mu held).
   Expected<void> take_control(bool keep_jobs);
@@ -308,6 +360,16 @@ struct CtldCore::Impl {
 
   void submit(const JobSwitchState &s, Hook h, std::optional<MsgpackBytes> jobinfo,
               EventKind result_kind);
+  /// execute() of RunJobStart: job_start now; with `refuse` non-empty (its
+  /// journal record could not be made durable, issue 24) the call fails at
+  /// once as SpawnFailed with that message, and R_START_FAIL's line says
+  /// "JobId=N job_start could not be started: journal ...".
+  void start_setup(const JobSwitchState &s, const std::string &refuse);
+  /// How long job `job_id`'s runners have failed to start (issue 20; 0
+  /// unless `e` is a SpawnFailed one or follows one): its host-fault
+  /// back-off.  Forgets the job's first failure at a new request or at an
+  /// outcome that is not SpawnFailed.
+  std::chrono::milliseconds host_fault_age(std::uint32_t job_id, const Event &e);
 
   /// The outcome line of a call (switch_lua.conf(5), FOLLOWING A JOB IN THE
   /// LOGS) at info level for a return the contract accepts, else at error
@@ -317,9 +379,10 @@ struct CtldCore::Impl {
 
   /// Carries out the actions.  `refuse_start` non-empty: a RunJobStart is
   /// not run but fails at once with that message (its journal record could
-  /// not be written).
+  /// not be written).  `pending_seq` non-zero: the hook calls wait in
+  /// pending_calls for the syncer (their records are not synced yet).
   void execute(const JobSwitchState &s, const std::vector<Action> &actions,
-               const std::string &refuse_start = {});
+               const std::string &refuse_start = {}, std::uint64_t pending_seq = 0);
 };
 
 } // namespace switchlua

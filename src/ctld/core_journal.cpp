@@ -62,7 +62,7 @@ std::int64_t CtldCore::Impl::next_attempt() {
   return a;
 }
 
-bool CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs) {
+bool CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs, std::uint64_t *seq) {
   if (!journal)
     return true;
   // The writer never writes a record its reader refuses (issue 20): one
@@ -92,16 +92,42 @@ bool CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs) {
     if (fits)
       fit.push_back(std::move(slim));
   }
-  const bool ok = journal->append(fit);
+  bool ok;
+  if (seq) {
+    *seq = 0;
+    const Journal::Write w = journal->write(fit, seq);
+    ok = w != Journal::Write::Failed;
+    if (w != Journal::Write::Written)
+      *seq = 0;
+  } else {
+    ok = journal->append(fit);
+  }
   stats.set_journal_failure(journal->failure());
   if (!ok)
     arm_journal_timer(); // tried again soon, not only at the periodic check
   return ok;
 }
 
-bool CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, const StepResult &r) {
+bool CtldCore::Impl::deferrable(const std::vector<Action> &actions) {
+  bool calls = false;
+  for (const Action &a : actions) {
+    if (is_call(a.kind))
+      calls = true;
+    else if (a.kind != ActionKind::Log && a.kind != ActionKind::HoldNodes)
+      return false;
+  }
+  return calls;
+}
+
+CtldCore::Impl::JournalStep CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e,
+                                                         const StepResult &r, bool defer) {
+  JournalStep js;
   if (!journal)
-    return true;
+    return js;
+  auto append = [&](const std::vector<JournalRecord> &recs) {
+    js.durable = journal_append(recs, defer ? &js.seq : nullptr);
+    return js;
+  };
   const JobSwitchState &n = r.next;
   std::vector<JournalRecord> recs;
   bool starts = false;
@@ -111,7 +137,7 @@ bool CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, con
       !is_terminal(old.state) && old.state != JobState::SetupFailed)
     recs.push_back(journal_record(JournalKind::Forgotten, old.job)); // R_UNDO_OK
   if (n.job.attempt == 0) // a state saved by an older plugin: no key to journal
-    return journal_append(recs);
+    return append(recs);
   if (starts) {
     JournalRecord st = journal_record(JournalKind::SetupStarted, n.job);
     st.job = n.job;
@@ -136,7 +162,7 @@ bool CtldCore::Impl::journal_step(const JobSwitchState &old, const Event &e, con
   bool was_over = is_terminal(old.state) || old.state == JobState::SetupFailed;
   if (over && (!was_over || e.kind == EventKind::SetupRequested))
     recs.push_back(journal_record(JournalKind::Forgotten, n.job));
-  return journal_append(recs);
+  return append(recs);
 }
 
 void CtldCore::Impl::flush_journal_for_handover() {
@@ -233,6 +259,79 @@ void CtldCore::Impl::run_journal_waits() {
       continue; // its state moved on (restored, forgotten): nothing waits for this call
     submit(it->second, Hook::JobComplete, std::move(w.jobinfo), w.result_kind);
   }
+}
+
+void CtldCore::Impl::wake_syncer() {
+  {
+    std::lock_guard l(smu);
+    sync_wanted = true;
+  }
+  scv.notify_one();
+}
+
+void CtldCore::Impl::run_syncer() {
+  for (;;) {
+    {
+      std::unique_lock l(smu);
+      scv.wait(l, [&] { return sync_stop || sync_wanted; });
+      if (sync_stop)
+        return;
+      sync_wanted = false;
+    }
+    Journal::SyncTicket t;
+    {
+      std::lock_guard g(mu);
+      if (pending_calls.empty())
+        continue;
+      if (journal)
+        t = journal->sync_ticket(); // records written from now on wait for the next round
+    }
+    const int err = Journal::sync_outside(t); // no lock held: Slurm's threads go on
+    std::lock_guard g(mu);
+    if (journal && t.journal != 0) {
+      journal->sync_done(t, err);
+      stats.set_journal_failure(journal->failure());
+      if (!journal->failure().empty())
+        arm_journal_timer();
+    }
+    dispatch_pending();
+  }
+}
+
+void CtldCore::Impl::dispatch_pending() {
+  if (pending_calls.empty())
+    return;
+  if (frozen || !in_control) {
+    drop_pending(frozen ? "slurmctld is stopping" : "this slurmctld gave up control");
+    return;
+  }
+  while (!pending_calls.empty()) {
+    const PendingCall &p = pending_calls.front();
+    const bool durable = !journal || p.seq <= journal->durable_seq();
+    if (!durable && journal->failure().empty())
+      break; // written after the last sync: the next round's
+    PendingCall c = std::move(pending_calls.front());
+    pending_calls.pop_front();
+    if (c.action.kind !=
+        ActionKind::RunJobStart) // a failed fdatasync: as per switch_journal_failure
+      submit_teardown(c.state, c.action, durable);
+    else // a failed fdatasync: as a setup whose record could not be written
+      start_setup(c.state, durable ? std::string() : journal_refusal());
+  }
+  if (!pending_calls.empty())
+    wake_syncer();
+}
+
+void CtldCore::Impl::drop_pending(std::string_view why) {
+  for (const PendingCall &c : pending_calls)
+    port.log(
+        LogLevel::Verbose,
+        log_line({.job_id = c.state.job.job_id,
+                  .hook = c.action.kind == ActionKind::RunJobStart ? "job_start" : "job_complete"},
+                 "not started ({}) while its journal record waited for its fdatasync: "
+                 "recovered like a killed call by the slurmctld that next holds control",
+                 why));
+  pending_calls.clear();
 }
 
 } // namespace switchlua

@@ -18,11 +18,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 using namespace switchlua;
@@ -435,6 +438,114 @@ TEST(CoreHa, HandingOverControlFlushesAJournalThatHasRoomAgain) {
   a.release_control();
   g_disk_full = false;
   EXPECT_TRUE(sa.logged("control given up with the journal not written since")) << sa.all_logs();
+}
+
+namespace {
+/// The journal's fdatasync (CoreOptions::journal_io): held while the gate
+/// is shut (up to 3 s, so that a sync made under Slurm's locks shows as a
+/// failed check, not a hang), failing with `g_sync_errno` when set; counts
+/// its callers and remembers the last one's thread.
+std::mutex g_gate_mu;
+std::condition_variable g_gate_cv;
+bool g_gate_open = true;
+int g_syncs_held = 0;
+std::thread::id g_sync_thread;
+std::atomic<int> g_sync_errno{0};
+int gated_fdatasync(int fd) {
+  {
+    std::unique_lock l(g_gate_mu);
+    g_sync_thread = std::this_thread::get_id();
+    ++g_syncs_held;
+    g_gate_cv.notify_all();
+    g_gate_cv.wait_for(l, std::chrono::seconds(3), [] { return g_gate_open; });
+    --g_syncs_held;
+  }
+  if (const int e = g_sync_errno.load()) {
+    errno = e;
+    return -1;
+  }
+  return ::fdatasync(fd);
+}
+void shut_gate(bool shut) {
+  {
+    std::lock_guard l(g_gate_mu);
+    g_gate_open = !shut;
+  }
+  g_gate_cv.notify_all();
+}
+} // namespace
+
+// Issue 22 (group commit): switch_p_job_start writes the setup's record
+// under Slurm's locks but does not wait for its fdatasync: the core's
+// syncer thread syncs it with no lock held, and only then is job_start
+// called (the record still comes before the call).
+TEST(CoreHa, AJobStartReturnsBeforeItsRecordsSyncAndItsCallWaitsForTheSync) {
+  TempDir d;
+  FakeSlurm slurm;
+  CoreOptions o = options(d, true);
+  o.journal_io = {.fdatasync = gated_fdatasync};
+  CtldCore core(o, slurm);
+  shut_gate(true);
+  slurm.lock(); // as select_nodes() holds them around switch_p_job_start
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(core.job_start(job(8), false));
+  const auto in_job_start = std::chrono::steady_clock::now() - t0;
+  {
+    std::unique_lock l(g_gate_mu);
+    // EXPECT, not ASSERT: Slurm's locks are held until the unlock below.
+    EXPECT_TRUE(g_gate_cv.wait_for(l, std::chrono::seconds(5), [] { return g_syncs_held > 0; }))
+        << "the record's fdatasync was not started: " << slurm.all_logs();
+    EXPECT_NE(g_sync_thread, std::this_thread::get_id())
+        << "the fdatasync ran in switch_p_job_start, under Slurm's locks";
+  }
+  EXPECT_LT(in_job_start, std::chrono::seconds(1)) << "job_start waited for the fdatasync";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(slurm.count_logged(setups_of(8)), 0) << "job_start ran before its record was synced";
+  EXPECT_EQ(core.state_of(8)->state, JobState::SetupRunning);
+  EXPECT_EQ(core.calls_in_flight(), 1u) << "the call waiting for its sync counts as in flight";
+  slurm.unlock();
+  shut_gate(false);
+  ASSERT_TRUE(settle(core, [&] { return core.state_of(8)->state == JobState::Running; }))
+      << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged(setups_of(8)), 1);
+  EXPECT_EQ(live_on_disk(d), 1u);
+}
+
+// A deferred fdatasync that fails is a record that could not be written
+// (issue 24's rules, unchanged by the group commit): the setup is not run
+// and its job is requeued naming the journal; a teardown waits for the
+// journal, then runs once when a fresh snapshot is written.
+TEST(CoreHa, AFailedDeferredSyncRefusesTheSetupAndTheTeardownWaitsForTheJournal) {
+  TempDir d;
+  FakeSlurm slurm;
+  CoreOptions o = options(d, true);
+  o.journal_io = {.fdatasync = gated_fdatasync};
+  CtldCore core(o, slurm);
+  set_up(core, slurm, 7);
+  g_sync_errno = EIO;
+  slurm.lock();
+  EXPECT_TRUE(core.job_start(job(8), true));
+  slurm.unlock();
+  ASSERT_TRUE(settle(core, [&] { return slurm.did("requeue 8"); })) << slurm.all_logs();
+  g_sync_errno = 0;
+  EXPECT_EQ(slurm.count_logged(setups_of(8)), 0) << "job_start is not called without its record";
+  EXPECT_NE(slurm.reason_of("requeue 8").find("fdatasync failed: Input/output error (errno 5)"),
+            std::string::npos)
+      << slurm.reason_of("requeue 8");
+  // The snapshot (fsync, not failing) makes it trusted again.
+  ASSERT_TRUE(settle(core, [&] { return core.stats().journal_failure.empty(); }))
+      << slurm.all_logs();
+  g_sync_errno = EIO;
+  core.job_complete(7);
+  ASSERT_TRUE(settle(core, [&] {
+    return slurm.logged("JobId=7 job_complete waits for the journal");
+  })) << slurm.all_logs();
+  g_sync_errno = 0;
+  ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged(teardowns_of(7)), 1) << slurm.all_logs();
+  EXPECT_TRUE(slurm.logged("written again: running the 1 teardown that waited for it"))
+      << slurm.all_logs();
+  EXPECT_EQ(live_on_disk(d), 0u);
 }
 
 // Issue 24, the lost start: slurmctld launched job 7 and was killed before
