@@ -10,7 +10,8 @@
 // applies the setup's and the teardown's outcomes:
 //
 //   job_start    slc_ctld_job_start (switch_p_job_start: the job table, the
-//                journal's fdatasync'ed record, the submission)
+//                journal's record written, not synced: the core's syncer
+//                thread fdatasyncs it outside the locks before the call)
 //   apply setup  the worker's longest lock hold until the setup is applied
 //   pack         slc_ctld_pack (switch_p_pack_jobinfo: every job state save)
 //   stepinfo     slc_ctld_stepinfo (switch_p_build_stepinfo: every step)
@@ -267,7 +268,8 @@ TEST(LockedTime, EveryEntryPointUnderSlurmsLocksFor3To10000Nodes) {
   std::printf("time under Slurm's locks, microseconds, median of %d jobs (and per node); "
               "10k/1k: growth from 1,000 to 10,000 nodes, 10 is linear\n",
               kReps);
-  print("with the journal (StateSaveLocation in a temporary folder: one fdatasync per record)",
+  print("with the journal (StateSaveLocation in a temporary folder; job_start's "
+        "record synced by the syncer thread, the worker's records under its lock)",
         journal);
   print("without a journal (no StateSaveLocation: what is not I/O)", none);
 }
