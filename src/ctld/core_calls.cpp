@@ -37,7 +37,7 @@ std::string CtldCore::Impl::script_ref(const std::string &hash) const {
 }
 
 void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<MsgpackBytes> jobinfo,
-                            EventKind result_kind) {
+                            EventKind result_kind, std::chrono::milliseconds waited) {
   CallRequest req{.script = opts.script,
                   .hook = h,
                   .job = s.job,
@@ -50,7 +50,9 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
       result_kind == EventKind::LateTeardownResult ? " for a late setup result" : "";
   const auto timeout = cfg.switch_timeout.count();
   // "started" when the call's process gets the request, not when queued.
-  auto on_started = [this, job_id, h, late, timeout](CallId cid, std::chrono::milliseconds queued) {
+  auto on_started = [this, job_id, h, late, timeout, waited](CallId cid,
+                                                             std::chrono::milliseconds queued) {
+    queued += waited;
     {
       std::lock_guard g(mu); // after call_submitted()
       stats.call_started(cid, queued);
@@ -61,7 +63,9 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
   };
   auto id = client.submit(
       std::move(req),
-      [this, job_id, gen, result_kind, h](CallId cid, const Outcome &o) {
+      [this, job_id, gen, result_kind, h, waited](CallId cid, const Outcome &out) {
+        Outcome o = out;
+        o.queued += waited;
         bool stopping_now;
         {
           std::lock_guard g(mu);
@@ -122,9 +126,10 @@ void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o)
   }
 }
 
-void CtldCore::Impl::start_setup(const JobSwitchState &s, const std::string &refuse) {
+void CtldCore::Impl::start_setup(const JobSwitchState &s, const std::string &refuse,
+                                 std::chrono::milliseconds waited) {
   if (refuse.empty()) {
-    submit(s, Hook::JobStart, std::nullopt, EventKind::SetupResult);
+    submit(s, Hook::JobStart, std::nullopt, EventKind::SetupResult, waited);
     return;
   }
   Outcome o{.kind = OutcomeKind::SpawnFailed, .message = refuse};

@@ -151,6 +151,7 @@ struct CtldCore::Impl {
     std::uint64_t seq = 0; ///< Journal::write()'s: durable once durable_seq() reaches it
     JobSwitchState state;  ///< as execute() had it
     Action action;         ///< RunJobStart, RunJobComplete or RunLateJobComplete
+    std::chrono::steady_clock::time_point decided; ///< when execute() queued it
   };
   std::deque<PendingCall> pending_calls;
   std::mutex smu; ///< guards sync_wanted, sync_stop
@@ -324,7 +325,8 @@ struct CtldCore::Impl {
   bool wait_for_journal(bool durable, JournalWait w);
   /// execute() of RunJobComplete / RunLateJobComplete: job_complete now,
   /// or once the journal holds its record (wait_for_journal()).
-  void submit_teardown(const JobSwitchState &s, const Action &a, bool durable);
+  void submit_teardown(const JobSwitchState &s, const Action &a, bool durable,
+                       std::chrono::milliseconds waited = {});
   /// Once the journal is trusted again: runs every teardown that waited
   /// for it (one line with their number); else nothing (mu held).
   void run_journal_waits();
@@ -358,13 +360,19 @@ struct CtldCore::Impl {
   /// PROVENANCE); without a hash when no version of the script had passed.
   std::string script_ref(const std::string &hash) const;
 
+  /// Hands the call to the supervisor client.  `waited`: how long it
+  /// already waited for its journal record's fdatasync (a pending call),
+  /// counted in its "queued N ms" (the started and outcome lines, the
+  /// stats), so that they say the whole wait between Slurm's call and the
+  /// hook's.
   void submit(const JobSwitchState &s, Hook h, std::optional<MsgpackBytes> jobinfo,
-              EventKind result_kind);
+              EventKind result_kind, std::chrono::milliseconds waited = {});
   /// execute() of RunJobStart: job_start now; with `refuse` non-empty (its
   /// journal record could not be made durable, issue 24) the call fails at
   /// once as SpawnFailed with that message, and R_START_FAIL's line says
   /// "JobId=N job_start could not be started: journal ...".
-  void start_setup(const JobSwitchState &s, const std::string &refuse);
+  void start_setup(const JobSwitchState &s, const std::string &refuse,
+                   std::chrono::milliseconds waited = {});
   /// How long job `job_id`'s runners have failed to start (issue 20; 0
   /// unless `e` is a SpawnFailed one or follows one): its host-fault
   /// back-off.  Forgets the job's first failure at a new request or at an

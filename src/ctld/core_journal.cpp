@@ -220,12 +220,13 @@ bool CtldCore::Impl::wait_for_journal(bool durable, JournalWait w) {
   return true;
 }
 
-void CtldCore::Impl::submit_teardown(const JobSwitchState &s, const Action &a, bool durable) {
+void CtldCore::Impl::submit_teardown(const JobSwitchState &s, const Action &a, bool durable,
+                                     std::chrono::milliseconds waited) {
   const EventKind k = a.kind == ActionKind::RunJobComplete ? EventKind::TeardownResult
                                                            : EventKind::LateTeardownResult;
   if (!wait_for_journal(
           durable, {.job_id = s.job.job_id, .state = s, .result_kind = k, .jobinfo = a.jobinfo}))
-    submit(s, Hook::JobComplete, a.jobinfo, k);
+    submit(s, Hook::JobComplete, a.jobinfo, k, waited);
 }
 
 void CtldCore::Impl::run_journal_waits() {
@@ -312,11 +313,15 @@ void CtldCore::Impl::dispatch_pending() {
       break; // written after the last sync: the next round's
     PendingCall c = std::move(pending_calls.front());
     pending_calls.pop_front();
-    if (c.action.kind !=
-        ActionKind::RunJobStart) // a failed fdatasync: as per switch_journal_failure
-      submit_teardown(c.state, c.action, durable);
-    else // a failed fdatasync: as a setup whose record could not be written
-      start_setup(c.state, durable ? std::string() : journal_refusal());
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - c.decided);
+    // Not durable: the fdatasync failed.  A teardown then waits for the
+    // journal or runs (switch_journal_failure), a setup is refused as one
+    // whose record could not be written.
+    if (c.action.kind != ActionKind::RunJobStart)
+      submit_teardown(c.state, c.action, durable, waited);
+    else
+      start_setup(c.state, durable ? std::string() : journal_refusal(), waited);
   }
   if (!pending_calls.empty())
     wake_syncer();

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -509,6 +510,14 @@ TEST(CoreHa, AJobStartReturnsBeforeItsRecordsSyncAndItsCallWaitsForTheSync) {
       << slurm.all_logs();
   EXPECT_EQ(slurm.count_logged(setups_of(8)), 1);
   EXPECT_EQ(live_on_disk(d), 1u);
+  // Its "queued N ms" counts the wait for the sync (at least the 200 ms
+  // above): the line says how long after Slurm's call the hook started.
+  std::smatch m;
+  const std::string logs = slurm.all_logs();
+  ASSERT_TRUE(
+      std::regex_search(logs, m, std::regex(R"(JobId=8 job_start started \(queued (\d+) ms)")))
+      << logs;
+  EXPECT_GE(std::stoi(m[1].str()), 200) << m[0];
 }
 
 // A deferred fdatasync that fails is a record that could not be written
