@@ -372,11 +372,7 @@ void CtldCore::Impl::execute(const JobSwitchState &s, const std::vector<Action> 
   for (const Action &a : actions) {
     stats.action(a.kind);
     if (pending_seq != 0 && is_call(a.kind)) { // not synced yet: the syncer submits it
-      pending_calls.push_back({.seq = pending_seq,
-                               .state = s,
-                               .action = a,
-                               .decided = std::chrono::steady_clock::now()});
-      wake_syncer();
+      defer_call(s, a, pending_seq);
       continue;
     }
     switch (a.kind) {

@@ -66,27 +66,7 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
       [this, job_id, gen, result_kind, h, waited](CallId cid, const Outcome &out) {
         Outcome o = out;
         o.queued += waited;
-        bool stopping_now;
-        {
-          std::lock_guard g(mu);
-          calls.erase(cid);
-          stats.call_done(cid, o);
-          stopping_now = frozen;
-          // A job_start as quick as switch_interactive_wait again: the wait
-          // that ran out had another cause (the supervisor's first start).
-          if (h == Hook::JobStart && o.kind == OutcomeKind::Returned &&
-              o.queued + o.elapsed < std::chrono::milliseconds(cfg.interactive_wait_ms))
-            inline_skip = 0;
-        }
-        if (stopping_now && o.kind == OutcomeKind::Abandoned)
-          port.log(LogLevel::Verbose,
-                   log_line({.job_id = job_id, .hook = hook_name(h)},
-                            "stopped with the supervisor: slurmctld "
-                            "is stopping or reconfiguring; the next slurmctld recovers the "
-                            "call"));
-        else if (h != Hook::JobComplete || o.kind != OutcomeKind::Returned) // the rule says it
-          log_outcome(job_id, h, o);
-        enqueue({job_id, gen, result_kind, o});
+        call_ended(cid, {job_id, gen, result_kind, std::move(o)}, h);
       },
       on_started);
   if (!id) {
@@ -97,6 +77,30 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
   }
   calls[*id] = {job_id, h};
   stats.call_submitted(*id, h, lane_of(h, s.job.batch));
+}
+
+void CtldCore::Impl::call_ended(CallId cid, Queued q, Hook h) {
+  const Outcome &o = q.outcome;
+  bool stopping_now;
+  {
+    std::lock_guard g(mu);
+    calls.erase(cid);
+    stats.call_done(cid, o);
+    stopping_now = frozen;
+    // A job_start as quick as switch_interactive_wait again: the wait
+    // that ran out had another cause (the supervisor's first start).
+    if (h == Hook::JobStart && o.kind == OutcomeKind::Returned &&
+        o.queued + o.elapsed < std::chrono::milliseconds(cfg.interactive_wait_ms))
+      inline_skip = 0;
+  }
+  if (stopping_now && o.kind == OutcomeKind::Abandoned)
+    port.log(LogLevel::Verbose,
+             log_line({.job_id = q.job_id, .hook = hook_name(h)},
+                      "stopped with the supervisor: slurmctld is stopping or reconfiguring; the "
+                      "next slurmctld recovers the call"));
+  else if (h != Hook::JobComplete || o.kind != OutcomeKind::Returned) // the rule says it
+    log_outcome(q.job_id, h, o);
+  enqueue(std::move(q));
 }
 
 void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o) {

@@ -278,6 +278,9 @@ struct CtldCore::Impl {
   /// meanwhile: a group commit), then dispatch_pending().
   void run_syncer();
   void wake_syncer();
+  /// execute() of a hook call whose record `seq` is written, not synced:
+  /// into pending_calls, and the syncer woken (mu held).
+  void defer_call(const JobSwitchState &s, const Action &a, std::uint64_t seq);
   /// Submits the pending calls whose records are durable, in order; once
   /// the journal failed, the rest as calls without their record (setups
   /// refused naming the journal, teardowns waiting for it or running, as
@@ -367,6 +370,9 @@ struct CtldCore::Impl {
   /// hook's.
   void submit(const JobSwitchState &s, Hook h, std::optional<MsgpackBytes> jobinfo,
               EventKind result_kind, std::chrono::milliseconds waited = {});
+  /// A submitted call's outcome (the client's thread, no lock held): the
+  /// call forgotten, its outcome counted and logged, `q` to the worker.
+  void call_ended(CallId cid, Queued q, Hook h);
   /// execute() of RunJobStart: job_start now; with `refuse` non-empty (its
   /// journal record could not be made durable, issue 24) the call fails at
   /// once as SpawnFailed with that message, and R_START_FAIL's line says

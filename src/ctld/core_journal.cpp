@@ -262,6 +262,12 @@ void CtldCore::Impl::run_journal_waits() {
   }
 }
 
+void CtldCore::Impl::defer_call(const JobSwitchState &s, const Action &a, std::uint64_t seq) {
+  pending_calls.push_back(
+      {.seq = seq, .state = s, .action = a, .decided = std::chrono::steady_clock::now()});
+  wake_syncer();
+}
+
 void CtldCore::Impl::wake_syncer() {
   {
     std::lock_guard l(smu);
