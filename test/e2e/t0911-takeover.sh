@@ -371,7 +371,9 @@ t_failed_fsync() {
 
 	# 3. One failed sync, then syncs succeed again (the trap): of the two
 	# setups released together the first one's record fails its sync and
-	# it is refused; the next sync of the journal must be a fresh
+	# it is refused, and so is the second when its record was written
+	# before that sync (one fdatasync covers the records written since the
+	# last: group commit); the next sync of the journal must be a fresh
 	# snapshot's, not an append behind the record that may be lost.
 	n=$(shim_log | wc -l)
 	fsync_fault 1
@@ -383,7 +385,9 @@ t_failed_fsync() {
 	[[ $next =~ ^fsync\ .*/switch_lua\.journal\.tmp\.[0-9]+\ ok$ ]] ||
 		fail "the first sync of the journal after the failed one is '$next', not a fresh snapshot's"
 	wait_for 20 _ctld_count_is "$again" 2 || fail "no line 'writable again' after the single failed sync"
-	assert_eq 1 "$(ctld_count "switch/lua: JobId=($d|$e) $refused")" "setups refused after the single failed sync"
+	n=$(ctld_count "switch/lua: JobId=($d|$e) $refused")
+	[[ $n =~ ^[12]$ ]] || fail "setups refused after the single failed sync: expected 1 or 2 (those whose record the failed sync covered), got '$n'"
+	note "setups refused after the single failed sync: $n of 2"
 
 	# Every job runs now.
 	run_all_to_the_end "$tag" 60 "$id_r" "${held[@]}"
