@@ -26,10 +26,29 @@
 #              started 2 s in (allocation -> ready), and for switch/lua the
 #              slot waits the log reports ("queued N ms") of job_complete and
 #              of the interactive job_start
-#   cpu        controller CPU per job over the srun phase and over the burst:
-#              slurmctld and all its descendants (supervisor, runners,
-#              slurmscriptd, prologs, and what they waited for)
-#   rss        during burst3: the supervisor's VmRSS and the runners' total
+#   burst1k    the same with 1,000 tasks (4 rounds of the 240 slots)
+#   wide       the cluster booted again with 100 nodes (--quick) or 300, one
+#              slurmd process each: srun -N<all> printenv, 5 times (wall
+#              time), and for switch/lua the share of nodes whose task saw
+#              the env of step_init (the step hooks ran in every slurmstepd)
+#   cpu        controller CPU per job over the srun phase, the array and the
+#              bursts: slurmctld and all its descendants (supervisor,
+#              runners, slurmscriptd, prologs, and what they waited for),
+#              and in the bursts split by process: slurmctld itself,
+#              slurmscriptd and its prologs, the supervisor and its runners
+#   ping       during the bursts: `scontrol ping` every 0.2 s, its wall time
+#              (median, max): how late the controller answers
+#   round trip during the bursts: Slurm's "_job_complete: JobId=N done" line
+#              to switch/lua's "JobId=N job_complete returned" line, from
+#              slurmctld.log's millisecond timestamps
+#   locked     after the table: the time under Slurm's locks per entry
+#              point for jobs of 3, 100, 1,000 and 10,000 nodes (synthetic job
+#              tables), from the process benchmark proc_locked_time_test of
+#              the testbed build
+#   memory     during the bursts: the supervisor's VmRSS and PSS, the
+#              runners' total RSS and PSS, and the PSS per runner at the
+#              sample with the most runners (PSS: shared pages divided among
+#              the processes that map them, what the runners really cost)
 # and prints one table of medians with the per-repetition ratios C/A and C/B.
 # Numbers only: nothing here asserts a time.
 #
@@ -42,6 +61,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,6 +81,13 @@ end
 
 function slurm_switch_job_complete(job, jobinfo)
   return slurm.SUCCESS
+end
+
+function slurm_switch_step_init(step, stepinfo)
+  if stepinfo ~= nil and stepinfo.bench then
+    return slurm.SUCCESS, { BENCH_STEP = "1" }
+  end
+  return slurm.SUCCESS, nil
 end
 """ % {"marks": MARKS}
 
@@ -93,7 +120,10 @@ def proc_stat(pid):
 
 
 def ctld_tree():
-    """{pid: (comm, ticks)} of slurmctld and its descendants."""
+    """{pid: (comm, ticks, part)} of slurmctld and its descendants; part is
+    the process's share of the controller by its top ancestor below
+    slurmctld: "slurmctld", "scriptd" (slurmscriptd, its prologs),
+    "switchlua" (the supervisor, its runners) or "other"."""
     with open(CL + "/run/slurmctld.pid") as f:
         root = int(f.read().strip())
     procs = {}
@@ -102,20 +132,45 @@ def ctld_tree():
             st = proc_stat(int(d))
             if st:
                 procs[int(d)] = st
-    keep, frontier = {}, [root]
+    keep, frontier = {}, [(root, "slurmctld")]
     children = {}
     for pid, (comm, ppid, ticks) in procs.items():
         children.setdefault(ppid, []).append(pid)
     while frontier:
-        p = frontier.pop()
+        p, part = frontier.pop()
         if p in procs and p not in keep:
-            keep[p] = (procs[p][0], procs[p][2])
-            frontier.extend(children.get(p, []))
+            comm = procs[p][0]
+            if p != root and part == "slurmctld":
+                part = ("scriptd" if comm.startswith("slurmscriptd") else
+                        "switchlua" if comm.startswith("switch-lua") else "other")
+            keep[p] = (comm, procs[p][2], part)
+            frontier.extend((c, part) for c in children.get(p, []))
     return keep
 
 
+def cpu_parts():
+    """Controller CPU seconds by part (ctld_tree()), and "total"."""
+    out = {"slurmctld": 0.0, "scriptd": 0.0, "switchlua": 0.0, "other": 0.0}
+    for _, ticks, part in ctld_tree().values():
+        out[part] += ticks / os.sysconf("SC_CLK_TCK")
+    out["total"] = sum(out.values())
+    return out
+
+
 def cpu_seconds():
-    return sum(t for _, t in ctld_tree().values()) / os.sysconf("SC_CLK_TCK")
+    return sum(t for _, t, _ in ctld_tree().values()) / os.sysconf("SC_CLK_TCK")
+
+
+def pss_kib(pid):
+    """The process's PSS (smaps_rollup), 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def rss_kib(pid):
@@ -182,19 +237,73 @@ def submit_array(n, name, net):
 
 def inner_array(n, net):
     t0 = time.monotonic()
+    c0 = cpu_seconds()
     submit_array(n, "arr", net)
     wait_empty()
-    return {"array_s": time.monotonic() - t0}
+    return {"array_s": time.monotonic() - t0, "array_cpu_per_job": (cpu_seconds() - c0) / n}
 
 
-def sample_rss():
-    sup, runners = 0, 0
-    for pid, (comm, _) in ctld_tree().items():
+def inner_wide(n, net):
+    """srun -N n over the whole large cluster, 5 times: wall times, and the
+    share of the nodes whose task saw step_init's BENCH_STEP (switch/lua's
+    step hooks ran on every node)."""
+    args = ["srun", f"-N{n}", "--ntasks-per-node=1"] + (["--network=bench"] if net else []) + \
+        ["printenv", "BENCH_STEP"]
+    walls, seen, hung = [], [], 0
+    for _ in range(5):
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:  # a node drained or down: counted, not timed
+            hung += 1
+            subprocess.run(["scancel", "-u", str(os.getuid())])
+            wait_empty(60)
+            continue
+        walls.append(time.monotonic() - t0)
+        seen.append(r.stdout.split().count("1") / n)
+    wait_empty()
+    return {"wide_med": med(walls), "wide_max": max(walls) if walls else None,
+            "wide_hooks": min(seen) if net and seen else None, "wide_hung": hung}
+
+
+def sample_memory():
+    """{sup_rss, sup_pss, run_rss, run_pss, runners}: the supervisor's and
+    the runners' (total) memory now, in KiB, and how many runners."""
+    m = {"sup_rss": 0, "sup_pss": 0, "run_rss": 0, "run_pss": 0, "runners": 0}
+    for pid, (comm, _, _) in ctld_tree().items():
         if comm.startswith("switch-lua-supe"):
-            sup = max(sup, rss_kib(pid))
+            m["sup_rss"] = max(m["sup_rss"], rss_kib(pid))
+            m["sup_pss"] = max(m["sup_pss"], pss_kib(pid))
         elif comm.startswith("switch-lua-runn"):
-            runners += rss_kib(pid)
-    return sup, runners
+            m["run_rss"] += rss_kib(pid)
+            m["run_pss"] += pss_kib(pid)
+            m["runners"] += 1
+    return m
+
+
+def ping_loop(stop, out):
+    """`scontrol ping` every 0.2 s until stop is set: wall times into out."""
+    while not stop.is_set():
+        t0 = time.monotonic()
+        subprocess.run(["scontrol", "ping"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        out.append(time.monotonic() - t0)
+        stop.wait(0.2)
+
+
+LOG_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)\]")
+SLURM_DONE = re.compile(r"_job_complete: JobId=(?:\d+_\d+\((\d+)\)|(\d+)) done")
+LUA_DONE = re.compile(r"JobId=(\d+) job_complete returned")
+
+
+def log_time(line):
+    m = LOG_STAMP.match(line)
+    if not m:
+        return None
+    s = m.group(1)
+    fmt_ = "%Y-%m-%dT%H:%M:%S.%f" if "." in s else "%Y-%m-%dT%H:%M:%S"
+    import datetime
+    return datetime.datetime.strptime(s, fmt_).timestamp()
 
 
 def inner_burst3(n, net):
@@ -206,7 +315,12 @@ def inner_burst3(n, net):
     t0 = time.monotonic()
     c0 = cpu_seconds()
     submit_array(n, "sleep3", net)
-    sup_max, run_max = 0, 0
+    peak = {"sup_rss": 0, "sup_pss": 0, "run_rss": 0, "run_pss": 0}
+    most_runners, pss_per_runner = 0, None
+    pings, stop = [], threading.Event()
+    pinger = threading.Thread(target=ping_loop, args=(stop, pings))
+    pinger.start()
+    p0 = cpu_parts()
     srun = None
     while True:
         el = time.monotonic() - t0
@@ -214,26 +328,33 @@ def inner_burst3(n, net):
             srun = subprocess.Popen([sys.executable, os.path.abspath(__file__), "inner",
                                      "one_srun", "1" if net else "0"], stdout=subprocess.PIPE,
                                     text=True)
-        s, r = sample_rss()
-        sup_max, run_max = max(sup_max, s), max(run_max, r)
+        m = sample_memory()
+        for k in peak:
+            peak[k] = max(peak[k], m[k])
+        if m["runners"] > most_runners:
+            most_runners, pss_per_runner = m["runners"], m["run_pss"] / m["runners"]
         if el > 2.5 and squeue_count() == 0:
             break
         if el > 600:
             break
         time.sleep(0.25)
     burst = time.monotonic() - t0
+    stop.set()
+    pinger.join()
     inter = json.loads(srun.communicate()[0]) if srun else {}
     burst_cpu = (cpu_seconds() - c0) / n
+    p1 = cpu_parts()
+    parts = {f"burst_cpu_{k}": (p1[k] - p0[k]) / n for k in ("slurmctld", "scriptd", "switchlua")}
     # Marks: hook start/end per job (wall clock).
     ev = []
     ends = []
     with open(MARKS) as f:
         for line in f:
-            parts = line.split()
-            if len(parts) == 3:
-                t = float(parts[2])
-                ev.append((t, 1 if parts[1] == "start" else -1))
-                if parts[1] == "end":
+            w = line.split()
+            if len(w) == 3:
+                t = float(w[2])
+                ev.append((t, 1 if w[1] == "start" else -1))
+                if w[1] == "end":
                     ends.append(t - t0_wall)
     ev.sort()
     cur = most = 0
@@ -242,9 +363,16 @@ def inner_burst3(n, net):
         most = max(most, cur)
     # switch/lua: the slot waits the log reports.
     tq, iq = [], []
+    slurm_done, trips = {}, []
     with open(log, errors="replace") as f:
         f.seek(log_off)
         for line in f:
+            d = SLURM_DONE.search(line)
+            if d:
+                slurm_done[d.group(1) or d.group(2)] = log_time(line)
+            d = LUA_DONE.search(line)
+            if d and slurm_done.get(d.group(1)) is not None and log_time(line) is not None:
+                trips.append(log_time(line) - slurm_done[d.group(1)])
             m = re.search(r"JobId=(\d+) (job_start|job_complete) started \(queued (\d+) ms", line)
             if not m:
                 continue
@@ -256,8 +384,14 @@ def inner_burst3(n, net):
             "setup_median_s": statistics.median(ends) if ends else None,
             "setup_max_s": max(ends) if ends else None, "interactive_ready_s": inter.get("ready"),
             "teardown_queued_max_ms": max(tq) if tq else None,
-            "interactive_queued_ms": iq[0] if iq else None, "supervisor_rss_kib": sup_max,
-            "runners_rss_kib": run_max, "hooks": len(ends), "burst_cpu_per_job": burst_cpu}
+            "interactive_queued_ms": iq[0] if iq else None,
+            "supervisor_rss_kib": peak["sup_rss"], "supervisor_pss_kib": peak["sup_pss"],
+            "runners_rss_kib": peak["run_rss"], "runners_pss_kib": peak["run_pss"],
+            "runner_pss_kib": pss_per_runner, "ping_med_s": med(pings),
+            "ping_max_s": max(pings) if pings else None,
+            "complete_trip_max_s": max(trips) if trips else None,
+            "complete_trip_med_s": med(trips), "hooks": len(ends),
+            "burst_cpu_per_job": burst_cpu, **parts}
 
 
 def inner_one_srun(net):
@@ -288,7 +422,8 @@ def inner(argv):
         inner_one_srun(argv[1] == "1")
         return
     n, net = int(argv[1]), argv[2] == "1"
-    fn = {"srun": inner_srun, "array": inner_array, "burst3": inner_burst3}[what]
+    fn = {"srun": inner_srun, "array": inner_array, "burst3": inner_burst3,
+          "wide": inner_wide}[what]
     print(json.dumps(fn(n, net)))
 
 
@@ -315,9 +450,11 @@ def measure(what, n, net):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def boot(cfg, burst=False):
-    """Boots configuration cfg; B runs PrologSlurmctld=/bin/true, or the
-    sleeping prolog script when burst is set (the burst3 phase)."""
+def boot(cfg, burst=False, nodes=3):
+    """Boots configuration cfg on a cluster of nodes slurmd; B runs
+    PrologSlurmctld=/bin/true, or the sleeping prolog script when burst is
+    set (the burst3 phase)."""
+    os.environ["SWITCHLUA_NODES"] = str(nodes)
     base = ["--debug", "info", "--extra", "PartitionName=DEFAULT OverSubscribe=FORCE:40",
             "--extra", "Epilog=/bin/true"]
     if cfg == "B":
@@ -374,13 +511,16 @@ def host(argv):
     slurm = os.environ.get("SWITCHLUA_SLURM") or "debian"
     slurm_label = "Debian's 24.11.5" if slurm == "debian" else slurm
     n_srun = 15 if quick else 40
-    n_array = 60 if quick else 120
+    n_array = 60 if quick else 300
     n_burst = 240
+    n_big = 1000
+    n_wide = 100 if quick else 300
     HOOK_FILE = f"/tmp/switchlua-bench-hook-{os.getpid()}.lua"
     with open(HOOK_FILE, "w") as f:
         f.write(HOOK_LUA)
     print(f"scripts/bench --cluster on Slurm {slurm_label}: {reps} repetitions, configurations rotated; "
-          f"srun x{n_srun}, array of {n_array}, burst of {n_burst} with a 3 s setup",
+          f"srun x{n_srun}, array of {n_array}, bursts of {n_burst} and {n_big} with a 3 s setup, "
+          f"srun -N{n_wide} on a {n_wide}-node cluster",
           flush=True)
     cfgs = ["A", "B", "C"]
     res = {c: [] for c in ["A", "B", "C", "C0"]}  # per rep: metrics dict
@@ -398,6 +538,8 @@ def host(argv):
                 if cfg == "B":
                     boot(cfg, burst=True)
                 row.update(measure("burst3", n_burst, cfg == "C"))
+                big = measure("burst3", n_big, cfg == "C")
+                row.update({"big_" + k: v for k, v in big.items()})
                 res[cfg].append(row)
                 if cfg == "C":
                     s0 = measure("srun", n_srun, False)
@@ -405,16 +547,69 @@ def host(argv):
                               first_poll=s0["first_poll"], cpu_per_job=s0["cpu_per_job"])
                     r0.update(measure("array", n_array, False))
                     res["C0"].append(r0)
+                # The large cluster: a job on every node (switch/lua's
+                # step hooks run in each node's slurmstepd).
+                boot(cfg, nodes=n_wide)
+                row.update(measure("wide", n_wide, cfg == "C"))
                 print(f"  rep {rep + 1} {cfg}: done in {time.monotonic() - t0:.0f} s "
                       f"(srun median {row['srun_med'] * 1000:.0f} ms, first poll "
-                      f"{row['first_poll'] * 100:.0f} %, burst {row['burst_s']:.1f} s)",
+                      f"{row['first_poll'] * 100:.0f} %, bursts {row['burst_s']:.1f} s and "
+                      f"{row['big_burst_s']:.1f} s)",
                       flush=True)
     finally:
         cluster("stop", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.unlink(HOOK_FILE)
     with open(f"/tmp/switchlua-bench-cluster-{os.getpid()}.json", "w") as f:
         json.dump(res, f)
-    report(res)
+    report(res, n_wide)
+    locked_time()
+
+
+def locked_time():
+    """The time under Slurm's locks per entry point for jobs of 3 to 10,000
+    nodes: the process benchmark test/proc/locked_time_test.cpp, built in
+    the testbed (SWITCHLUA_BUILD, default build-trixie), its table."""
+    build = os.environ.get("SWITCHLUA_BUILD", "build-trixie")
+    exe = f"{build}/test/proc/proc_locked_time_test"
+    print()
+    if not os.path.exists(os.path.join(REPO, exe)):
+        print(f"time under Slurm's locks: not measured ({exe} is not built: scripts/testbed build)")
+        return
+    r = subprocess.run([REPO + "/scripts/testbed", "run", exe], capture_output=True, text=True)
+    lines = r.stdout.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith("time under Slurm's locks")), None)
+    if r.returncode != 0 or start is None:
+        print(f"time under Slurm's locks: {exe} failed (exit {r.returncode})")
+        return
+    for line in lines[start:]:
+        if line.startswith("["):  # gtest's own lines
+            break
+        print(line)
+
+
+def burst_rows(prefix, n):
+    return [
+        (prefix + "burst_s", f"{n} x 3 s setup: whole burst", 1, "s"),
+        (prefix + "setups_at_once", f"{n} x 3 s setup: setups at once", 1, ""),
+        (prefix + "burst_cpu_per_job", f"{n} x 3 s setup: controller CPU per job", 1000, "ms"),
+        (prefix + "burst_cpu_slurmctld", "  of which slurmctld itself", 1000, "ms"),
+        (prefix + "burst_cpu_scriptd", "  of which slurmscriptd and its prologs", 1000, "ms"),
+        (prefix + "burst_cpu_switchlua", "  of which the supervisor and its runners", 1000, "ms"),
+        (prefix + "setup_median_s", f"{n} x 3 s setup: submit -> setup done, median", 1, "s"),
+        (prefix + "setup_max_s", f"{n} x 3 s setup: submit -> setup done, max", 1, "s"),
+        (prefix + "ping_med_s", f"{n} x 3 s setup: scontrol ping, median", 1000, "ms"),
+        (prefix + "ping_max_s", f"{n} x 3 s setup: scontrol ping, max", 1000, "ms"),
+        (prefix + "interactive_ready_s", "srun 2 s into the burst: allocation -> ready", 1, "s"),
+        (prefix + "interactive_queued_ms", "  its job_start waited for a slot", 1, "ms"),
+        (prefix + "teardown_queued_max_ms", "job_complete waited for a slot, max", 1, "ms"),
+        (prefix + "complete_trip_med_s", "job_complete round trip, median", 1000, "ms"),
+        (prefix + "complete_trip_max_s", "job_complete round trip, max", 1000, "ms"),
+        (prefix + "supervisor_rss_kib", "supervisor RSS during the burst, max", 1 / 1024, "MiB"),
+        (prefix + "supervisor_pss_kib", "supervisor PSS during the burst, max", 1 / 1024, "MiB"),
+        (prefix + "runners_rss_kib", "runners' total RSS during the burst, max", 1 / 1024, "MiB"),
+        (prefix + "runners_pss_kib", "runners' total PSS during the burst, max", 1 / 1024, "MiB"),
+        (prefix + "runner_pss_kib", "PSS per runner, at the most runners", 1, "KiB"),
+    ]
 
 
 ROWS = [
@@ -423,16 +618,12 @@ ROWS = [
     ("first_poll", "srun made the first readiness poll", 100, "%"),
     ("cpu_per_job", "controller CPU per srun job", 1000, "ms"),
     ("array_s", "array of trivial jobs, submit -> all done", 1, "s"),
-    ("burst_s", "240 x 3 s setup: whole burst", 1, "s"),
-    ("setups_at_once", "240 x 3 s setup: setups at once", 1, ""),
-    ("burst_cpu_per_job", "240 x 3 s setup: controller CPU per job", 1000, "ms"),
-    ("setup_median_s", "240 x 3 s setup: submit -> setup done, median", 1, "s"),
-    ("setup_max_s", "240 x 3 s setup: submit -> setup done, max", 1, "s"),
-    ("interactive_ready_s", "srun 2 s into the burst: allocation -> ready", 1, "s"),
-    ("interactive_queued_ms", "  its job_start waited for a slot", 1, "ms"),
-    ("teardown_queued_max_ms", "job_complete waited for a slot, max", 1, "ms"),
-    ("supervisor_rss_kib", "supervisor RSS during the burst, max", 1 / 1024, "MiB"),
-    ("runners_rss_kib", "runners' total RSS during the burst, max", 1 / 1024, "MiB"),
+    ("array_cpu_per_job", "array of trivial jobs: controller CPU per job", 1000, "ms"),
+] + burst_rows("", 240) + burst_rows("big_", 1000) + [
+    ("wide_med", "srun -N<n> on the large cluster, median", 1, "s"),
+    ("wide_max", "srun -N<n> on the large cluster, max", 1, "s"),
+    ("wide_hooks", "  nodes whose task saw step_init's env (min)", 100, "%"),
+    ("wide_hung", "  sruns not done in 300 s (not timed)", 1, ""),
 ]
 
 
@@ -452,14 +643,14 @@ def ratios(res, a, b, key):
         x, y = ra.get(key), rb.get(key)
         # No ratio against a configuration that does not do the work (A has
         # no setup: its allocation -> ready is a few ms, its setups at once 0).
-        if x is not None and y and key not in NO_RATIO.get(b, ()):
+        if x is not None and y and key.removeprefix("big_") not in NO_RATIO.get(b, ()):
             out.append(x / y)
     if not out:
         return "-"
     return f"{statistics.median(out):.2f} [{min(out):.2f}-{max(out):.2f}]"
 
 
-def report(res):
+def report(res, n_wide):
     print()
     print("medians over the repetitions; ratios: median [min-max] of the per-repetition ratios")
     head = f"{'':50} {'A':>8} {'B':>8} {'C':>8} {'C0':>8}  {'C/A':>18} {'C/B':>18}"
@@ -467,6 +658,7 @@ def report(res):
     print("-" * len(head))
     for key, label, scale, unit in ROWS:
         cells = [fmt(med([r.get(key) for r in res[c]]), scale) for c in ["A", "B", "C", "C0"]]
+        label = label.replace("<n>", str(n_wide))
         print(f"{label + (' (' + unit + ')' if unit else ''):50} " +
               " ".join(f"{c:>8}" for c in cells) +
               f"  {ratios(res, 'C', 'A', key):>18} {ratios(res, 'C', 'B', key):>18}")
