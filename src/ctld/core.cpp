@@ -105,8 +105,15 @@ void CtldCore::Impl::run_worker() {
     if (queue.empty() && !tick && due.empty())
       continue;
     lk.unlock();
+    // Issue 22: one hold of Slurm's locks per queued outcome, each with
+    // its own fdatasync where its effects wait for it, so when a burst's
+    // setups end together Slurm's own threads (job_complete, squeue, the
+    // scheduler) get the locks between two of them, not after them all.
     port.lock();
-    apply_queued();
+    while (apply_queued(1) != 0) {
+      port.unlock();
+      port.lock();
+    }
     if (tick)
       fire_retries();
     fire_timers(due);
@@ -117,13 +124,13 @@ void CtldCore::Impl::run_worker() {
   }
 }
 
-std::size_t CtldCore::Impl::apply_queued() {
+std::size_t CtldCore::Impl::apply_queued(std::size_t most) {
   std::size_t n = 0;
   for (;;) {
     Queued q;
     {
       std::lock_guard g(qmu);
-      if (queue.empty())
+      if (queue.empty() || n == most)
         return n;
       q = std::move(queue.front());
       queue.pop_front();

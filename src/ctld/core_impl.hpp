@@ -24,6 +24,7 @@
 #include "ctld/setup_failures.hpp"
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -209,8 +210,10 @@ struct CtldCore::Impl {
 
   void run_worker();
 
-  /// Applies every queued event; slurmctld's locks held.
-  std::size_t apply_queued();
+  /// Applies queued events in order, at most `most` of them (the worker:
+  /// one per hold of Slurm's locks; drain_events(): all); slurmctld's
+  /// locks held.  Returns how many it applied.
+  std::size_t apply_queued(std::size_t most = SIZE_MAX);
   /// settle_setup(): whether `q` is the SetupResult of run `generation`.
   static bool is_setup_result(const Queued &q, std::uint32_t job_id, std::uint64_t generation);
   /// settle_setup(): waits up to `wait` for that result (a copy; it stays

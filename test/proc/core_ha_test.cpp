@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -475,6 +476,42 @@ void shut_gate(bool shut) {
   g_gate_cv.notify_all();
 }
 } // namespace
+
+// Issue 22: the worker applies each queued outcome in its own hold of
+// Slurm's locks (a launch waits for its record's fdatasync there), so the
+// setups of a burst that end together do not keep Slurm's own threads out
+// of the locks for the sum of their syncs.  Waits without drain_events(),
+// which applies everything in the caller's one hold.
+TEST(CoreHa, TheWorkerAppliesEachQueuedOutcomeInItsOwnHoldOfSlurmsLocks) {
+  TempDir d;
+  FakeSlurm slurm;
+  CtldCore core(options(d, true), slurm);
+  const auto wait_until = [](auto done) {
+    for (int i = 0; i < 1000 && !done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return done();
+  };
+  constexpr std::uint32_t kFirst = 21, kJobs = 6;
+  slurm.lock(); // the setups start, run and end while the locks are held
+  for (std::uint32_t id = kFirst; id < kFirst + kJobs; ++id)
+    EXPECT_TRUE(core.job_start(job(id), true));
+  // EXPECT, not ASSERT: Slurm's locks are held until the unlock below.
+  EXPECT_TRUE(wait_until([&] { return slurm.count_logged("job_start returned") == int(kJobs); }))
+      << slurm.all_logs();
+  EXPECT_FALSE(slurm.did_starting("end_configuring")) << "applied under the test's own hold";
+  slurm.unlock();
+  ASSERT_TRUE(wait_until([&] {
+    for (std::uint32_t id = kFirst; id < kFirst + kJobs; ++id)
+      if (!slurm.did(fmt::format("end_configuring {}", id)))
+        return false;
+    return true;
+  })) << slurm.all_logs();
+  std::set<int> holds;
+  for (std::uint32_t id = kFirst; id < kFirst + kJobs; ++id)
+    holds.insert(slurm.hold_of(fmt::format("end_configuring {}", id)));
+  EXPECT_EQ(holds.size(), std::size_t{kJobs})
+      << "launches applied together in one hold of Slurm's locks";
+}
 
 // Issue 22 (group commit): switch_p_job_start writes the setup's record
 // under Slurm's locks but does not wait for its fdatasync: the core's

@@ -7,6 +7,7 @@
 
 #include "ctld/core.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -21,7 +22,10 @@ class FakeSlurm final : public SlurmPort {
 public:
   /// Slurm's locks: a test that holds them (as select_nodes() does around
   /// switch_p_job_start) keeps the worker from applying anything.
-  void lock() override { slurm_locks.lock(); }
+  void lock() override {
+    slurm_locks.lock();
+    holds.fetch_add(1);
+  }
   void unlock() override { slurm_locks.unlock(); }
   void end_configuring(std::uint32_t id) override { add(fmt("end_configuring", id)); }
   void requeue(std::uint32_t id, const std::string &r) override { add(fmt("requeue", id), r); }
@@ -38,6 +42,18 @@ public:
   void drain(const std::string &n, const std::string &r) override { add("drain " + n + ": " + r); }
   void forget(std::uint32_t id) override { add(fmt("forget", id)); }
   void save_state() override {}
+  /// How many times Slurm's locks were taken: the number of the current
+  /// hold, which every action records (hold_of()).
+  std::atomic<int> holds{0};
+  /// The hold of Slurm's locks in which `action` was last done (0: never).
+  int hold_of(const std::string &action) {
+    std::lock_guard g(mu);
+    int h = 0;
+    for (std::size_t i = 0; i < actions.size(); ++i)
+      if (actions[i] == action)
+        h = action_holds[i];
+    return h;
+  }
   /// The lost start: what job_may_run_on_nodes() answers (default false).
   std::atomic<bool> nodes_may_run{false};
   bool job_may_run_on_nodes(std::uint32_t, const std::string &) override {
@@ -124,6 +140,7 @@ private:
     std::lock_guard g(mu);
     actions.push_back(std::move(a));
     reasons.push_back(std::move(reason));
+    action_holds.push_back(holds.load());
   }
   std::mutex mu;
   std::mutex slurm_locks;
@@ -131,6 +148,7 @@ private:
   std::vector<LogLevel> levels;
   std::vector<std::string> actions;
   std::vector<std::string> reasons;
+  std::vector<int> action_holds;
 };
 
 /// Runs `core`'s queued events (CtldCore::drain_events) until `done()`
