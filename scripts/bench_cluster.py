@@ -55,6 +55,7 @@
 # The host part (this file, run with python3 on the host) drives
 # scripts/cluster; the measuring part runs inside the chroot (the same file,
 # copied there, `inner ...`), so srun is timed where it runs.
+import datetime
 import json
 import os
 import re
@@ -158,30 +159,27 @@ def cpu_parts():
 
 
 def cpu_seconds():
-    return sum(t for _, t, _ in ctld_tree().values()) / os.sysconf("SC_CLK_TCK")
+    return cpu_parts()["total"]
+
+
+def proc_kib(pid, name, key):
+    """The "KEY: N kB" line of /proc/PID/NAME, in KiB; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/{name}") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def pss_kib(pid):
-    """The process's PSS (smaps_rollup), 0 once it is gone."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return proc_kib(pid, "smaps_rollup", "Pss")
 
 
 def rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return proc_kib(pid, "status", "VmRSS")
 
 
 def squeue_count():
@@ -302,7 +300,6 @@ def log_time(line):
         return None
     s = m.group(1)
     fmt_ = "%Y-%m-%dT%H:%M:%S.%f" if "." in s else "%Y-%m-%dT%H:%M:%S"
-    import datetime
     return datetime.datetime.strptime(s, fmt_).timestamp()
 
 
@@ -313,14 +310,13 @@ def inner_burst3(n, net):
     log_off = os.path.getsize(log)
     t0_wall = time.time()
     t0 = time.monotonic()
-    c0 = cpu_seconds()
+    p0 = cpu_parts()
     submit_array(n, "sleep3", net)
     peak = {"sup_rss": 0, "sup_pss": 0, "run_rss": 0, "run_pss": 0}
     most_runners, pss_per_runner = 0, None
     pings, stop = [], threading.Event()
     pinger = threading.Thread(target=ping_loop, args=(stop, pings))
     pinger.start()
-    p0 = cpu_parts()
     srun = None
     while True:
         el = time.monotonic() - t0
@@ -342,8 +338,8 @@ def inner_burst3(n, net):
     stop.set()
     pinger.join()
     inter = json.loads(srun.communicate()[0]) if srun else {}
-    burst_cpu = (cpu_seconds() - c0) / n
     p1 = cpu_parts()
+    burst_cpu = (p1["total"] - p0["total"]) / n
     parts = {f"burst_cpu_{k}": (p1[k] - p0[k]) / n for k in ("slurmctld", "scriptd", "switchlua")}
     # Marks: hook start/end per job (wall clock).
     ev = []
@@ -371,8 +367,10 @@ def inner_burst3(n, net):
             if d:
                 slurm_done[d.group(1) or d.group(2)] = log_time(line)
             d = LUA_DONE.search(line)
-            if d and slurm_done.get(d.group(1)) is not None and log_time(line) is not None:
-                trips.append(log_time(line) - slurm_done[d.group(1)])
+            if d and slurm_done.get(d.group(1)) is not None:
+                t = log_time(line)
+                if t is not None:
+                    trips.append(t - slurm_done[d.group(1)])
             m = re.search(r"JobId=(\d+) (job_start|job_complete) started \(queued (\d+) ms", line)
             if not m:
                 continue
