@@ -41,6 +41,12 @@
 #   round trip during the bursts: Slurm's "_job_complete: JobId=N done" line
 #              to switch/lua's "JobId=N job_complete returned" line, from
 #              slurmctld.log's millisecond timestamps
+#   commands   the setup's shell line alone (sh, two date, sleep 0), run 200
+#              times by posix_spawn in a runner's environment: what B's prolog
+#              and C's hook spend on the work itself; after the table, per
+#              burst, what each spends beyond it, and the C/B that calls
+#              costing nothing would reach (C's slurmctld + the commands, over
+#              B's whole)
 #   locked     after the table: the time under Slurm's locks per entry
 #              point for jobs of 3, 100, 1,000 and 10,000 nodes (synthetic job
 #              tables), from the process benchmark proc_locked_time_test of
@@ -59,6 +65,7 @@ import datetime
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -71,11 +78,17 @@ OUT = CL + "/out"  # inside the chroot, mode 1777
 MARKS = OUT + "/bench-marks"
 NOT_READY = "Waiting for resource configuration"
 
+# The setup's work, in both B (the prolog) and C (the hook): marks and a 3 s
+# sleep, as shell commands: %(id)s is the job's id, %(secs)s the sleep.  One
+# source for the prolog, the hook and their cost measured apart (setup_cmd).
+SETUP_SH = ("echo %(id)s start $(date +%%s.%%N) >> %(marks)s; sleep %(secs)s; "
+            "echo %(id)s end $(date +%%s.%%N) >> %(marks)s")
+
 HOOK_LUA = """-- switch/lua script of scripts/bench --cluster (written by it)
+local setup = [[%(setup)s]]
 function slurm_switch_job_start(job)
   if job.name == "sleep3" then
-    os.execute("echo " .. job.job_id .. " start $(date +%%s.%%N) >> %(marks)s; sleep 3; " ..
-               "echo " .. job.job_id .. " end $(date +%%s.%%N) >> %(marks)s")
+    os.execute((setup:gsub("JOBID", tostring(job.job_id))))
   end
   return slurm.SUCCESS, { bench = true }
 end
@@ -90,19 +103,21 @@ function slurm_switch_step_init(step, stepinfo)
   end
   return slurm.SUCCESS, nil
 end
-""" % {"marks": MARKS}
+""" % {"setup": SETUP_SH % {"id": "JOBID", "secs": 3, "marks": MARKS}}
 
 PROLOG_SH = """#!/bin/sh
 # PrologSlurmctld of scripts/bench --cluster (written by it)
 case "$SLURM_JOB_NAME" in
 sleep3)
-	echo "$SLURM_JOB_ID start $(date +%%s.%%N)" >>%(marks)s
-	sleep 3
-	echo "$SLURM_JOB_ID end $(date +%%s.%%N)" >>%(marks)s
+	%(setup)s
 	;;
 esac
 exit 0
-""" % {"marks": MARKS}
+""" % {"setup": SETUP_SH % {"id": "$SLURM_JOB_ID", "secs": 3, "marks": MARKS}}
+
+# The environment switch/lua's runners give the commands a hook starts
+# (supervisor/spawn.cpp base_child_env).
+RUNNER_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
 
 
 # ===================================================================== inner
@@ -392,6 +407,21 @@ def inner_burst3(n, net):
             "burst_cpu_per_job": burst_cpu, **parts}
 
 
+def inner_setup_cmd(n, net):
+    """The setup's commands alone (SETUP_SH, with sleep 0: a sleep's CPU is
+    its start, not its length), n times, as a runner starts them (posix_spawn
+    of /bin/sh -c, the runners' environment) from this small process: CPU
+    per run, what both B's prolog and C's hook spend on the work itself."""
+    cmd = SETUP_SH % {"id": 0, "secs": 0, "marks": OUT + "/bench-setup-cmd-marks"}
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for _ in range(n):
+        os.waitpid(os.posix_spawn("/bin/sh", ["/bin/sh", "-c", cmd], RUNNER_ENV), 0)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    os.unlink(OUT + "/bench-setup-cmd-marks")
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return {"setup_cmd_cpu": cpu / n}
+
+
 def inner_one_srun(net):
     args = (["--network=bench"] if net else []) + ["-N1", "-J", "sleep3", "true"]
     t0 = time.monotonic()
@@ -421,7 +451,7 @@ def inner(argv):
         return
     n, net = int(argv[1]), argv[2] == "1"
     fn = {"srun": inner_srun, "array": inner_array, "burst3": inner_burst3,
-          "wide": inner_wide}[what]
+          "wide": inner_wide, "setup_cmd": inner_setup_cmd}[what]
     print(json.dumps(fn(n, net)))
 
 
@@ -535,6 +565,8 @@ def host(argv):
                 row.update(measure("array", n_array, cfg == "C"))
                 if cfg == "B":
                     boot(cfg, burst=True)
+                if cfg != "A":
+                    row.update(measure("setup_cmd", 200, False))
                 row.update(measure("burst3", n_burst, cfg == "C"))
                 big = measure("burst3", n_big, cfg == "C")
                 row.update({"big_" + k: v for k, v in big.items()})
@@ -618,6 +650,7 @@ ROWS = [
     ("array_s", "array of trivial jobs, submit -> all done", 1, "s"),
     ("array_cpu_per_job", "array of trivial jobs: controller CPU per job", 1000, "ms"),
 ] + burst_rows("", 240) + burst_rows("big_", 1000) + [
+    ("setup_cmd_cpu", "the setup's commands alone, CPU per run", 1000, "ms"),
     ("wide_med", "srun -N<n> on the large cluster, median", 1, "s"),
     ("wide_max", "srun -N<n> on the large cluster, max", 1, "s"),
     ("wide_hooks", "  nodes whose task saw step_init's env (min)", 100, "%"),
@@ -663,6 +696,34 @@ def report(res, n_wide):
     print()
     print("A: no switch plugin; B: PrologSlurmctld=/bin/true (the burst: a sh prolog that sleeps "
           "3 s); C: switch/lua, jobs with --network; C0: switch/lua, jobs without --network.")
+    print("The setup's commands alone: its shell line (sh, two date, sleep) run apart by "
+          "posix_spawn, as a runner starts it.")
+    floor_report(res)
+
+
+def floor_report(res):
+    """What the calls themselves cost in each burst: C's supervisor and
+    runners beyond the setup's commands, B's slurmscriptd and prologs beyond
+    them, and the least controller CPU per job C could have if its calls cost
+    nothing (slurmctld itself + the commands), against B's whole: the lowest
+    C/B any call mechanism could reach in this run."""
+    print()
+    for prefix, n in (("", 240), ("big_", 1000)):
+        own_c, own_b, floor = [], [], []
+        for rb, rc in zip(res["B"], res["C"]):
+            cmd_c, cmd_b = rc.get("setup_cmd_cpu"), rb.get("setup_cmd_cpu")
+            total_b = rb.get(prefix + "burst_cpu_per_job")
+            if None in (cmd_c, cmd_b, total_b) or not total_b:
+                continue
+            own_c.append(rc[prefix + "burst_cpu_switchlua"] - cmd_c)
+            own_b.append(rb[prefix + "burst_cpu_scriptd"] - cmd_b)
+            floor.append((rc[prefix + "burst_cpu_slurmctld"] + cmd_c) / total_b)
+        if not floor:
+            continue
+        print(f"{n} x 3 s setup, per job beyond the setup's commands: C's supervisor and runners "
+              f"{fmt(med(own_c), 1000)} ms, B's slurmscriptd and prologs {fmt(med(own_b), 1000)} "
+              f"ms; C/B with calls that cost nothing (C's slurmctld + the commands, over B): "
+              f"{statistics.median(floor):.2f} [{min(floor):.2f}-{max(floor):.2f}]")
 
 
 if __name__ == "__main__":

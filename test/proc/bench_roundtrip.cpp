@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
-// bench_roundtrip [N [MODE]]: the cost of one supervised hook call (MODE,
-// for a profiler: only the mode of that row, 0 to 3).
+// bench_roundtrip [N [MODE [SCRIPT]]]: the cost of one supervised hook call
+// (MODE, for a profiler: only the mode of that row, 0 to 3, -1 all; SCRIPT:
+// the job_start to call instead of fixtures/bench_trivial.lua, e.g. one that
+// runs commands).  SWITCHLUA_BENCH_RUNNER names another switch-lua-runner
+// build to measure (two builds compared on the same machine).
 //
 // For each way of starting a call's runner, N (default 200) sequential
 // job_start calls of a trivial script (client -> supervisor -> runner ->
@@ -167,7 +170,8 @@ Life client_life(const Mode &m, const CallRequest &req, int n, std::vector<doubl
   {
     ClientOptions opts;
     opts.supervisor = SWITCHLUA_SUPERVISOR_PATH;
-    opts.runner = SWITCHLUA_RUNNER_PATH;
+    const char *runner = std::getenv("SWITCHLUA_BENCH_RUNNER");
+    opts.runner = runner != nullptr ? runner : SWITCHLUA_RUNNER_PATH;
     opts.prestart = m.prestart;
     opts.fork_server = m.fork_server;
     SupervisorClient client(opts, nullptr);
@@ -203,7 +207,8 @@ Result measure(const Mode &m, const CallRequest &req, int n) {
 int main(int argc, char **argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 200;
   CallRequest req;
-  req.script = std::string(SWITCHLUA_FIXTURES) + "/bench_trivial.lua";
+  req.script =
+      argc > 3 ? std::string(argv[3]) : std::string(SWITCHLUA_FIXTURES) + "/bench_trivial.lua";
   req.job.job_id = 1;
   const Mode modes[] = {
       {"round trip, exec'd runner per call", 0, false},
