@@ -116,7 +116,8 @@ exit 0
 """ % {"setup": SETUP_SH % {"id": "$SLURM_JOB_ID", "secs": 3, "marks": MARKS}}
 
 # The environment switch/lua's runners give the commands a hook starts
-# (supervisor/spawn.cpp base_child_env).
+# (supervisor/spawn.cpp base_child_env; test/bench/runner_env_test.py fails
+# when the two differ).
 RUNNER_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
 
 
