@@ -2,7 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # scripts/bench_cluster.py: the side-by-side cluster benchmark behind
-# `scripts/bench --cluster [--quick] [--reps N]`.  Run it through scripts/bench.
+# `scripts/bench --cluster [--quick] [--reps N] [--configs A,B,C]
+# [--phases srun,array,burst,big,wide] [--results FILE]`.  Run it through
+# scripts/bench.  --configs and --phases run only those configurations and
+# phases (the rows of the others stay "-"); --results FILE keeps each
+# configuration's results of each repetition as it ends, and a run given the
+# file of an earlier one (same sizes) runs only what is missing and prints
+# the table of them all, so the five full-size repetitions can be spread
+# over several runs.
 #
 # On the project's own cluster (scripts/cluster, 3 nodes, 240 job slots with
 # OverSubscribe=FORCE:40, Epilog=/bin/true and SlurmctldDebug=info for every
@@ -526,17 +533,40 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
+PHASES = ("srun", "array", "burst", "big", "wide")
+
+
+def arg_value(argv, name, default):
+    if name not in argv:
+        return default
+    i = argv.index(name)
+    if i + 1 >= len(argv):
+        raise SystemExit(f"bench: {name} needs a value")
+    return argv[i + 1]
+
+
 def host(argv):
     global HOOK_FILE
     quick = "--quick" in argv
-    reps = 2 if quick else 5
-    if "--reps" in argv:
-        reps = int(argv[argv.index("--reps") + 1])
+    reps = int(arg_value(argv, "--reps", 2 if quick else 5))
     if "--slurm" in argv:
         # The Slurm every configuration boots (scripts/cluster config reads
         # SWITCHLUA_SLURM): debian, or X.Y.Z built by scripts/testbed
         # slurm-install, with the plugin from scripts/testbed plugin-install.
-        os.environ["SWITCHLUA_SLURM"] = argv[argv.index("--slurm") + 1]
+        os.environ["SWITCHLUA_SLURM"] = arg_value(argv, "--slurm", "debian")
+    cfgs = arg_value(argv, "--configs", "A,B,C").split(",")
+    phases = arg_value(argv, "--phases", ",".join(PHASES)).split(",")
+    for c in cfgs:
+        if c not in ("A", "B", "C"):
+            raise SystemExit(f"bench: --configs {c}: the configurations are A, B and C")
+    for ph in phases:
+        if ph not in PHASES:
+            raise SystemExit(f"bench: --phases {ph}: the phases are {', '.join(PHASES)}")
+    # Each configuration's results of each repetition go to this file as it
+    # ends; a run given the file of an earlier one keeps what it holds (same
+    # sizes) and runs only what is missing, so the five full-size
+    # repetitions (about 3.5 h) can be spread over several runs.
+    results = arg_value(argv, "--results", None)
     slurm = os.environ.get("SWITCHLUA_SLURM") or "debian"
     slurm_label = "Debian's 24.11.5" if slurm == "debian" else slurm
     n_srun = 15 if quick else 40
@@ -544,55 +574,91 @@ def host(argv):
     n_burst = 240
     n_big = 1000
     n_wide = 100 if quick else 300
+    sizes = {"srun": n_srun, "array": n_array, "burst": n_burst, "big": n_big, "wide": n_wide,
+             "slurm": slurm}
+    res = {c: {} for c in ["A", "B", "C", "C0"]}  # per rep (as a string: JSON keys): metrics
+    if results and os.path.exists(results):
+        with open(results) as f:
+            saved = json.load(f)
+        if saved.get("sizes") != sizes:
+            raise SystemExit(f"bench: {results} holds a run of other sizes ({saved.get('sizes')}), "
+                             f"not {sizes}: give another file")
+        res.update(saved["res"])
+        print(f"bench: {results}: keeping " + ", ".join(
+            f"{c} x{len(res[c])}" for c in ["A", "B", "C", "C0"] if res[c]), flush=True)
+
+    def save():
+        if results:
+            tmp = results + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump({"sizes": sizes, "res": res}, f)
+            os.replace(tmp, results)
+
     HOOK_FILE = f"/tmp/switchlua-bench-hook-{os.getpid()}.lua"
     with open(HOOK_FILE, "w") as f:
         f.write(HOOK_LUA)
-    print(f"scripts/bench --cluster on Slurm {slurm_label}: {reps} repetitions, configurations rotated; "
-          f"srun x{n_srun}, array of {n_array}, bursts of {n_burst} and {n_big} with a 3 s setup, "
-          f"srun -N{n_wide} on a {n_wide}-node cluster",
+    print(f"scripts/bench --cluster on Slurm {slurm_label}: {reps} repetitions of "
+          f"{'/'.join(cfgs)}, rotated; phases {','.join(phases)}: srun x{n_srun}, array of "
+          f"{n_array}, bursts of {n_burst} and {n_big} with a 3 s setup, srun -N{n_wide} on a "
+          f"{n_wide}-node cluster",
           flush=True)
-    cfgs = ["A", "B", "C"]
-    res = {c: [] for c in ["A", "B", "C", "C0"]}  # per rep: metrics dict
     try:
         for rep in range(reps):
-            order = cfgs[rep % 3:] + cfgs[:rep % 3]
+            order = cfgs[rep % len(cfgs):] + cfgs[:rep % len(cfgs)]
             for cfg in order:
+                if str(rep) in res[cfg]:
+                    continue
                 t0 = time.monotonic()
                 boot(cfg)
                 row = {}
-                s = measure("srun", n_srun, cfg == "C")
-                row.update(srun_med=med(s["walls"]), srun_p90=q(s["walls"], 0.9),
-                           first_poll=s["first_poll"], cpu_per_job=s["cpu_per_job"])
-                row.update(measure("array", n_array, cfg == "C"))
-                if cfg == "B":
-                    boot(cfg, burst=True)
-                if cfg != "A":
-                    row.update(measure("setup_cmd", 200, False))
-                row.update(measure("burst3", n_burst, cfg == "C"))
-                big = measure("burst3", n_big, cfg == "C")
-                row.update({"big_" + k: v for k, v in big.items()})
-                res[cfg].append(row)
-                if cfg == "C":
-                    s0 = measure("srun", n_srun, False)
-                    r0 = dict(srun_med=med(s0["walls"]), srun_p90=q(s0["walls"], 0.9),
-                              first_poll=s0["first_poll"], cpu_per_job=s0["cpu_per_job"])
-                    r0.update(measure("array", n_array, False))
-                    res["C0"].append(r0)
+                if "srun" in phases:
+                    s = measure("srun", n_srun, cfg == "C")
+                    row.update(srun_med=med(s["walls"]), srun_p90=q(s["walls"], 0.9),
+                               first_poll=s["first_poll"], cpu_per_job=s["cpu_per_job"])
+                if "array" in phases:
+                    row.update(measure("array", n_array, cfg == "C"))
+                if "burst" in phases or "big" in phases:
+                    if cfg == "B":
+                        boot(cfg, burst=True)
+                    if cfg != "A":
+                        row.update(measure("setup_cmd", 200, False))
+                if "burst" in phases:
+                    row.update(measure("burst3", n_burst, cfg == "C"))
+                if "big" in phases:
+                    big = measure("burst3", n_big, cfg == "C")
+                    row.update({"big_" + k: v for k, v in big.items()})
+                if cfg == "C" and ("srun" in phases or "array" in phases):
+                    r0 = {}
+                    if "srun" in phases:
+                        s0 = measure("srun", n_srun, False)
+                        r0.update(srun_med=med(s0["walls"]), srun_p90=q(s0["walls"], 0.9),
+                                  first_poll=s0["first_poll"], cpu_per_job=s0["cpu_per_job"])
+                    if "array" in phases:
+                        r0.update(measure("array", n_array, False))
+                    res["C0"][str(rep)] = r0
                 # The large cluster: a job on every node (switch/lua's
                 # step hooks run in each node's slurmstepd).
-                boot(cfg, nodes=n_wide)
-                row.update(measure("wide", n_wide, cfg == "C"))
+                if "wide" in phases:
+                    boot(cfg, nodes=n_wide)
+                    row.update(measure("wide", n_wide, cfg == "C"))
+                res[cfg][str(rep)] = row
+                save()
+                done = [f"{what} {row[key] * scale:.{digits}f} {unit}"
+                        for what, key, scale, digits, unit in (
+                            ("srun median", "srun_med", 1000, 0, "ms"),
+                            ("first poll", "first_poll", 100, 0, "%"),
+                            ("burst", "burst_s", 1, 1, "s"), ("1000-burst", "big_burst_s", 1, 1, "s"),
+                            ("wide median", "wide_med", 1, 1, "s")) if row.get(key) is not None]
                 print(f"  rep {rep + 1} {cfg}: done in {time.monotonic() - t0:.0f} s "
-                      f"(srun median {row['srun_med'] * 1000:.0f} ms, first poll "
-                      f"{row['first_poll'] * 100:.0f} %, bursts {row['burst_s']:.1f} s and "
-                      f"{row['big_burst_s']:.1f} s)",
-                      flush=True)
+                      f"({', '.join(done)})", flush=True)
     finally:
         cluster("stop", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.unlink(HOOK_FILE)
-    with open(f"/tmp/switchlua-bench-cluster-{os.getpid()}.json", "w") as f:
-        json.dump(res, f)
-    report(res, n_wide)
+    if not results:
+        with open(f"/tmp/switchlua-bench-cluster-{os.getpid()}.json", "w") as f:
+            json.dump(res, f)
+    report({c: [res[c][r] for r in sorted(res[c], key=int)] for c in res},
+           {c: sorted(res[c], key=int) for c in res}, n_wide)
     locked_time()
 
 
@@ -669,9 +735,16 @@ def fmt(v, scale):
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"
 
 
-def ratios(res, a, b, key):
+def ratios(res, reps, a, b, key):
+    """Median [min-max] of the per-repetition ratios a/b of `key`, over the
+    repetitions both configurations ran (reps: their repetition numbers, in
+    the order of res's rows)."""
     out = []
-    for ra, rb in zip(res[a], res[b]):
+    rb_of = dict(zip(reps[b], res[b]))
+    for rep, ra in zip(reps[a], res[a]):
+        rb = rb_of.get(rep)
+        if rb is None:
+            continue
         x, y = ra.get(key), rb.get(key)
         # No ratio against a configuration that does not do the work (A has
         # no setup: its allocation -> ready is a few ms, its setups at once 0).
@@ -682,7 +755,7 @@ def ratios(res, a, b, key):
     return f"{statistics.median(out):.2f} [{min(out):.2f}-{max(out):.2f}]"
 
 
-def report(res, n_wide):
+def report(res, reps, n_wide):
     print()
     print("medians over the repetitions; ratios: median [min-max] of the per-repetition ratios")
     head = f"{'':50} {'A':>8} {'B':>8} {'C':>8} {'C0':>8}  {'C/A':>18} {'C/B':>18}"
@@ -693,16 +766,16 @@ def report(res, n_wide):
         label = label.replace("<n>", str(n_wide))
         print(f"{label + (' (' + unit + ')' if unit else ''):50} " +
               " ".join(f"{c:>8}" for c in cells) +
-              f"  {ratios(res, 'C', 'A', key):>18} {ratios(res, 'C', 'B', key):>18}")
+              f"  {ratios(res, reps, 'C', 'A', key):>18} {ratios(res, reps, 'C', 'B', key):>18}")
     print()
     print("A: no switch plugin; B: PrologSlurmctld=/bin/true (the burst: a sh prolog that sleeps "
           "3 s); C: switch/lua, jobs with --network; C0: switch/lua, jobs without --network.")
     print("The setup's commands alone: its shell line (sh, two date, sleep) run apart by "
           "posix_spawn, as a runner starts it.")
-    floor_report(res)
+    floor_report(res, reps)
 
 
-def floor_report(res):
+def floor_report(res, reps):
     """What the calls themselves cost in each burst: C's supervisor and
     runners beyond the setup's commands, B's slurmscriptd and prologs beyond
     them, and the least controller CPU per job C could have if its calls cost
@@ -711,7 +784,11 @@ def floor_report(res):
     print()
     for prefix, n in (("", 240), ("big_", 1000)):
         own_c, own_b, floor = [], [], []
-        for rb, rc in zip(res["B"], res["C"]):
+        rb_of = dict(zip(reps["B"], res["B"]))
+        for rep, rc in zip(reps["C"], res["C"]):
+            rb = rb_of.get(rep)
+            if rb is None:
+                continue
             cmd_c, cmd_b = rc.get("setup_cmd_cpu"), rb.get("setup_cmd_cpu")
             total_b = rb.get(prefix + "burst_cpu_per_job")
             if None in (cmd_c, cmd_b, total_b) or not total_b:
