@@ -90,7 +90,7 @@ void CtldCore::Impl::run_worker() {
   while (!stopping) {
     auto wake = timers.empty() ? next_tick : std::min(next_tick, timers.begin()->first);
     qcv.wait_until(lk, wake, [&] {
-      return stopping || !queue.empty() ||
+      return stopping || !queue.empty() || !ready_effects.empty() ||
              (!timers.empty() && timers.begin()->first < wake); // an earlier timer
     });
     if (stopping)
@@ -102,17 +102,30 @@ void CtldCore::Impl::run_worker() {
       due.push_back(timers.begin()->second);
       timers.erase(timers.begin());
     }
-    if (queue.empty() && !tick && due.empty())
+    if (queue.empty() && ready_effects.empty() && !tick && due.empty())
       continue;
     lk.unlock();
-    // Issue 22: one hold of Slurm's locks per queued outcome, each with
-    // its own fdatasync where its effects wait for it, so when a burst's
-    // setups end together Slurm's own threads (job_complete, squeue, the
-    // scheduler) get the locks between two of them, not after them all.
+    // Issue 22: an outcome's step writes its records without syncing them
+    // and leaves its actions to the syncer's fdatasync (pending_effects),
+    // so a hold of Slurm's locks is the state machine's steps and the
+    // effects already durable, never a wait for the disk (which took up to
+    // 300 ms a step in a 1,000-job burst); and Slurm's locks are given up
+    // after kWorkerBatch steps or kWorkerHold, so Slurm's own threads
+    // (job_complete, squeue, the scheduler) get them between two batches.
     port.lock();
-    while (apply_queued(1) != 0) {
-      port.unlock();
-      port.lock();
+    auto hold_start = SteadyClock::now();
+    std::size_t in_hold = 0;
+    for (;;) {
+      const std::size_t n = run_ready_effects(1) + apply_queued(1, true);
+      if (n == 0)
+        break;
+      in_hold += n;
+      if (in_hold >= kWorkerBatch || SteadyClock::now() - hold_start >= kWorkerHold) {
+        port.unlock();
+        port.lock();
+        hold_start = SteadyClock::now();
+        in_hold = 0;
+      }
     }
     if (tick)
       fire_retries();
@@ -124,7 +137,7 @@ void CtldCore::Impl::run_worker() {
   }
 }
 
-std::size_t CtldCore::Impl::apply_queued(std::size_t most) {
+std::size_t CtldCore::Impl::apply_queued(std::size_t most, bool defer_effects) {
   std::size_t n = 0;
   for (;;) {
     Queued q;
@@ -163,8 +176,70 @@ std::size_t CtldCore::Impl::apply_queued(std::size_t most) {
                                            event_kind_name(q.kind), describe(q.outcome)));
       continue;
     }
-    apply(q.job_id, Event{.kind = q.kind, .outcome = &q.outcome});
+    apply(q.job_id, Event{.kind = q.kind, .outcome = &q.outcome}, defer_effects);
   }
+}
+
+std::size_t CtldCore::Impl::run_ready_effects(std::size_t most) {
+  std::size_t n = 0;
+  while (n < most) {
+    PendingEffects p;
+    {
+      std::lock_guard q(qmu);
+      if (ready_effects.empty())
+        break;
+      p = std::move(ready_effects.front());
+      ready_effects.pop_front();
+    }
+    ++n;
+    std::lock_guard g(mu);
+    const std::uint32_t id = p.state.job.job_id;
+    if (!in_control) {
+      port.log(LogLevel::Verbose, log_line({.job_id = id},
+                                           "{} action(s) not carried out: this slurmctld gave "
+                                           "up control; the controller that holds it recovers "
+                                           "the job from the journal",
+                                           p.actions.size()));
+      continue;
+    }
+    // The job moved on while the records were synced: its run ended (or it
+    // runs again) and Slurm has done with that run what a requeue or a
+    // cancel would have done.
+    auto it = jobs.find(id);
+    const bool moved_on = it == jobs.end() ? !is_terminal(p.state.state)
+                                           : it->second.generation != p.state.generation ||
+                                                 it->second.state != p.state.state;
+    if (moved_on) {
+      auto stale = [](const Action &a) {
+        return a.kind == ActionKind::Requeue || a.kind == ActionKind::RequeueHeld ||
+               a.kind == ActionKind::Cancel;
+      };
+      for (const Action &a : p.actions)
+        if (stale(a))
+          port.log(LogLevel::Info,
+                   log_line({.job_id = id},
+                            "{} not asked: the job ended or ran again while the decision's "
+                            "journal record was synced (its state now {})",
+                            a.kind == ActionKind::Cancel ? "cancel" : "requeue",
+                            it == jobs.end() ? "forgotten" : job_state_name(it->second.state)));
+      std::erase_if(p.actions, stale);
+    }
+    execute(p.state, p.actions, p.durable ? std::string() : journal_refusal());
+    port.save_state();
+  }
+  return n;
+}
+
+void CtldCore::Impl::flush_effects() {
+  port.lock();
+  {
+    std::lock_guard g(mu);
+    if (journal && !pending_effects.empty())
+      journal->sync_now(); // or it fails: then they run as records that could not be written
+    ready_pending_effects();
+  }
+  run_ready_effects();
+  port.unlock();
 }
 
 bool CtldCore::Impl::is_setup_result(const Queued &q, std::uint32_t job_id,
@@ -291,7 +366,7 @@ std::chrono::milliseconds CtldCore::Impl::host_fault_age(std::uint32_t job_id, c
   return age;
 }
 
-void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
+void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e, bool defer_effects) {
   std::lock_guard g(mu);
   if (!in_control) {
     port.log(LogLevel::Error,
@@ -340,7 +415,8 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
     for (Action &a : r.actions) // the rule's line is the outcome line of job_complete
       if (a.kind == ActionKind::Log)
         a.reason += fmt::format(" ({})", script_ref(e.outcome->script_hash));
-  const JournalStep js = journal_step(it->second, e, r, journal && deferrable(r.actions));
+  const bool calls_only = deferrable(r.actions);
+  const JournalStep js = journal_step(it->second, e, r, journal && (calls_only || defer_effects));
   if (auto rec = count_setup_failures(failures, cfg, e, r))
     journal_append({*rec});
   it->second = r.next;
@@ -351,7 +427,15 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e) {
   // naming the journal, and its job is requeued (or cancelled) as for any
   // failed setup.  A teardown without its record waits for the journal
   // (switch_journal_failure=wait) or runs (=run: safe to repeat).
-  execute(r.next, r.actions, js.durable ? std::string() : journal_refusal(), js.seq);
+  if (js.seq != 0 && !calls_only) { // the worker's: carried out once the syncer synced
+    pending_effects.push_back({.seq = js.seq,
+                               .state = r.next,
+                               .actions = r.actions,
+                               .decided = std::chrono::steady_clock::now()});
+    wake_syncer();
+  } else {
+    execute(r.next, r.actions, js.durable ? std::string() : journal_refusal(), js.seq);
+  }
   auto again = jobs.find(job_id); // execute() may have re-entered
   if (again != jobs.end() && is_terminal(again->second.state) &&
       again->second.generation == r.next.generation) {
@@ -538,7 +622,7 @@ CtldConfig CtldCore::config() const {
 
 std::size_t CtldCore::drain_events() {
   impl_->port.lock();
-  std::size_t n = impl_->apply_queued();
+  std::size_t n = impl_->run_ready_effects() + impl_->apply_queued();
   impl_->port.unlock();
   return n;
 }
@@ -552,6 +636,12 @@ void CtldCore::retry_now() {
 std::size_t CtldCore::calls_in_flight() const {
   std::lock_guard g(impl_->mu);
   return impl_->calls.size() + impl_->pending_calls.size();
+}
+
+std::size_t CtldCore::decisions_pending() const {
+  std::lock_guard g(impl_->mu);
+  std::lock_guard q(impl_->qmu);
+  return impl_->pending_effects.size() + impl_->ready_effects.size();
 }
 
 StatsSnapshot CtldCore::stats() const {

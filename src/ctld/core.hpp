@@ -210,6 +210,10 @@ public:
   /// Number of hook calls in flight, counting those waiting for their
   /// journal record's fdatasync (pending_calls).
   std::size_t calls_in_flight() const;
+  /// Number of the worker's decisions whose actions are not carried out
+  /// yet: their journal records wait for the syncer's fdatasync, or their
+  /// effects for the worker's next hold of Slurm's locks (issue 22).
+  std::size_t decisions_pending() const;
   /// The counters (switch-lua(1), STATUS), a copy.
   StatsSnapshot stats() const;
   /// Writes the status file now (tests; a thread does it every second).

@@ -128,6 +128,7 @@ Expected<void> CtldCore::take_control(bool keep_jobs) {
 void CtldCore::release_control() {
   if (!in_control())
     return;
+  impl_->flush_effects(); // what this controller decided is done before it lets go
   stop_children();
   std::lock_guard g(impl_->mu);
   if (impl_->journal)

@@ -17,7 +17,11 @@
 //
 // Threads: apply() runs with slurmctld's locks held and the core's
 // recursive mutex `mu`; re-entry from an action (requeue -> job_complete)
-// is allowed.  The supervisor client's thread only enqueues.
+// is allowed.  The supervisor client's thread only enqueues.  The syncer
+// thread fdatasyncs the journal with no lock held, then (under mu) submits
+// the calls and readies the effects that waited for it; the worker carries
+// those effects out under slurmctld's locks.  Lock order: slurmctld's
+// locks, then mu, then qmu.
 #pragma once
 
 #include "ctld/core.hpp"
@@ -61,6 +65,12 @@ struct Orphan {
 /// The longest an orphan waits for its nodes (R_ORPHAN_WAIT_NODES) before
 /// it is torn down anyway, with an error line.
 inline constexpr std::chrono::minutes kOrphanNodeWaitMax{10};
+
+/// The worker gives up Slurm's locks after this many steps (outcomes
+/// applied or ready effects carried out) in one hold, or after
+/// kWorkerHold, whichever comes first (issue 22).
+inline constexpr std::size_t kWorkerBatch = 32;
+inline constexpr std::chrono::milliseconds kWorkerHold{2};
 
 /// How often a failing journal is tried again (besides the periodic
 /// check): the teardowns that wait for it run, and a kill -9 soon after the
@@ -155,6 +165,24 @@ struct CtldCore::Impl {
     std::chrono::steady_clock::time_point decided; ///< when execute() queued it
   };
   std::deque<PendingCall> pending_calls;
+  /// A step's actions held back until its journal records are durable
+  /// (issue 22): an outcome the worker applies under Slurm's locks has its
+  /// records only written there; the syncer's fdatasync, outside every
+  /// lock, makes them durable (one sync for all written meanwhile), then
+  /// the worker carries the actions out, in order, in its next hold of
+  /// Slurm's locks.  So the worker's hold is the state machine's step, not
+  /// a disk write, and the record still comes before the effect.
+  struct PendingEffects {
+    std::uint64_t seq = 0;                         ///< Journal::write()'s, as PendingCall's
+    JobSwitchState state;                          ///< the step's next state, as execute() takes it
+    std::vector<Action> actions;                   ///< the step's actions, all of them
+    std::chrono::steady_clock::time_point decided; ///< when the step ran
+    bool durable = true; ///< false: the records could not be synced (the journal failed)
+  };
+  /// Written, waiting for the syncer's fdatasync (under mu).
+  std::deque<PendingEffects> pending_effects;
+  /// Durable (or failed): the worker's to carry out (under qmu).
+  std::deque<PendingEffects> ready_effects;
   std::mutex smu; ///< guards sync_wanted, sync_stop
   std::condition_variable scv;
   bool sync_wanted = false;
@@ -210,10 +238,23 @@ struct CtldCore::Impl {
 
   void run_worker();
 
-  /// Applies queued events in order, at most `most` of them (the worker:
-  /// one per hold of Slurm's locks; drain_events(): all); slurmctld's
-  /// locks held.  Returns how many it applied.
-  std::size_t apply_queued(std::size_t most = SIZE_MAX);
+  /// Applies queued events in order, at most `most` of them; slurmctld's
+  /// locks held.  `defer_effects` (the worker): each step's actions wait
+  /// in pending_effects for the syncer when its records are only written
+  /// (apply()); else (drain_events()) they are carried out here after an
+  /// fdatasync under the locks.  Returns how many it applied.
+  std::size_t apply_queued(std::size_t most = SIZE_MAX, bool defer_effects = false);
+  /// The worker: carries out the ready effects (ready_effects), at most
+  /// `most`, in order; slurmctld's locks held.  A job that moved on
+  /// meanwhile (its setup's failure decided, then the job ended or ran
+  /// again before the requeue or cancel could be asked) gets no requeue
+  /// or cancel: Slurm has ended that run already.  Returns how many.
+  std::size_t run_ready_effects(std::size_t most = SIZE_MAX);
+  /// release_control() (no Slurm lock held by the caller): every pending
+  /// or ready effect synced (fdatasync under mu) and carried out under
+  /// Slurm's locks, so what this controller decided is done before it
+  /// gives up control.
+  void flush_effects();
   /// settle_setup(): whether `q` is the SetupResult of run `generation`.
   static bool is_setup_result(const Queued &q, std::uint32_t job_id, std::uint64_t generation);
   /// settle_setup(): waits up to `wait` for that result (a copy; it stays
@@ -266,15 +307,18 @@ struct CtldCore::Impl {
     std::uint64_t seq = 0;
   };
   /// The journal records of one transition, durable before its actions
-  /// run: the durable record comes before the effect.  `defer`: the step's
-  /// only effects are hook calls (deferrable()), so the records are only
-  /// written here and synced by the syncer outside Slurm's locks.
+  /// run: the durable record comes before the effect.  `defer`: the
+  /// records are only written here and synced by the syncer outside
+  /// Slurm's locks, the step's actions waiting for it (its hook calls in
+  /// pending_calls when they are its only effects, deferrable(); else, for
+  /// the worker's outcomes, all its actions in pending_effects).
   JournalStep journal_step(const JobSwitchState &old, const Event &e, const StepResult &r,
                            bool defer);
-  /// Whether a step's actions may wait for the syncer: hook calls (at
-  /// least one), logs and node holds only; any other effect on Slurm
-  /// (launch, requeue, cancel, release, drain) waits for a synced record
-  /// here, under the locks.
+  /// Whether a step's calls alone may wait for the syncer: hook calls (at
+  /// least one), logs and node holds only (the logs and holds are carried
+  /// out at once).  A step with any other effect on Slurm (launch,
+  /// requeue, cancel, release, drain) waits for a synced record under the
+  /// locks, or, the worker's, in pending_effects.
   static bool deferrable(const std::vector<Action> &actions);
   /// The syncer thread (issue 22): waits for pending calls, fdatasyncs the
   /// journal without any lock (one sync covers every record written
@@ -284,6 +328,9 @@ struct CtldCore::Impl {
   /// execute() of a hook call whose record `seq` is written, not synced:
   /// into pending_calls, and the syncer woken (mu held).
   void defer_call(const JobSwitchState &s, const Action &a, std::uint64_t seq);
+  /// The pending effects whose records are durable (or whose sync failed)
+  /// to ready_effects, in order, and the worker woken (mu held).
+  void ready_pending_effects();
   /// Submits the pending calls whose records are durable, in order; once
   /// the journal failed, the rest as calls without their record (setups
   /// refused naming the journal, teardowns waiting for it or running, as
@@ -359,8 +406,9 @@ struct CtldCore::Impl {
   /// orphan_result(), recovery_fsm.hpp).
   void apply_orphan(std::int64_t attempt, const Outcome &out);
 
-  /// One event for one job; locks held.
-  void apply(std::uint32_t job_id, const Event &e);
+  /// One event for one job; locks held.  `defer_effects`: see
+  /// apply_queued() (the worker's outcomes).
+  void apply(std::uint32_t job_id, const Event &e, bool defer_effects = false);
 
   /// "script /etc/slurm/switch.lua content fnv1a64:..." (switch.lua(5),
   /// PROVENANCE); without a hash when no version of the script had passed.

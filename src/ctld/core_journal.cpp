@@ -288,7 +288,7 @@ void CtldCore::Impl::run_syncer() {
     Journal::SyncTicket t;
     {
       std::lock_guard g(mu);
-      if (pending_calls.empty())
+      if (pending_calls.empty() && pending_effects.empty())
         continue;
       if (journal)
         t = journal->sync_ticket(); // records written from now on wait for the next round
@@ -302,7 +302,31 @@ void CtldCore::Impl::run_syncer() {
         arm_journal_timer();
     }
     dispatch_pending();
+    ready_pending_effects();
   }
+}
+
+void CtldCore::Impl::ready_pending_effects() {
+  std::deque<PendingEffects> ready;
+  while (!pending_effects.empty()) {
+    PendingEffects &p = pending_effects.front();
+    const bool durable = !journal || p.seq <= journal->durable_seq();
+    if (!durable && journal->failure().empty())
+      break; // written after the last sync: the next round's
+    p.durable = durable;
+    ready.push_back(std::move(p));
+    pending_effects.pop_front();
+  }
+  if (!ready.empty()) {
+    {
+      std::lock_guard q(qmu);
+      for (PendingEffects &p : ready)
+        ready_effects.push_back(std::move(p));
+    }
+    qcv.notify_all();
+  }
+  if (!pending_effects.empty())
+    wake_syncer();
 }
 
 void CtldCore::Impl::dispatch_pending() {
@@ -343,6 +367,20 @@ void CtldCore::Impl::drop_pending(std::string_view why) {
                  "recovered like a killed call by the slurmctld that next holds control",
                  why));
   pending_calls.clear();
+  std::size_t effects = pending_effects.size();
+  pending_effects.clear();
+  {
+    std::lock_guard q(qmu);
+    effects += ready_effects.size();
+    ready_effects.clear();
+  }
+  if (effects > 0)
+    port.log(LogLevel::Verbose,
+             log_line({},
+                      "{} decision(s) not carried out ({}) while their journal records "
+                      "waited for the fdatasync: recovered from the journal by the "
+                      "slurmctld that next holds control",
+                      effects, why));
 }
 
 } // namespace switchlua

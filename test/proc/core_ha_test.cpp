@@ -22,10 +22,10 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <regex>
-#include <set>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -477,15 +477,17 @@ void shut_gate(bool shut) {
 }
 } // namespace
 
-// Issue 22: the worker applies each queued outcome in its own hold of
-// Slurm's locks (a launch waits for its record's fdatasync there), so the
-// setups of a burst that end together do not keep Slurm's own threads out
-// of the locks for the sum of their syncs.  Waits without drain_events(),
-// which applies everything in the caller's one hold.
-TEST(CoreHa, TheWorkerAppliesEachQueuedOutcomeInItsOwnHoldOfSlurmsLocks) {
+// Issue 22: the worker applies an outcome under Slurm's locks with its
+// records only written; the syncer's fdatasync runs with no lock held, and
+// the launch (the effect) waits for it.  So while the disk is slow, Slurm's
+// own threads get the locks; and no launch comes before its record.  Waits
+// without drain_events(), which applies in the caller's one hold.
+TEST(CoreHa, TheWorkerNeverWaitsForTheDiskWithSlurmsLocksHeld) {
   TempDir d;
   FakeSlurm slurm;
-  CtldCore core(options(d, true), slurm);
+  CoreOptions o = options(d, true);
+  o.journal_io = {.fdatasync = gated_fdatasync};
+  CtldCore core(o, slurm);
   const auto wait_until = [](auto done) {
     for (int i = 0; i < 1000 && !done(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -498,19 +500,72 @@ TEST(CoreHa, TheWorkerAppliesEachQueuedOutcomeInItsOwnHoldOfSlurmsLocks) {
   // EXPECT, not ASSERT: Slurm's locks are held until the unlock below.
   EXPECT_TRUE(wait_until([&] { return slurm.count_logged("job_start returned") == int(kJobs); }))
       << slurm.all_logs();
-  EXPECT_FALSE(slurm.did_starting("end_configuring")) << "applied under the test's own hold";
+  shut_gate(true); // the disk stalls from here on
   slurm.unlock();
-  ASSERT_TRUE(wait_until([&] {
+  const auto all_running = [&] {
+    for (std::uint32_t id = kFirst; id < kFirst + kJobs; ++id)
+      if (core.state_of(id)->state != JobState::Running)
+        return false;
+    return true;
+  };
+  EXPECT_TRUE(wait_until(all_running)) << slurm.all_logs();
+  {
+    std::unique_lock l(g_gate_mu);
+    EXPECT_TRUE(g_gate_cv.wait_for(l, std::chrono::seconds(5), [] { return g_syncs_held > 0; }))
+        << "the records' fdatasync was not started: " << slurm.all_logs();
+  }
+  // Slurm's locks are free while the records wait for the disk ...
+  auto taken = std::async(std::launch::async, [&] {
+    slurm.lock();
+    slurm.unlock();
+  });
+  EXPECT_EQ(taken.wait_for(std::chrono::seconds(2)), std::future_status::ready)
+      << "the worker holds Slurm's locks while the disk writes its records";
+  // ... and no launch came before its record is durable.
+  EXPECT_FALSE(slurm.did_starting("end_configuring")) << slurm.all_logs();
+  EXPECT_GE(core.decisions_pending(), 1u);
+  shut_gate(false);
+  taken.wait();
+  ASSERT_TRUE(settle(core, [&] {
     for (std::uint32_t id = kFirst; id < kFirst + kJobs; ++id)
       if (!slurm.did(fmt::format("end_configuring {}", id)))
         return false;
     return true;
   })) << slurm.all_logs();
-  std::set<int> holds;
-  for (std::uint32_t id = kFirst; id < kFirst + kJobs; ++id)
-    holds.insert(slurm.hold_of(fmt::format("end_configuring {}", id)));
-  EXPECT_EQ(holds.size(), std::size_t{kJobs})
-      << "launches applied together in one hold of Slurm's locks";
+  EXPECT_EQ(live_on_disk(d), std::size_t{kJobs}) << "every launch has its records on disk";
+}
+
+// A setup's failure decided (its requeue waiting for the records' sync),
+// then the job ends before the sync returns (scancel): Slurm has ended
+// that run, so no requeue is asked of it, one line says why, and the launch
+// delay of ours is still taken back.
+TEST(CoreHa, ARequeueDecidedBeforeTheJobEndedIsNotAskedAfterIt) {
+  TempDir d;
+  FakeSlurm slurm;
+  CoreOptions o = options(d, true);
+  o.script = test::fixture("setup_fails");
+  o.journal_io = {.fdatasync = gated_fdatasync};
+  CtldCore core(o, slurm);
+  slurm.lock();
+  EXPECT_TRUE(core.job_start(job(9), true));
+  for (int i = 0; i < 500 && slurm.count_logged("JobId=9 job_start returned") == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(slurm.count_logged("JobId=9 job_start returned"), 1) << slurm.all_logs();
+  shut_gate(true);
+  slurm.unlock();
+  for (int i = 0; i < 500 && core.state_of(9)->state != JobState::SetupFailed; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(core.state_of(9)->state, JobState::SetupFailed) << slurm.all_logs();
+  EXPECT_FALSE(slurm.did("requeue 9")) << "asked before its record is durable";
+  slurm.lock(); // scancel: Slurm ends the job
+  core.job_complete(9);
+  slurm.unlock();
+  shut_gate(false);
+  ASSERT_TRUE(settle(core, [&] { return slurm.did("end_configuring 9"); })) << slurm.all_logs();
+  EXPECT_FALSE(slurm.did("requeue 9")) << slurm.all_logs();
+  EXPECT_TRUE(slurm.logged("JobId=9 requeue not asked: the job ended or ran again while the "
+                           "decision's journal record was synced (its state now forgotten)"))
+      << slurm.all_logs();
 }
 
 // Issue 22 (group commit): switch_p_job_start writes the setup's record

@@ -152,11 +152,13 @@ private:
 };
 
 /// Runs `core`'s queued events (CtldCore::drain_events) until `done()`
-/// holds; false when it still does not after 10 s.
+/// holds and no decision of the worker waits to be carried out (its
+/// effects follow its state once its records are synced, issue 22); false
+/// when that still is not so after 10 s.
 template <class F> bool settle(CtldCore &core, F done) {
   for (int i = 0; i < 1000; ++i) {
     core.drain_events();
-    if (done())
+    if (done() && core.decisions_pending() == 0)
       return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
