@@ -29,6 +29,7 @@
 #include "supervisor/proc_scan.hpp"
 #include "supervisor/protocol.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -42,6 +43,7 @@
 #include <poll.h>
 #include <string>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -271,6 +273,14 @@ int serve_call(int fd) {
   // A runner started ahead of demand has no tag yet; what the script starts
   // inherits it, so the supervisor can tell whose escapee a process is.
   ::setenv(std::string(kCallTagVar).c_str(), std::to_string(req->id).c_str(), 1);
+  // Before the script runs, so that all it starts inherits it; a refusal
+  // (it cannot be) leaves the call at the supervisor's priority.
+  if (req->lane == Lane::Batch) {
+    errno = 0;
+    const int now = ::getpriority(PRIO_PROCESS, 0);
+    if (errno == 0)
+      (void)::setpriority(PRIO_PROCESS, 0, std::min(now + kBatchLaneNice, 19));
+  }
   // Lines arrive cut to kMaxLogLineBytes (the slurm table does it); the
   // call's budget is kept here, so a flood costs neither the supervisor nor
   // slurmctld more than the budget.

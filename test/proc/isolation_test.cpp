@@ -3,13 +3,18 @@
 // What a call's processes are given (stdio, fds, signals, environment) and
 // what is left of them afterwards (nothing: group, grandchildren, escapees).
 #include "harness.hpp"
+#include "supervisor/protocol.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <fmt/format.h>
+#include <fstream>
 #include <set>
 #include <sstream>
+#include <sys/resource.h>
 
 using namespace switchlua;
 using namespace switchlua::test;
@@ -70,6 +75,46 @@ TEST(Isolation, SignalsAreUnblockedAndNotIgnored) {
   const std::string j = json(r.outcome.ret.jobinfo);
   EXPECT_EQ(field(j, "blocked"), "0000000000000000") << j;
   EXPECT_EQ(field(j, "ignored"), "0000000000000000") << j;
+}
+
+// Issue 22, the lanes' order on the CPU: a batch setup (and what it
+// starts) runs kBatchLaneNice nicer than the supervisor; an interactive
+// setup and a teardown at the supervisor's own nice value.
+TEST(Isolation, ABatchSetupRunsNicerThanTheOtherLanes) {
+  errno = 0;
+  const int base = ::getpriority(PRIO_PROCESS, 0); // the supervisor inherits it
+  ASSERT_EQ(errno, 0);
+  SyncClient c(default_options());
+  auto nice_of = [&](CallRequest req) {
+    const CallId id = c.submit(std::move(req));
+    auto r = c.wait(id);
+    EXPECT_TRUE(r.has_value());
+    if (!r)
+      return std::string();
+    EXPECT_EQ(r->outcome.kind, OutcomeKind::Returned) << describe(r->outcome);
+    return r->logs.empty() ? std::string("no line") : r->logs.front();
+  };
+  CallRequest batch = request("nice_probe");
+  batch.job.batch = true;
+  CallRequest interactive = request("nice_probe");
+  interactive.job.batch = false;
+  CallRequest teardown = request("nice_probe");
+  teardown.hook = Hook::JobComplete;
+  teardown.job.batch = true;
+  const int nicer = std::min(base + kBatchLaneNice, 19);
+  EXPECT_EQ(nice_of(batch), fmt::format("nice runner={} command={}", nicer, nicer));
+  EXPECT_EQ(nice_of(interactive), fmt::format("nice runner={} command={}", base, base));
+  EXPECT_EQ(nice_of(teardown), fmt::format("nice runner={} command={}", base, base));
+  // The number switch_lua.conf(5) states is this one.
+  std::ifstream man(std::string(SWITCHLUA_FIXTURES) + "/../../man/switch_lua.conf.5");
+  ASSERT_TRUE(man) << "man/switch_lua.conf.5 beside the fixtures";
+  std::stringstream page;
+  page << man.rdbuf();
+  EXPECT_NE(
+      page.str().find(fmt::format("runs {} nice values above the supervisor", kBatchLaneNice)),
+      std::string::npos)
+      << "switch_lua.conf(5), CALLS RUNNING AT ONCE, states another nice increment than "
+      << kBatchLaneNice;
 }
 
 TEST(Isolation, EnvironmentIsTheCleanSetPlusChildEnv) {
