@@ -428,10 +428,7 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e, bool defer_effe
   // failed setup.  A teardown without its record waits for the journal
   // (switch_journal_failure=wait) or runs (=run: safe to repeat).
   if (js.seq != 0 && !calls_only) { // the worker's: carried out once the syncer synced
-    pending_effects.push_back({.seq = js.seq,
-                               .state = r.next,
-                               .actions = r.actions,
-                               .decided = std::chrono::steady_clock::now()});
+    pending_effects.push_back({.seq = js.seq, .state = r.next, .actions = r.actions});
     wake_syncer();
   } else {
     execute(r.next, r.actions, js.durable ? std::string() : journal_refusal(), js.seq);

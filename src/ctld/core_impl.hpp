@@ -173,11 +173,10 @@ struct CtldCore::Impl {
   /// Slurm's locks.  So the worker's hold is the state machine's step, not
   /// a disk write, and the record still comes before the effect.
   struct PendingEffects {
-    std::uint64_t seq = 0;                         ///< Journal::write()'s, as PendingCall's
-    JobSwitchState state;                          ///< the step's next state, as execute() takes it
-    std::vector<Action> actions;                   ///< the step's actions, all of them
-    std::chrono::steady_clock::time_point decided; ///< when the step ran
-    bool durable = true; ///< false: the records could not be synced (the journal failed)
+    std::uint64_t seq = 0;       ///< Journal::write()'s, as PendingCall's
+    JobSwitchState state;        ///< the step's next state, as execute() takes it
+    std::vector<Action> actions; ///< the step's actions, all of them
+    bool durable = true;         ///< false: the records could not be synced (the journal failed)
   };
   /// Written, waiting for the syncer's fdatasync (under mu).
   std::deque<PendingEffects> pending_effects;
@@ -328,6 +327,10 @@ struct CtldCore::Impl {
   /// execute() of a hook call whose record `seq` is written, not synced:
   /// into pending_calls, and the syncer woken (mu held).
   void defer_call(const JobSwitchState &s, const Action &a, std::uint64_t seq);
+  /// Whether the record of Journal::write() sequence `seq` is settled: true
+  /// once durable (or without a journal), false once its sync failed (the
+  /// journal is failing); nullopt while it waits for the next sync (mu held).
+  std::optional<bool> record_durable(std::uint64_t seq) const;
   /// The pending effects whose records are durable (or whose sync failed)
   /// to ready_effects, in order, and the worker woken (mu held).
   void ready_pending_effects();

@@ -306,14 +306,22 @@ void CtldCore::Impl::run_syncer() {
   }
 }
 
+std::optional<bool> CtldCore::Impl::record_durable(std::uint64_t seq) const {
+  if (!journal || seq <= journal->durable_seq())
+    return true;
+  if (journal->failure().empty())
+    return std::nullopt; // written after the last sync: the next round's
+  return false;
+}
+
 void CtldCore::Impl::ready_pending_effects() {
   std::deque<PendingEffects> ready;
   while (!pending_effects.empty()) {
     PendingEffects &p = pending_effects.front();
-    const bool durable = !journal || p.seq <= journal->durable_seq();
-    if (!durable && journal->failure().empty())
-      break; // written after the last sync: the next round's
-    p.durable = durable;
+    const std::optional<bool> durable = record_durable(p.seq);
+    if (!durable)
+      break;
+    p.durable = *durable;
     ready.push_back(std::move(p));
     pending_effects.pop_front();
   }
@@ -337,10 +345,10 @@ void CtldCore::Impl::dispatch_pending() {
     return;
   }
   while (!pending_calls.empty()) {
-    const PendingCall &p = pending_calls.front();
-    const bool durable = !journal || p.seq <= journal->durable_seq();
-    if (!durable && journal->failure().empty())
-      break; // written after the last sync: the next round's
+    const std::optional<bool> settled = record_durable(pending_calls.front().seq);
+    if (!settled)
+      break;
+    const bool durable = *settled;
     PendingCall c = std::move(pending_calls.front());
     pending_calls.pop_front();
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
