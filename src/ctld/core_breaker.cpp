@@ -87,4 +87,28 @@ void CtldCore::Impl::close_breaker(std::uint32_t job_id, std::string_view hook) 
     arm_timer(std::chrono::milliseconds(1), {.job_id = id, .generation = gen});
 }
 
+bool CtldCore::Impl::breaker_step(std::uint32_t job_id, const Event &e, JobSwitchState &s,
+                                  StepResult &r) {
+  // This failed teardown is the switch_breaker_failures-th of different
+  // jobs within the window, or a hook says the fabric is down: open the
+  // breaker (this teardown is kept too: the step again, fabric down) ...
+  const bool returned = e.outcome && e.outcome->kind == OutcomeKind::Returned;
+  if (!breaker.open && e.kind == EventKind::TeardownResult && is_failed_teardown(r.rule) &&
+      breaker_counts(job_id)) {
+    open_breaker(fmt::format("{} teardowns of different jobs failed within {} s "
+                             "(switch_breaker_failures={}, switch_breaker_window={}), the last "
+                             "JobId={}",
+                             cfg.breaker_failures, cfg.breaker_window_s, cfg.breaker_failures,
+                             cfg.breaker_window_s, job_id));
+    s.fabric_down = true;
+    r = step(s, e, cfg);
+  } else if (!breaker.open && returned && e.outcome->ret.rc == kFabricDown) {
+    open_breaker(fmt::format("JobId={} {} returned slurm.FABRIC_DOWN", job_id, event_hook(e)));
+  }
+  // ... and a hook that succeeds closes it (the caller, once the step's
+  // effects are out).
+  return breaker.open && returned && e.outcome->ret.rc == kSuccess &&
+         (e.kind == EventKind::SetupResult || e.kind == EventKind::TeardownResult);
+}
+
 } // namespace switchlua

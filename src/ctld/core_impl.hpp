@@ -2,17 +2,22 @@
 //
 // File: ctld/core_impl.hpp
 //
-// The engine's insides (CtldCore::Impl), shared by the five files it is
+// The engine's insides (CtldCore::Impl), shared by the files it is
 // written in, one per mechanism:
-//   core.cpp           the worker thread, events in, the state machine's
-//                      actions out, and CtldCore's public calls
+//   core.cpp           events in (apply()), the state machine's actions out
+//                      (execute()), and CtldCore's public calls
+//   core_worker.cpp    the worker thread: queued outcomes and the effects
+//                      that waited for the journal's fdatasync, applied
+//                      under slurmctld's locks in short holds; timers
+//   core_control.cpp   taking and giving up control (takeover, shutdown)
 //   core_calls.cpp     hook calls: submitting them, their outcome lines
 //   core_journal.cpp   the journal's writer: what each transition writes,
 //                      attempt ids, setups refused and teardowns waiting
 //                      while it cannot be written
 //   core_recovery.cpp  the reconcile after a restart or takeover, orphan
 //                      teardowns
-//   core_breaker.cpp   the fabric breaker, the host-fault lines' rate limit
+//   core_breaker.cpp   the fabric breaker (its step in apply()), the
+//                      host-fault lines' rate limit
 // Internal to src/ctld (see core.hpp for the engine's contract).
 //
 // Threads: apply() runs with slurmctld's locks held and the core's
@@ -280,6 +285,13 @@ struct CtldCore::Impl {
   /// Closes it (JobId `job_id`'s `hook` succeeded): one error line, and
   /// every kept teardown runs again now.
   void close_breaker(std::uint32_t job_id, std::string_view hook);
+  /// apply()'s part of the breaker: opens it when this step is the
+  /// switch_breaker_failures-th failed teardown of different jobs within
+  /// switch_breaker_window (then steps `s` again with fabric_down, into
+  /// `r`) or when the hook returned slurm.FABRIC_DOWN.  Returns whether
+  /// this outcome closes it (a successful job_start or job_complete while
+  /// it is open): the caller closes it after the step's effects.
+  bool breaker_step(std::uint32_t job_id, const Event &e, JobSwitchState &s, StepResult &r);
   /// A host-fault line (R_*_HOST_FAULT), rate-limited: true when it is
   /// logged now, with `line` extended by the count of the held ones.
   bool host_fault_line(std::string &line);
@@ -412,6 +424,15 @@ struct CtldCore::Impl {
   /// One event for one job; locks held.  `defer_effects`: see
   /// apply_queued() (the worker's outcomes).
   void apply(std::uint32_t job_id, const Event &e, bool defer_effects = false);
+  /// apply()'s additions to a step's result: a new attempt id for each
+  /// job_start it runs, the script hash of a setup's jobinfo (the
+  /// stepinfo carries it), and the script named in job_complete's outcome
+  /// line (switch.lua(5), PROVENANCE).  `old`: the job's state before it.
+  void annotate(const Event &e, const JobSwitchState &old, StepResult &r);
+  /// "job_start" for a setup's events, else "job_complete" (log lines).
+  static std::string_view event_hook(const Event &e) {
+    return e.kind == EventKind::SetupResult ? "job_start" : "job_complete";
+  }
 
   /// "script /etc/slurm/switch.lua content fnv1a64:..." (switch.lua(5),
   /// PROVENANCE); without a hash when no version of the script had passed.
