@@ -35,9 +35,11 @@
 #              of the interactive job_start
 #   burst1k    the same with 1,000 tasks (4 rounds of the 240 slots)
 #   wide       the cluster booted again with 100 nodes (--quick) or 300, one
-#              slurmd process each: srun -N<all> printenv, 5 times (wall
-#              time), and for switch/lua the share of nodes whose task saw
-#              the env of step_init (the step hooks ran in every slurmstepd)
+#              slurmd process each: srun -N<all> printenv, 3 times, each on
+#              free nodes (its wall time; then, apart, how long its nodes
+#              took to be released), and for switch/lua the share of nodes
+#              whose task saw the env of step_init (the step hooks ran in
+#              every slurmstepd)
 #   cpu        controller CPU per job over the srun phase, the array and the
 #              bursts: slurmctld and all its descendants (supervisor,
 #              runners, slurmscriptd, prologs, and what they waited for),
@@ -265,26 +267,35 @@ def inner_array(n, net):
 
 
 def inner_wide(n, net):
-    """srun -N n over the whole large cluster, 5 times: wall times, and the
+    """srun -N n over the whole large cluster, 3 times: wall times, and the
     share of the nodes whose task saw step_init's BENCH_STEP (switch/lua's
-    step hooks ran on every node)."""
+    step hooks ran on every node).  Each srun starts on a cluster whose
+    nodes are all free again, and its wall is its own: the time until the
+    nodes are released after it (300 slurmd on two cores: a slurmstepd of
+    the reverse tree whose parent had not started yet waits 60 s for it,
+    Slurm's REVERSE_TREE_CHILDREN_TIMEOUT) is measured apart, not charged to
+    the next srun's wall as it was."""
     args = ["srun", f"-N{n}", "--ntasks-per-node=1"] + (["--network=bench"] if net else []) + \
         ["printenv", "BENCH_STEP"]
-    walls, seen, hung = [], [], 0
-    for _ in range(5):
+    walls, seen, released, hung = [], [], [], 0
+    for _ in range(3):
+        wait_empty()
         t0 = time.monotonic()
         try:
             r = subprocess.run(args, capture_output=True, text=True, timeout=300)
         except subprocess.TimeoutExpired:  # a node drained or down: counted, not timed
             hung += 1
             subprocess.run(["scancel", "-u", str(os.getuid())])
-            wait_empty(60)
             continue
-        walls.append(time.monotonic() - t0)
+        t1 = time.monotonic()
+        walls.append(t1 - t0)
         seen.append(r.stdout.split().count("1") / n)
+        wait_empty()
+        released.append(time.monotonic() - t1)
     wait_empty()
     return {"wide_med": med(walls), "wide_max": max(walls) if walls else None,
-            "wide_hooks": min(seen) if net and seen else None, "wide_hung": hung}
+            "wide_release": med(released), "wide_hooks": min(seen) if net and seen else None,
+            "wide_hung": hung}
 
 
 def sample_memory():
@@ -580,8 +591,11 @@ def host(argv):
     n_burst = 240
     n_big = 1000
     n_wide = 100 if quick else 300
+    # wide_runs: the sruns of the wide phase, each on free nodes (a file of
+    # the runs before, 5 sruns each waiting for the last one's nodes, is not
+    # mixed with these).
     sizes = {"srun": n_srun, "array": n_array, "burst": n_burst, "big": n_big, "wide": n_wide,
-             "slurm": slurm}
+             "wide_runs": 3, "slurm": slurm}
     res = {c: {} for c in ["A", "B", "C", "C0"]}  # per rep (as a string: JSON keys): metrics
     if results and os.path.exists(results):
         with open(results) as f:
@@ -726,6 +740,7 @@ ROWS = [
     ("setup_cmd_cpu", "the setup's commands alone, CPU per run", 1000, "ms"),
     ("wide_med", "srun -N<n> on the large cluster, median", 1, "s"),
     ("wide_max", "srun -N<n> on the large cluster, max", 1, "s"),
+    ("wide_release", "  its nodes released after it, median", 1, "s"),
     ("wide_hooks", "  nodes whose task saw step_init's env (min)", 100, "%"),
     ("wide_hung", "  sruns not done in 300 s (not timed)", 1, ""),
 ]
