@@ -43,6 +43,7 @@
 #                     ctld_grep RE   slurmd_grep NODE RE   (lines written
 #                     since the test began)   job_log ID   wait_log FILE RE [TIMEOUT]
 #   cluster           restart_ctld [--kill9] [--lose-jobs]   wait_state_saved [TIMEOUT] [FILE]
+#                     save_job_state_of JOBID
 #                     e2e_reset (cheap: cancel jobs,
 #                     resume nodes, wait idle; the runner calls it between tests)
 #   two controllers   (a cluster configured with --backup; scripts/cluster:
@@ -355,12 +356,24 @@ restart_ctld() { "$E2E_CLUSTER" restart-ctld "$@" >&2; }
 
 # wait_state_saved [TIMEOUT=7] [FILE=job_state]: return once slurmctld has
 # written FILE of its StateSaveLocation after this call, or after TIMEOUT s.
-# Every change schedules a write that comes at most SAVE_MAX_WAIT (5 s,
-# state_save.c) later; so if none comes within 7 s, nothing was pending and
-# the file on disk already holds every change made before the call.  Each
+# A change that schedules a write has it at most SAVE_MAX_WAIT (5 s,
+# state_save.c) later; so if none comes within 7 s, no such change was
+# pending.  Not every change schedules one: a job that the backfill
+# scheduler started is on disk as PENDING until something else writes
+# job_state (at the latest PERIODIC_CHECKPOINT, 300 s); a caller that needs
+# a started job on disk asks for the write first (save_job_state_of).  Each
 # file has its own flag and is written on its own: node_state written first
 # says nothing of job_state (a kill -9 between the two loses the job's
 # change), so the caller names the file it relies on.
+# save_job_state_of JOBID: has slurmctld schedule a write of job_state, by
+# the one harmless request that does for a running job: SIGCONT sent to it
+# (a signal to a whole job schedules the write, job_mgr.c; a start by
+# sched/backfill does not, backfill.c, only one by the main scheduler,
+# job_scheduler.c).  Seen on 26.05.3 in t0001: a batch job seen RUNNING,
+# wait_state_saved's 7 s over with no write, slurmctld killed -9: the job
+# came back PENDING ("Registered PENDING JobId=6 StepId=6.batch").
+save_job_state_of() { c_root scancel --signal=CONT "$1"; }
+
 wait_state_saved() {
 	local t0 deadline latest
 	t0=$(date +%s.%N)

@@ -91,7 +91,9 @@ t_restart_ctld() {
 	local id
 	id=$(submit -N1 --wrap='sleep 10')
 	wait_job "$id" RUNNING
-	# Without this the kill can come before slurmctld wrote the job down.
+	# Without this the kill can come before slurmctld wrote the job down
+	# (started by backfill, it is on disk as PENDING until a write).
+	save_job_state_of "$id"
 	wait_state_saved
 	restart_ctld --kill9
 	assert_eq RUNNING "$(job_state "$id")" "state after the restart"
