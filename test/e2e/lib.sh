@@ -43,7 +43,7 @@
 #                     ctld_grep RE   slurmd_grep NODE RE   (lines written
 #                     since the test began)   job_log ID   wait_log FILE RE [TIMEOUT]
 #   cluster           restart_ctld [--kill9] [--lose-jobs]   wait_state_saved [TIMEOUT] [FILE]
-#                     save_job_state_of JOBID
+#                     ask_job_state_write
 #                     e2e_reset (cheap: cancel jobs,
 #                     resume nodes, wait idle; the runner calls it between tests)
 #   two controllers   (a cluster configured with --backup; scripts/cluster:
@@ -361,28 +361,37 @@ restart_ctld() { "$E2E_CLUSTER" restart-ctld "$@" >&2; }
 # pending.  Not every change schedules one: a job that the backfill
 # scheduler started is on disk as PENDING until something else writes
 # job_state (at the latest PERIODIC_CHECKPOINT, 300 s); a caller that needs
-# a started job on disk asks for the write first (save_job_state_of).  Each
-# file has its own flag and is written on its own: node_state written first
-# says nothing of job_state (a kill -9 between the two loses the job's
-# change), so the caller names the file it relies on.
-# save_job_state_of JOBID: has slurmctld schedule a write of job_state, by
-# the one harmless request that does for a running job: SIGCONT sent to it
-# (a signal to a whole job schedules the write, job_mgr.c; a start by
-# sched/backfill does not, backfill.c, only one by the main scheduler,
-# job_scheduler.c).  Seen on 26.05.3 in t0001: a batch job seen RUNNING,
+# a started job on disk calls ask_job_state_write instead.  Each file has
+# its own flag and is written on its own: node_state written first says
+# nothing of job_state (a kill -9 between the two loses the job's change),
+# so the caller names the file it relies on.
+wait_state_saved() { state_written_since "$(date +%s.%N)" "${1:-7}" "${2:-job_state}"; }
+
+# ask_job_state_write: has slurmctld write job_state now, with every job
+# as it is, and returns once it is written (or after 7 s).  A submission
+# schedules the write (of a held job, cancelled at once); a start by
+# sched/backfill does not (backfill.c; the main scheduler's does,
+# job_scheduler.c), nor does a signal (scancel --signal=CONT: checked on
+# 26.05.3, no write).  Seen on 26.05.3 in t0001: a batch job seen RUNNING,
 # wait_state_saved's 7 s over with no write, slurmctld killed -9: the job
 # came back PENDING ("Registered PENDING JobId=6 StepId=6.batch").
-save_job_state_of() { c_root scancel --signal=CONT "$1"; }
-
-wait_state_saved() {
-	local t0 deadline latest
+ask_job_state_write() {
+	local t0
 	t0=$(date +%s.%N)
-	deadline=$(($(date +%s%N) + ${1:-7} * 1000000000))
+	cancel "$(submit -H --wrap=true)"
+	state_written_since "$t0" 7 job_state
+}
+
+# state_written_since T0 TIMEOUT FILE: returns once FILE of StateSaveLocation
+# is newer than T0 (seconds since the epoch), or after TIMEOUT s.
+state_written_since() {
+	local deadline latest
+	deadline=$(($(date +%s%N) + $2 * 1000000000))
 	while (($(date +%s%N) < deadline)); do
 		# (|| true: slurmctld renames its state files as it writes them, so
 		# one named by the glob may be gone when stat looks.)
-		latest=$(stat -c %.9Y "$E2E_CLH/state/${2:-job_state}" 2>/dev/null) || true
-		awk -v a="${latest:-0}" -v b="$t0" 'BEGIN { exit !(a > b) }' && return 0
+		latest=$(stat -c %.9Y "$E2E_CLH/state/$3" 2>/dev/null) || true
+		awk -v a="${latest:-0}" -v b="$1" 'BEGIN { exit !(a > b) }' && return 0
 		sleep 0.2
 	done
 	return 0

@@ -93,8 +93,7 @@ t_restart_ctld() {
 	wait_job "$id" RUNNING
 	# Without this the kill can come before slurmctld wrote the job down
 	# (started by backfill, it is on disk as PENDING until a write).
-	save_job_state_of "$id"
-	wait_state_saved
+	ask_job_state_write
 	restart_ctld --kill9
 	assert_eq RUNNING "$(job_state "$id")" "state after the restart"
 	wait_job "$id" COMPLETED 30
