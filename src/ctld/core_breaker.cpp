@@ -105,8 +105,8 @@ bool CtldCore::Impl::breaker_step(std::uint32_t job_id, const Event &e, JobSwitc
   } else if (!breaker.open && returned && e.outcome->ret.rc == kFabricDown) {
     open_breaker(fmt::format("JobId={} {} returned slurm.FABRIC_DOWN", job_id, event_hook(e)));
   }
-  // ... and a hook that succeeds closes it (the caller, once the step's
-  // effects are out).
+  // ... and a hook that succeeds closes it (the caller, at the end of
+  // apply()).
   return breaker.open && returned && e.outcome->ret.rc == kSuccess &&
          (e.kind == EventKind::SetupResult || e.kind == EventKind::TeardownResult);
 }

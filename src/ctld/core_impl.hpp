@@ -290,7 +290,8 @@ struct CtldCore::Impl {
   /// switch_breaker_window (then steps `s` again with fabric_down, into
   /// `r`) or when the hook returned slurm.FABRIC_DOWN.  Returns whether
   /// this outcome closes it (a successful job_start or job_complete while
-  /// it is open): the caller closes it after the step's effects.
+  /// it is open): apply() closes it at its end, after the step's
+  /// actions are carried out or queued for the journal's fdatasync.
   bool breaker_step(std::uint32_t job_id, const Event &e, JobSwitchState &s, StepResult &r);
   /// A host-fault line (R_*_HOST_FAULT), rate-limited: true when it is
   /// logged now, with `line` extended by the count of the held ones.
