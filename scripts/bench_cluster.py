@@ -271,10 +271,11 @@ def inner_wide(n, net):
     share of the nodes whose task saw step_init's BENCH_STEP (switch/lua's
     step hooks ran on every node).  Each srun starts on a cluster whose
     nodes are all free again, and its wall is its own: the time until the
-    nodes are released after it (300 slurmd on two cores: a slurmstepd of
-    the reverse tree whose parent had not started yet waits 60 s for it,
-    Slurm's REVERSE_TREE_CHILDREN_TIMEOUT) is measured apart, not charged to
-    the next srun's wall as it was."""
+    nodes are released after it (300 slurmd on two cores: a child that
+    ends before its parent slurmstepd of the reverse tree has started
+    reports to slurmctld instead, and the parent waits 60 s for it, Slurm's
+    REVERSE_TREE_CHILDREN_TIMEOUT) is measured apart, not charged to the
+    next srun's wall as it was."""
     args = ["srun", f"-N{n}", "--ntasks-per-node=1"] + (["--network=bench"] if net else []) + \
         ["printenv", "BENCH_STEP"]
     walls, seen, released, hung = [], [], [], 0
