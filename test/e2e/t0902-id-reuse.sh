@@ -46,8 +46,7 @@ t_id_reuse() {
 	trap "rm_markers $tag; rm -f $saved" EXIT
 	# A job state on disk to put back (after t0901 there may be none yet):
 	# a held job makes slurmctld write one.
-	cancel "$(submit -H --wrap=true)"
-	wait_state_saved
+	ask_job_state_write
 	wait_for 10 test -e "$E2E_CLH/state/job_state" || fail "slurmctld wrote no job_state"
 	wait_state_saved
 	cp -p "$E2E_CLH/state/job_state" "$saved"
