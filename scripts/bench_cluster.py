@@ -266,8 +266,12 @@ def inner_array(n, net):
     return {"array_s": time.monotonic() - t0, "array_cpu_per_job": (cpu_seconds() - c0) / n}
 
 
+# The wide phase's sruns, each on free nodes (also in --results' sizes).
+WIDE_RUNS = 3
+
+
 def inner_wide(n, net):
-    """srun -N n over the whole large cluster, 3 times: wall times, and the
+    """srun -N n over the whole large cluster, WIDE_RUNS times: wall times, and the
     share of the nodes whose task saw step_init's BENCH_STEP (switch/lua's
     step hooks ran on every node).  Each srun starts on a cluster whose
     nodes are all free again, and its wall is its own: the time until the
@@ -279,7 +283,7 @@ def inner_wide(n, net):
     args = ["srun", f"-N{n}", "--ntasks-per-node=1"] + (["--network=bench"] if net else []) + \
         ["printenv", "BENCH_STEP"]
     walls, seen, released, hung = [], [], [], 0
-    for _ in range(3):
+    for _ in range(WIDE_RUNS):
         wait_empty()
         t0 = time.monotonic()
         try:
@@ -596,7 +600,7 @@ def host(argv):
     # the runs before, 5 sruns each waiting for the last one's nodes, is not
     # mixed with these).
     sizes = {"srun": n_srun, "array": n_array, "burst": n_burst, "big": n_big, "wide": n_wide,
-             "wide_runs": 3, "slurm": slurm}
+             "wide_runs": WIDE_RUNS, "slurm": slurm}
     res = {c: {} for c in ["A", "B", "C", "C0"]}  # per rep (as a string: JSON keys): metrics
     if results and os.path.exists(results):
         with open(results) as f:
