@@ -13,7 +13,7 @@
 #
 # On the project's own cluster (scripts/cluster, 3 nodes, 240 job slots with
 # OverSubscribe=FORCE:40, Epilog=/bin/true and SlurmctldDebug=info for every
-# configuration), in ONE run, with the configurations rotated over the
+# configuration, and its slurmd at nice NODE_NICE), in ONE run, with the configurations rotated over the
 # repetitions:
 #   A   no switch plugin
 #   B   PrologSlurmctld=/bin/true (srun and array phases); for the burst the
@@ -502,13 +502,21 @@ def measure(what, n, net):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+# The simulated nodes' nice value (scripts/cluster config --node-nice): on
+# two cores, a 1,000-job burst starts a slurmstepd and a task per job beside
+# the controller, which on a cluster run on other hosts; at nice 10 they take
+# the CPU only when slurmctld, its scripts and the supervisor do not need it,
+# in every configuration alike.
+NODE_NICE = 10
+
+
 def boot(cfg, burst=False, nodes=3):
     """Boots configuration cfg on a cluster of nodes slurmd; B runs
     PrologSlurmctld=/bin/true, or the sleeping prolog script when burst is
     set (the burst3 phase)."""
     os.environ["SWITCHLUA_NODES"] = str(nodes)
     base = ["--debug", "info", "--extra", "PartitionName=DEFAULT OverSubscribe=FORCE:40",
-            "--extra", "Epilog=/bin/true"]
+            "--extra", "Epilog=/bin/true", "--node-nice", str(NODE_NICE)]
     if cfg == "B":
         prolog = "/etc/slurm/bench_prolog.sh" if burst else "/bin/true"
         base += ["--extra", f"PrologSlurmctld={prolog}"]
@@ -598,9 +606,10 @@ def host(argv):
     n_wide = 100 if quick else 300
     # wide_runs: the sruns of the wide phase, each on free nodes (a file of
     # the runs before, 5 sruns each waiting for the last one's nodes, is not
-    # mixed with these).
+    # mixed with these); node_nice: a file of runs with the nodes at another
+    # nice value is not mixed with these either.
     sizes = {"srun": n_srun, "array": n_array, "burst": n_burst, "big": n_big, "wide": n_wide,
-             "wide_runs": WIDE_RUNS, "slurm": slurm}
+             "wide_runs": WIDE_RUNS, "node_nice": NODE_NICE, "slurm": slurm}
     res = {c: {} for c in ["A", "B", "C", "C0"]}  # per rep (as a string: JSON keys): metrics
     if results and os.path.exists(results):
         with open(results) as f:
@@ -796,6 +805,7 @@ def report(res, reps, n_wide):
     print()
     print("A: no switch plugin; B: PrologSlurmctld=/bin/true (the burst: a sh prolog that sleeps "
           "3 s); C: switch/lua, jobs with --network; C0: switch/lua, jobs without --network.")
+    print(f"Every configuration's slurmd (and so its slurmstepd and tasks) run at nice {NODE_NICE}.")
     print("The setup's commands alone: its shell line (sh, two date, sleep) run apart by "
           "posix_spawn, as a runner starts it.")
     floor_report(res, reps)
