@@ -7,9 +7,11 @@
 # failure, and the Lua stack traceback of a job_start error; and the
 # warning for a misspelt switch_* key in SlurmctldParameters, with the keys
 # read case-insensitively as Slurm reads its own (switch_lua.conf(5),
-# Syntax).  Issue 9 items 3 and 5b.
+# Syntax).  Issue 9 items 3 and 5b.  Its cluster is booted as
+# scripts/bench --cluster boots C's (SlurmctldDebug=info, the slurmd at nice
+# 10), and the last case checks that nice value (issue 22).
 
-# e2e-config: --switch-type switch/lua --script test/e2e/lua/info-level.lua --debug info --slurmctld-params Switch_Timeout=7,switch_timout=3
+# e2e-config: --switch-type switch/lua --script test/e2e/lua/info-level.lua --debug info --slurmctld-params Switch_Timeout=7,switch_timout=3 --node-nice 10
 
 e2e_test "switch/lua: at SlurmctldDebug=info, an accepted job_start's outcome line is logged at info level" t_info_ok
 t_info_ok() {
@@ -52,4 +54,23 @@ t_params() {
 		fail "no warning naming switch_timout in slurmctld.log"
 	grep -E "\] switch/lua: script /etc/slurm/switch.lua \($(ere_quote "$(settings_line switch_timeout=7)"), " "$(ctld_log)" >/dev/null ||
 		fail "Switch_Timeout=7 was not read"
+}
+
+e2e_test "cluster: config --node-nice 10 starts every slurmd 10 nicer than slurmctld, and a job's task inherits it" t_node_nice
+t_node_nice() {
+	local node pid n=0 base want
+	# nice(1) adds to the value it inherits: slurmctld's (0 unless the
+	# whole run is niced), at most 19.  Slurm's own pid files: the daemons'
+	# pids whatever launched them.
+	base=$(ps -o ni= -p "$(cat "$E2E_CLH/run/slurmctld.slurm.pid")" | tr -d ' ')
+	want=$((base + 10 > 19 ? 19 : base + 10))
+	for node in $(node_names); do
+		pid=$(cat "$E2E_CLH/run/slurmd-$node.slurm.pid")
+		assert_eq "$want" "$(ps -o ni= -p "$pid" | tr -d ' ')" "nice of slurmd-$node (pid $pid)"
+		n=$((n + 1))
+	done
+	((n > 0)) || fail "no nodes"
+	# Field 19 of /proc/PID/stat: the nice value of the task itself.
+	# shellcheck disable=SC2016 # awk's $19
+	assert_eq "$want" "$(run_srun -N1 awk '{ print $19 }' /proc/self/stat)" "nice of a job's task"
 }
