@@ -13,8 +13,8 @@
 #
 # On the project's own cluster (scripts/cluster, 3 nodes, 240 job slots with
 # OverSubscribe=FORCE:40, Epilog=/bin/true and SlurmctldDebug=info for every
-# configuration, and its slurmd at nice NODE_NICE), in ONE run, with the configurations rotated over the
-# repetitions:
+# configuration, and its slurmd at nice NODE_NICE), in ONE run, with the
+# configurations rotated over the repetitions:
 #   A   no switch plugin
 #   B   PrologSlurmctld=/bin/true (srun and array phases); for the burst the
 #       cluster is booted again with a PrologSlurmctld sh script that sleeps
@@ -504,9 +504,9 @@ def measure(what, n, net):
 
 # The simulated nodes' nice value (scripts/cluster config --node-nice): on
 # two cores, a 1,000-job burst starts a slurmstepd and a task per job beside
-# the controller, which on a cluster run on other hosts; at nice 10 they take
-# the CPU only when slurmctld, its scripts and the supervisor do not need it,
-# in every configuration alike.
+# the controller, processes that a real cluster runs on other hosts; at nice
+# 10 they take the CPU only when slurmctld, its scripts and the supervisor
+# leave it, in every configuration alike.
 NODE_NICE = 10
 
 
