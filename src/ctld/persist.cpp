@@ -48,7 +48,7 @@ Expected<JobSwitchState> decode_v1(const msgpack::object &payload) {
   auto args = JobArgs::from_msgpack(job);
   if (!args)
     return Unexpected<Error>{bad("field 'job': " + args.error().message)};
-  s.job = *args;
+  s.job = std::move(*args); // 10,000 node names are not copied under Slurm's locks
   if (retries > kMaxSwitchRetries)
     return Unexpected<Error>{bad(fmt::format("field 'retries': {} is out of range", retries))};
   s.retries = static_cast<std::uint32_t>(retries);
