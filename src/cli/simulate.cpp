@@ -211,10 +211,15 @@ bool setup_pending(const CtldCore &core, std::uint32_t id) {
                s->state == JobState::SetupUndoing || s->state == JobState::SetupUndoingEnded);
 }
 
+/// The teardown has not finished: its state, a call in flight, or a
+/// decision whose actions (a drain, the nodes' release, its line) wait for
+/// the journal's fdatasync or the worker.  The last: a teardown whose state
+/// is already terminal may still have them (seen: the nodes reported
+/// COMPLETING, not DRAINED, in 1 run of 15).
 bool teardown_pending(const CtldCore &core, std::uint32_t id) {
   auto s = core.state_of(id);
   return (s && !is_terminal(s->state) && s->state != JobState::Running) ||
-         core.calls_in_flight() > 0;
+         core.calls_in_flight() > 0 || core.decisions_pending() > 0;
 }
 
 void print_header(const SimulateOptions &o, const JobArgs &job) {
@@ -339,7 +344,8 @@ static bool block_job_complete(const SimulateOptions &o, const CoreOptions &co, 
 /// Preflight: a script the controller refuses (switch-lua check) is not
 /// simulated, its calls would only fail to load.  False after the message.
 static bool controller_accepts(const std::string &script) {
-  auto pre = Script::load(script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
+  auto pre = Script::load(
+      script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
   const auto errors = controller_errors(pre);
   if (errors.empty())
     return true;
@@ -470,7 +476,8 @@ static void set_up(const SimulateOptions &o, const JobArgs &job, std::unique_ptr
                "--cancel-during-setup: nothing injected: job_start had already reported", true);
   }
   auto limit = o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(10);
-  wait_for(*core, [&] { return !setup_pending(*core, job.job_id); }, limit);
+  wait_for(
+      *core, [&] { return !setup_pending(*core, job.job_id); }, limit);
 }
 
 /// The job's end (unless it ended already) and its teardown, with

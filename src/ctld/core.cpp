@@ -347,7 +347,8 @@ std::size_t CtldCore::calls_in_flight() const {
 std::size_t CtldCore::decisions_pending() const {
   std::lock_guard g(impl_->mu);
   std::lock_guard q(impl_->qmu);
-  return impl_->pending_effects.size() + impl_->ready_effects.size();
+  return impl_->pending_effects.size() + impl_->ready_effects.size() +
+         impl_->effects_running.load();
 }
 
 StatsSnapshot CtldCore::stats() const {

@@ -212,7 +212,8 @@ public:
   std::size_t calls_in_flight() const;
   /// Number of the worker's decisions whose actions are not carried out
   /// yet: their journal records wait for the syncer's fdatasync, or their
-  /// effects for the worker's next hold of Slurm's locks (issue 22).
+  /// effects for the worker's next hold of Slurm's locks (issue 22), or
+  /// the worker is carrying them out now.
   std::size_t decisions_pending() const;
   /// The counters (switch-lua(1), STATUS), a copy.
   StatsSnapshot stats() const;

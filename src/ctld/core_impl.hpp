@@ -32,6 +32,7 @@
 #include "ctld/core.hpp"
 #include "ctld/setup_failures.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -187,6 +188,10 @@ struct CtldCore::Impl {
   std::deque<PendingEffects> pending_effects;
   /// Durable (or failed): the worker's to carry out (under qmu).
   std::deque<PendingEffects> ready_effects;
+  /// Taken from ready_effects (under qmu) and not yet carried out (mu):
+  /// counted by decisions_pending(), so a caller never sees 0 while the
+  /// worker holds one between the two locks.
+  std::atomic<std::size_t> effects_running{0};
   std::mutex smu; ///< guards sync_wanted, sync_stop
   std::condition_variable scv;
   bool sync_wanted = false;

@@ -132,9 +132,14 @@ std::size_t CtldCore::Impl::run_ready_effects(std::size_t most) {
         break;
       p = std::move(ready_effects.front());
       ready_effects.pop_front();
+      ++effects_running;
     }
     ++n;
     std::lock_guard g(mu);
+    struct Done { // at the end of this body, under mu
+      std::atomic<std::size_t> &running;
+      ~Done() { --running; }
+    } done{effects_running};
     const std::uint32_t id = p.state.job.job_id;
     if (!in_control) {
       port.log(LogLevel::Verbose, log_line({.job_id = id},
