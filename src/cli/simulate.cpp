@@ -81,14 +81,13 @@ JobArgs make_job(const SimulateOptions &o) {
 }
 
 /// Waits (bounded) until `done` holds, firing the periodic retry check.
-template <typename F> bool wait_for(CtldCore &core, F done, std::chrono::seconds limit) {
+template <typename F> bool wait_for(CtldCore & /*core*/, F done, std::chrono::seconds limit) {
   auto end = Clock::now() + limit;
   while (Clock::now() < end) {
     if (done())
       return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  (void)core;
   return done();
 }
 
@@ -211,11 +210,7 @@ bool setup_pending(const CtldCore &core, std::uint32_t id) {
                s->state == JobState::SetupUndoing || s->state == JobState::SetupUndoingEnded);
 }
 
-/// The teardown has not finished: its state, a call in flight, or a
-/// decision whose actions (a drain, the nodes' release, its line) wait for
-/// the journal's fdatasync or the worker.  The last: a teardown whose state
-/// is already terminal may still have them (seen: the nodes reported
-/// COMPLETING, not DRAINED, in 1 run of 15).
+/// Not finished: its state, a call in flight, or actions not carried out.
 bool teardown_pending(const CtldCore &core, std::uint32_t id) {
   auto s = core.state_of(id);
   return (s && !is_terminal(s->state) && s->state != JobState::Running) ||
@@ -344,8 +339,7 @@ static bool block_job_complete(const SimulateOptions &o, const CoreOptions &co, 
 /// Preflight: a script the controller refuses (switch-lua check) is not
 /// simulated, its calls would only fail to load.  False after the message.
 static bool controller_accepts(const std::string &script) {
-  auto pre = Script::load(
-      script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
+  auto pre = Script::load(script, [](LogLevel, std::string_view) {}, Script::Host::InProcess);
   const auto errors = controller_errors(pre);
   if (errors.empty())
     return true;
@@ -476,8 +470,7 @@ static void set_up(const SimulateOptions &o, const JobArgs &job, std::unique_ptr
                "--cancel-during-setup: nothing injected: job_start had already reported", true);
   }
   auto limit = o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(10);
-  wait_for(
-      *core, [&] { return !setup_pending(*core, job.job_id); }, limit);
+  wait_for(*core, [&] { return !setup_pending(*core, job.job_id); }, limit);
 }
 
 /// The job's end (unless it ended already) and its teardown, with
