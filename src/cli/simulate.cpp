@@ -80,8 +80,9 @@ JobArgs make_job(const SimulateOptions &o) {
   return j;
 }
 
-/// Waits (bounded) until `done` holds, firing the periodic retry check.
-template <typename F> bool wait_for(CtldCore & /*core*/, F done, std::chrono::seconds limit) {
+/// Waits (bounded) until `done` holds; the core's worker meanwhile fires
+/// the periodic retry check (its retry_interval, 200 ms here).
+template <typename F> bool wait_for(F done, std::chrono::seconds limit) {
   auto end = Clock::now() + limit;
   while (Clock::now() < end) {
     if (done())
@@ -470,7 +471,7 @@ static void set_up(const SimulateOptions &o, const JobArgs &job, std::unique_ptr
                "--cancel-during-setup: nothing injected: job_start had already reported", true);
   }
   auto limit = o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(10);
-  wait_for(*core, [&] { return !setup_pending(*core, job.job_id); }, limit);
+  wait_for([&] { return !setup_pending(*core, job.job_id); }, limit);
 }
 
 /// The job's end (unless it ended already) and its teardown, with
@@ -491,11 +492,10 @@ static void tear_down(const SimulateOptions &o, const JobArgs &job,
   }
   if (saved)
     restart(core, co, sim, job.job_id, *saved);
-  wait_for(
-      *core, [&] { return !teardown_pending(*core, job.job_id); },
-      (o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(1)) *
-              (o.config.switch_retries + 3) +
-          std::chrono::seconds(5));
+  wait_for([&] { return !teardown_pending(*core, job.job_id); },
+           (o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(1)) *
+                   (o.config.switch_retries + 3) +
+               std::chrono::seconds(5));
 }
 
 int run_simulate(const SimulateOptions &o) {
