@@ -566,26 +566,45 @@ def med(xs):
 PHASES = ("srun", "array", "burst", "big", "wide")
 
 
-def arg_value(argv, name, default):
-    if name not in argv:
-        return default
-    i = argv.index(name)
-    if i + 1 >= len(argv):
-        raise SystemExit(f"bench: {name} needs a value")
-    return argv[i + 1]
+def parse_args(argv):
+    """The host's options (scripts/bench --cluster ...); anything else, a
+    typo included, is refused before a cluster is booted (a full run takes
+    hours)."""
+    import argparse
+    ap = argparse.ArgumentParser(
+        prog="scripts/bench --cluster",
+        description="A/B/C side by side on the project's cluster (see scripts/bench_cluster.py).")
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller srun, array and wide phases; 2 repetitions unless --reps")
+    ap.add_argument("--reps", type=int, help="repetitions (default 5, --quick 2)")
+    ap.add_argument("--slurm", metavar="X.Y.Z|debian",
+                    help="the Slurm to boot (default: SWITCHLUA_SLURM, else debian)")
+    ap.add_argument("--configs", default="A,B,C", help="configurations to run (default A,B,C)")
+    ap.add_argument("--phases", default=",".join(PHASES),
+                    help=f"phases to run (default {','.join(PHASES)})")
+    ap.add_argument("--results", metavar="FILE",
+                    help="keep each configuration's results per repetition in FILE; "
+                         "a later run with FILE runs only what is missing")
+    a = ap.parse_args(argv)
+    if a.reps is None:
+        a.reps = 2 if a.quick else 5
+    if a.reps < 1:
+        ap.error(f"--reps {a.reps}: at least 1")
+    return a
 
 
 def host(argv):
     global HOOK_FILE
-    quick = "--quick" in argv
-    reps = int(arg_value(argv, "--reps", 2 if quick else 5))
-    if "--slurm" in argv:
+    args = parse_args(argv)
+    quick = args.quick
+    reps = args.reps
+    if args.slurm is not None:
         # The Slurm every configuration boots (scripts/cluster config reads
         # SWITCHLUA_SLURM): debian, or X.Y.Z built by scripts/testbed
         # slurm-install, with the plugin from scripts/testbed plugin-install.
-        os.environ["SWITCHLUA_SLURM"] = arg_value(argv, "--slurm", "debian")
-    cfgs = arg_value(argv, "--configs", "A,B,C").split(",")
-    phases = arg_value(argv, "--phases", ",".join(PHASES)).split(",")
+        os.environ["SWITCHLUA_SLURM"] = args.slurm
+    cfgs = args.configs.split(",")
+    phases = args.phases.split(",")
     for c in cfgs:
         if c not in ("A", "B", "C"):
             raise SystemExit(f"bench: --configs {c}: the configurations are A, B and C")
@@ -596,7 +615,7 @@ def host(argv):
     # ends; a run given the file of an earlier one keeps what it holds (same
     # sizes) and runs only what is missing, so the five full-size
     # repetitions (about 3.5 h) can be spread over several runs.
-    results = arg_value(argv, "--results", None)
+    results = args.results
     slurm = os.environ.get("SWITCHLUA_SLURM") or "debian"
     slurm_label = "Debian's 24.11.5" if slurm == "debian" else slurm
     n_srun = 15 if quick else 40

@@ -32,6 +32,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -205,7 +206,24 @@ Result measure(const Mode &m, const CallRequest &req, int n) {
 } // namespace
 
 int main(int argc, char **argv) {
-  const int n = argc > 1 ? std::atoi(argv[1]) : 200;
+  // CALLS [MODE [SCRIPT]]: CALLS >= 1, MODE 0-3 (-1: all); anything else is
+  // refused, not read as 0 (an empty table, or an out-of-range index).
+  auto number = [&](int i, int fallback, int lo, int hi) {
+    if (argc <= i)
+      return fallback;
+    char *end = nullptr;
+    errno = 0;
+    const long v = std::strtol(argv[i], &end, 10);
+    if (errno != 0 || end == argv[i] || *end != '\0' || v < lo || v > hi) {
+      std::fprintf(stderr,
+                   "bench_roundtrip: argument %d is '%s', not a number in %d..%d\n"
+                   "usage: bench_roundtrip [CALLS [MODE [SCRIPT]]]\n",
+                   i, argv[i], lo, hi);
+      std::exit(2);
+    }
+    return static_cast<int>(v);
+  };
+  const int n = number(1, 200, 1, 1000000);
   CallRequest req;
   req.script =
       argc > 3 ? std::string(argv[3]) : std::string(SWITCHLUA_FIXTURES) + "/bench_trivial.lua";
@@ -218,7 +236,7 @@ int main(int argc, char **argv) {
   };
   // argv[2], for a profiler: the one mode to run (0-3); the table then
   // shows only it.
-  const int only = argc > 2 ? std::atoi(argv[2]) : -1;
+  const int only = number(2, -1, -1, 3);
   std::vector<Result> results;
   for (std::size_t i = 0; i < std::size(modes); ++i)
     results.push_back(only < 0 || static_cast<std::size_t>(only) == i ? measure(modes[i], req, n)
