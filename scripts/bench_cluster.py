@@ -70,6 +70,7 @@
 # The host part (this file, run with python3 on the host) drives
 # scripts/cluster; the measuring part runs inside the chroot (the same file,
 # copied there, `inner ...`), so srun is timed where it runs.
+import argparse
 import datetime
 import json
 import os
@@ -570,7 +571,6 @@ def parse_args(argv):
     """The host's options (scripts/bench --cluster ...); anything else, a
     typo included, is refused before a cluster is booted (a full run takes
     hours)."""
-    import argparse
     ap = argparse.ArgumentParser(
         prog="scripts/bench --cluster",
         description="A/B/C side by side on the project's cluster (see scripts/bench_cluster.py).")
@@ -614,7 +614,8 @@ def host(argv):
     # Each configuration's results of each repetition go to this file as it
     # ends; a run given the file of an earlier one keeps what it holds (same
     # sizes) and runs only what is missing, so the five full-size
-    # repetitions (about 3.5 h) can be spread over several runs.
+    # repetitions (3 took 92 min, so 5 about 2.5 h) can be spread over
+    # several runs.
     results = args.results
     slurm = os.environ.get("SWITCHLUA_SLURM") or "debian"
     slurm_label = "Debian's 24.11.5" if slurm == "debian" else slurm
