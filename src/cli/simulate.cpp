@@ -448,7 +448,7 @@ static std::optional<std::string> kill_during(CtldCore &core, SimCluster &sim, s
 
 /// The allocation and job_start, with --restart-during setup and
 /// --cancel-during-setup injected while it runs; returns once the setup is
-/// over.
+/// over: decided and carried out (effects wait for the fdatasync and worker).
 static void set_up(const SimulateOptions &o, const JobArgs &job, std::unique_ptr<CtldCore> &core,
                    const CoreOptions &co, SimCluster &sim) {
   bool ours = false;
@@ -471,7 +471,7 @@ static void set_up(const SimulateOptions &o, const JobArgs &job, std::unique_ptr
                "--cancel-during-setup: nothing injected: job_start had already reported", true);
   }
   auto limit = o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(10);
-  wait_for([&] { return !setup_pending(*core, job.job_id); }, limit);
+  wait_for([&] { return !setup_pending(*core, job.job_id) && !core->decisions_pending(); }, limit);
 }
 
 /// The job's end (unless it ended already) and its teardown, with
