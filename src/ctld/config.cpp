@@ -241,6 +241,19 @@ std::string describe(const CtldConfig &c) {
   return join_settings(c, " ");
 }
 
+std::vector<std::string> beyond_contract(const CtldConfig &c) {
+  std::vector<std::string> out;
+  if (c.breaker_failures > 0)
+    out.push_back(fmt::format("switch_breaker_failures={}: failed teardowns counted into a fabric "
+                              "outage are kept and run again, not drained",
+                              c.breaker_failures));
+  if (c.max_setup_failures > 0)
+    out.push_back(fmt::format("switch_max_setup_failures={}: a job whose setup failed that many "
+                              "times in a row is requeued held",
+                              c.max_setup_failures));
+  return out;
+}
+
 std::string to_slurmctld_parameters(const CtldConfig &c) {
   return join_settings(c, ",");
 }

@@ -54,7 +54,9 @@ inline constexpr std::uint32_t kDefaultSwitchInteractiveWait = 3; ///< milliseco
 inline constexpr std::uint32_t kMaxSwitchInteractiveWait = 100;
 /// The fabric breaker (issue 20): failed teardowns of different jobs within
 /// the window that open it; 0 = only a script's slurm.FABRIC_DOWN does.
-inline constexpr std::uint32_t kDefaultSwitchBreakerFailures = 5;
+/// Default 0 (issue 36): counting failures into an outage keeps teardowns
+/// from draining, which the switch.lua contract does not name: opt-in.
+inline constexpr std::uint32_t kDefaultSwitchBreakerFailures = 0;
 inline constexpr std::uint32_t kMaxSwitchBreakerFailures = 100000;
 inline constexpr std::uint32_t kDefaultSwitchBreakerWindow = 60; ///< seconds
 inline constexpr std::uint32_t kMaxSwitchBreakerWindow = 86400;
@@ -116,6 +118,13 @@ std::vector<std::string> slurmctld_parameters_warnings(std::string_view params);
 /// plugin logs it at start-up ("switch_timeout=10 switch_retries=3
 /// switch_drain_on_failure=yes ..."; `switch-lua settings` prints it).
 std::string describe(const CtldConfig &c);
+
+/// The settings of `c` that change what the switch.lua contract says
+/// happens, each as "KEY=VALUE: what it changes" (e.g.
+/// "switch_breaker_failures=5: failed teardowns counted into a fabric
+/// outage are kept and run again, not drained"); empty with the defaults,
+/// which are the contract (issue 36).  The plugin logs them at start-up.
+std::vector<std::string> beyond_contract(const CtldConfig &c);
 
 /// The same settings as a SlurmctldParameters string that
 /// parse_slurmctld_parameters() reads back to `c`:

@@ -230,18 +230,19 @@ const Row kRules[] = {
      {Do::RunJobCompleteNil}},
   {"R_UNDO_RETRY",       S::SetupUndoingEnded, E::RetryTick,   V::None,          S::SetupUndoingEnded,
      {Do::RunJobCompleteNil}},
-  // ... else the job fails as a failed setup and its nodes are drained as
-  // after a failed teardown.
+  // ... else the job fails as a failed setup (requeue, else cancel).  No
+  // drain: this job_complete(nil) is the plugin's own step before a re-run,
+  // beyond the switch.lua contract, which never drains for a setup (issue 36).
   {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::Failure,    S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring}},
   {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainRetry, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring}},
   {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainExhausted, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring}},
   {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainUnheld, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring}},
   {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::KilledExhausted, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring, Do::DrainIfConfigured}},
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring}},
   // The job ended while that job_complete ran: hold the job and its nodes
   // until it reports; no job_start then.
   {"R_UNDO_ENDED",            S::SetupUndoing,      E::JobEnded,    V::Blocking,      S::SetupUndoingEnded,

@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -357,6 +358,10 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     ops->log(SLC_LOG_INFO, log_line({}, "script {} ({}, block_job_complete={})", script_path,
                                     describe(o.config), o.block_job_complete ? "true" : "false")
                                .c_str());
+    if (auto beyond = beyond_contract(o.config); !beyond.empty())
+      ops->log(SLC_LOG_INFO, log_line({}, "beyond the switch.lua contract, as SlurmctldParameters set: {}",
+                                      fmt::join(beyond, "; "))
+                                 .c_str());
     c->core = std::make_unique<CtldCore>(std::move(o), *c->port);
     return 0;
   });

@@ -25,6 +25,20 @@ TEST(Config, DefaultsAreFinite) {
   EXPECT_FALSE(c->mismatch_fails) << "a script mismatch only warns unless asked";
 }
 
+// Issue 36: the defaults are the contract; what goes beyond it is named.
+TEST(Config, BeyondContractIsEmptyWithTheDefaultsAndNamesWhatASiteSet) {
+  auto c = parse_slurmctld_parameters("");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->breaker_failures, 0u) << "the breaker counts failures only when asked";
+  EXPECT_TRUE(beyond_contract(*c).empty());
+  c = parse_slurmctld_parameters("switch_breaker_failures=5,switch_max_setup_failures=3");
+  ASSERT_TRUE(c) << c.error().message;
+  auto b = beyond_contract(*c);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_TRUE(b[0].starts_with("switch_breaker_failures=5: ")) << b[0];
+  EXPECT_TRUE(b[1].starts_with("switch_max_setup_failures=3: ")) << b[1];
+}
+
 TEST(Config, ReadsStatusIntervalAndScriptMismatch) {
   auto c = parse_slurmctld_parameters("switch_status_interval=300,Switch_Script_Mismatch=FAIL");
   ASSERT_TRUE(c) << c.error().message;
@@ -44,7 +58,7 @@ TEST(Config, ReadsTheLaneSizes) {
                           "switch_kill_grace=2 switch_max_calls=4096 switch_max_queue=1 "
                           "switch_lua_memory=256 switch_status_interval=0 "
                           "switch_script_mismatch=warn switch_max_setup_failures=0 "
-                          "switch_interactive_wait=3 switch_breaker_failures=5 "
+                          "switch_interactive_wait=3 switch_breaker_failures=0 "
                           "switch_breaker_window=60 switch_journal_failure=wait "
                           "switch_metrics_file=none");
 }
