@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core=24.11 full=26.05
 #
 # t0001-cluster: the stock cluster (no SwitchType) works.  If these fail,
 # every switch/lua test after them would fail for reasons that have nothing

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core=24.11 full=26.05
 #
 # t0101-load: loading switch.lua.  slurmctld says which script it runs with
 # which settings; jobs without --network never reach the script; a script

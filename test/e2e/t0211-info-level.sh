@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core= full=24.11,26.05
 #
 # t0211-info-level: what an operator sees at the default SlurmctldDebug=info
 # (switch_lua.conf(5), FOLLOWING A JOB IN THE LOGS): every call's outcome

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core=24.11 full=26.05,25.11
 #
 # t0402-crash: the journal and the killed-call rules (switch.lua(5):
 # Restart, Journal, R_RESTART_SETUP, R_UNDO_OK, R_COMPLETE_KILLED).  The

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core= full=24.11,26.05
 #
 # t0403-operator: what the operator reads (issue 7, scenario 5).  The first
 # 20 characters of a plugin drain (what `sinfo -R` shows) say what failed;

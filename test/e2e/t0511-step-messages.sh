@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core= full=24.11,26.05
 #
 # t0511-step-messages: what a step hook says reaches the operator, Slurm's
 # way.  switch.lua(5): step_preinit / step_init / step_postfini "Returns"

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core=24.11 full=26.05
 #
 # t0601-example: the project's own example, conf/switch.lua, as installed:
 # a job with --network=vni gets a VNI (1000 + job id % 3000) in job_start,

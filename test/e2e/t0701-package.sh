@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core=24.11,26.05 full=
 #
 # t0701-package: the Debian package slurm-switch-lua (scripts/deb) as a site
 # installs it: apt-get install of the .deb in build-deb/, an upgrade to a

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core=24.11 full=26.05
 #
 # t0701-failsafe: one mistake never takes the cluster down (issue 12).  A
 # broken edit of switch.lua is refused and the last good version keeps

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core=24.11 full=26.05
 #
 # t0811-trust: only root or SlurmUser may change what runs as root (issue 12
 # item 6; switch.lua(5): Who may change the script).  A switch.lua writable

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core= full=24.11,26.05
 #
 # t0821-trust-fields: the step table is what slurmctld recorded and signed,
 # never the task environment (issue 21; switch.lua(5): SECURITY).  In an

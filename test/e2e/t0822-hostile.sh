@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core=24.11 full=26.05
 #
 # t0822-hostile: user strings are data (issue 21, "Done when"; switch.lua(5):
 # SECURITY, Escaping).  A job whose name, account, comment and (for the

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core=24.11 full=26.05
 #
 # t0901-lost-jobs: slurmctld loses its job records (its saved job state is
 # removed while it is down); the journal still has the setup, and the

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core= full=24.11,26.05
 #
 # t0902-id-reuse: job ids come back (issue 7, scenario 4).  slurmctld is
 # killed -9 after a job was set up but before its state save reached the

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core=24.11 full=26.05
 #
 # t1001-status-provenance: the controller's counters and `switch-lua status`
 # after a known sequence of jobs, the periodic summary line; the provenance

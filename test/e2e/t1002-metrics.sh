@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core= full=24.11,26.05
 #
 # t1002-metrics: the counters in the Prometheus text format after a known
 # sequence of jobs: `switch-lua status --format prometheus` and the textfile

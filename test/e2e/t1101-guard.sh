@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core=24.11 full=26.05
 #
 # t1101-guard: issue 11 items 3 and 4 on the live cluster
 # (test/e2e/lua/guard.lua).  switch_lua.conf(5): switch_max_setup_failures;

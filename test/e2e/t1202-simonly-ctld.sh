@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core= full=24.11,26.05
 #
 # t1202-simonly-ctld: controller rules that only `switch-lua simulate` had
 # shown, on the live cluster (issue 19 item 7): a job cancelled while its

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core= full=25.11
 #
 # t1401-upgrade: a Slurm upgrade with jobs in flight (issue 18), as a site
 # does it: the cluster runs Debian's Slurm 24.11.5 with the packaged plugin;

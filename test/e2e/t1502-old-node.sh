@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
+# e2e-tiers: core= full=24.11
 #
 # t1502-old-node: a rolling upgrade, slurmctld first, then the nodes
 # (issue 20, 7: "a stepinfo of a newer version on an older node").  node2
