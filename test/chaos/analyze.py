@@ -112,11 +112,14 @@ class Run:
     # ----------------------------------------------------------- inputs
     def load_plan(self):
         self.subs = {}  # n -> {"kind", "nodes", "tasks"}
+        self.planned_faults = collections.Counter()  # kind -> faults the plan drew
         for line in read_lines(self.path("plan.txt")):
             w = line.split()
             if len(w) >= 6 and w[1] == "SUBMIT":
                 tasks = ["0", "1", "2"] if w[3] == "array" else ["-"]
                 self.subs[w[2]] = {"kind": w[3], "nodes": w[4], "tasks": tasks}
+            elif len(w) >= 3 and w[1] == "FAULT":
+                self.planned_faults[w[2]] += 1
 
     def load_events(self):
         self.submitted = {}  # n -> rc (None: submitted, no answer recorded)
@@ -363,7 +366,7 @@ class Run:
                     p = procs[p][1]
                 if procs.get(p, ("",))[0] != "runner":
                     orphans.append(line)
-        after = [l for l in read_lines(self.path("after-stop-procs.txt")) if l.strip()]
+        after = [line for line in read_lines(self.path("after-stop-procs.txt")) if line.strip()]
         return orphans, in_flight, idle, after
 
     def supervisor(self):
@@ -397,6 +400,13 @@ class Run:
             counts[kind] += 1
         return counts
 
+    def faults_not_injected(self):
+        """Planned faults that never hit anything, by kind: the plan's count
+        of each kind minus the faults of that kind recorded as done (retries
+        included).  A chaos run that injected nothing proves nothing."""
+        done = collections.Counter(kind for _, kind, status, _ in self.faults if status == "done")
+        return {k: n - done[k] for k, n in sorted(self.planned_faults.items()) if n > done[k]}
+
     def stuck(self):
         end = max([s[0] for runs in self.seen.values() for s in runs], default=0.0)
         jobs = []
@@ -429,6 +439,7 @@ class Run:
             if end - since >= STUCK_AFTER:
                 nodes.append({"node": p[0], "state": p[1], "for_s": round(end - since)})
         return jobs, nodes
+
 
 def stuck_job_lines(log_dir, ids, keep=15):
     """The last `keep` slurmctld.log lines naming each JobId in `ids`
@@ -489,8 +500,8 @@ def analyze(run_dir, log_dir):
     figures["slurmctld 'Duplicate jobid' lines"] = dup_ctld_lines
     figures["jobs stuck CONFIGURING/COMPLETING"] = len(stuck_jobs)
     figures["nodes stuck COMPLETING"] = len(stuck_nodes)
-    figures["hand-backs that failed"] = sum(1 for _, _, d in r.fault_ends
-                                           if "handback" in d and "rc=0" not in d.split())
+    figures["hand-backs that failed"] = sum(
+        1 for _, _, d in r.fault_ends if "handback" in d and "rc=0" not in d.split())
     # Issue 24 (switch_journal_failure=wait): teardowns that waited for a
     # journal that could not be written, and its failures; not gated.
     ctld_log = list(read_lines(os.path.join(log_dir, "slurmctld.log")))
@@ -507,7 +518,13 @@ def analyze(run_dir, log_dir):
     for k, v in sup.items():
         figures["supervisor " + k.replace("_", " ")] = v if v is not None else "-"
 
-    gated = ["leaked allocations", "double releases", "releases of another job's allocation",
+    missing = r.faults_not_injected()
+    figures["planned faults not injected"] = sum(missing.values())
+    figures["planned faults not injected, by kind"] = (
+        " ".join(f"{k}={n}" for k, n in missing.items()) or "-")
+
+    gated = ["planned faults not injected", "leaked allocations", "double releases",
+             "releases of another job's allocation",
              "adoptions of another job's allocation", "wrong drains (switch reason)",
              "duplicate launches by the plugin", "jobs stuck CONFIGURING/COMPLETING",
              "nodes stuck COMPLETING", "orphan processes at the end", "processes left after stop"]
@@ -515,7 +532,8 @@ def analyze(run_dir, log_dir):
         gated += ["drains 'Duplicate jobid'", "jobs held after a lost start", "hand-backs that failed"]
     failed = [g for g in gated if figures[g]]
     faults = r.fault_counts()
-    usable = starts > 0 or not r.submitted
+    # Nothing submitted, or nothing started, is no evidence either way.
+    usable = starts > 0 and len(r.submitted) > 0
     return {
         "run": dict(r.env, quiescence_reached=r.quiet, stopped_early=r.stopped_early),
         "figures": figures,

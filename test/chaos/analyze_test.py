@@ -56,7 +56,7 @@ def run(changes=None, logs=None):
 
 
 def drop(text, word):
-    return "".join(l + "\n" for l in text.splitlines() if word not in l)
+    return "".join(line + "\n" for line in text.splitlines() if word not in line)
 
 
 class Figures(unittest.TestCase):
@@ -65,6 +65,23 @@ class Figures(unittest.TestCase):
         self.assertEqual(res["failed"], [])
         self.assertEqual(res["figures"]["jobs completed"], 2)
         self.assertEqual(res["figures"]["supervisor final rss kib"], 4100)
+
+    def test_planned_fault_never_injected_fails_the_run(self):
+        plan = CLEAN["plan.txt"] + "500 FAULT runner\n600 FAULT ctld\n"
+        skipped = CLEAN["events.log"] + "12.00 FAULT runner skipped no switch-lua-runner process within 6 s\n"
+        res = run({"plan.txt": plan, "events.log": skipped + "13.00 FAULT ctld done\n"})
+        self.assertEqual(res["figures"]["planned faults not injected"], 1)
+        self.assertEqual(res["figures"]["planned faults not injected, by kind"], "runner=1")
+        self.assertIn("planned faults not injected", res["failed"])
+        # A retry that hit something makes up for the skipped one.
+        res = run({"plan.txt": plan,
+                   "events.log": skipped + "13.00 FAULT ctld done\n14.00 FAULT runner done pid=7\n"})
+        self.assertEqual(res["figures"]["planned faults not injected"], 0)
+        self.assertEqual(res["failed"], [])
+
+    def test_nothing_submitted_is_unusable(self):
+        res = run({"events.log": "30.00 PLAN_END stopped_early=1\n", "ledger.log": ""})
+        self.assertFalse(res["usable"])
 
     def test_leak(self):
         res = run({"ledger.log": drop(CLEAN["ledger.log"], "FREE a2")})
@@ -118,16 +135,17 @@ class Figures(unittest.TestCase):
             "ALLOC a3 job=1 key=k1 name=chaos-1 attempt=1 pid=207 t=13\n"
             "FREE a3 job=1 key=k1 name=chaos-1 owner_job=1 owner_name=chaos-1 first=yes via=jobinfo pid=208 t=16\n")
         accepted = "[t] switch/lua: JobId=1 job_start accepted the job: jobinfo stored, job may launch\n"
-        for first, again, by_plugin in (("sched: Allocate JobId=1 NodeList=node1", "", 1),
-                                         ("sched: Allocate JobId=1 NodeList=node1",
-                                          "sched/backfill: _start_job: Started JobId=1 in debug on node1", 0),
-                                         ("sched: _slurm_rpc_allocate_resources JobId=1 NodeList=node1",
-                                          "sched: _slurm_rpc_allocate_resources JobId=1 NodeList=node1", 0),
-                                         # an array task: JobId=ARRAY_TASK(ID); the array job's id is not ours
-                                         ("sched: Allocate JobId=1_0(1) NodeList=node1",
-                                          "sched/backfill: _start_job: Started JobId=1_0(1) in debug on node1", 0),
-                                         ("sched: Allocate JobId=1_0(1) NodeList=node1",
-                                          "sched/backfill: _start_job: Started JobId=7_0(8) in debug on node1", 1)):
+        cases = (("sched: Allocate JobId=1 NodeList=node1", "", 1),
+                 ("sched: Allocate JobId=1 NodeList=node1",
+                  "sched/backfill: _start_job: Started JobId=1 in debug on node1", 0),
+                 ("sched: _slurm_rpc_allocate_resources JobId=1 NodeList=node1",
+                  "sched: _slurm_rpc_allocate_resources JobId=1 NodeList=node1", 0),
+                 # an array task: JobId=ARRAY_TASK(ID); the array job's id is not ours
+                 ("sched: Allocate JobId=1_0(1) NodeList=node1",
+                  "sched/backfill: _start_job: Started JobId=1_0(1) in debug on node1", 0),
+                 ("sched: Allocate JobId=1_0(1) NodeList=node1",
+                  "sched/backfill: _start_job: Started JobId=7_0(8) in debug on node1", 1))
+        for first, again, by_plugin in cases:
             ctld = "[t] %s\n%s[t] Recovered JobId=1 Assoc=0\n%s%s" % (
                 first, accepted, "[t] %s\n" % again if again else "", accepted)
             res = run({"ledger.log": ledger}, dict(logs, **{"slurmctld.log": ctld}))
