@@ -119,8 +119,8 @@ PROLOG_SH = """#!/bin/sh
 # PrologSlurmctld of scripts/bench --cluster (written by it)
 case "$SLURM_JOB_NAME" in
 sleep3)
-	%(setup)s
-	;;
+    %(setup)s
+    ;;
 esac
 exit 0
 """ % {"setup": SETUP_SH % {"id": "$SLURM_JOB_ID", "secs": 3, "marks": MARKS}}
