@@ -359,9 +359,10 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
                                     describe(o.config), o.block_job_complete ? "true" : "false")
                                .c_str());
     if (auto beyond = beyond_contract(o.config); !beyond.empty())
-      ops->log(SLC_LOG_INFO, log_line({}, "beyond the switch.lua contract, as SlurmctldParameters set: {}",
-                                      fmt::join(beyond, "; "))
-                                 .c_str());
+      ops->log(SLC_LOG_INFO,
+               log_line({}, "beyond the switch.lua contract, as SlurmctldParameters set: {}",
+                        fmt::join(beyond, "; "))
+                   .c_str());
     c->core = std::make_unique<CtldCore>(std::move(o), *c->port);
     return 0;
   });
