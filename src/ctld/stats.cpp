@@ -3,7 +3,7 @@
 // CtldStats and StatusPublisher (ctld/stats.hpp).
 #include "ctld/stats.hpp"
 
-#include "common/atomic_file.hpp"
+#include "common/safe_file.hpp"
 #include "common/log_stamp.hpp"
 #include "ctld/metrics.hpp"
 

@@ -8,7 +8,7 @@
 //                                                       │ snapshot()
 //   StatusPublisher thread (every 1 s) ◀────────────────┘
 //       changed, or 30 s since the last write ─▶ <StateSaveLocation>/switch_lua.status
-//                                                 (JSON, common/atomic_file.hpp)
+//                                                 (JSON, common/safe_file.hpp)
 //       switch_status_interval > 0 and due   ─▶ one info line in slurmctld.log
 //
 // The counters start from zero when the plugin starts (slurmctld's start

@@ -3,7 +3,7 @@
 // File: supervisor/script_guard.cpp
 #include "supervisor/script_guard.hpp"
 
-#include "common/atomic_file.hpp"
+#include "common/safe_file.hpp"
 #include "lua/trust.hpp"
 
 #include <fmt/format.h>
