@@ -26,7 +26,9 @@ t_example_vni() {
 		fail "srun --network=vni failed: $out; Reason: $(job_reason "$(job_named "$name")")"
 	id=$(job_named "$name")
 	vni=$(sed -n '1s/.*FABRIC_VNI=\([0-9]*\) .*/\1/p' <<<"$out")
-	[[ $vni =~ ^[0-9]+$ ]] && [ "$vni" -ge 1000 ] && [ "$vni" -lt 4000 ] || fail "no VNI in 1000-3999: $out"
+	if ! [[ $vni =~ ^[0-9]+$ ]] || [ "$vni" -lt 1000 ] || [ "$vni" -ge 4000 ]; then
+		fail "no VNI in 1000-3999: $out"
+	fi
 	assert_eq "0: node1 FABRIC_VNI=$vni FABRIC_ENABLED=1"$'\n'"1: node2 FABRIC_VNI=$vni FABRIC_ENABLED=1" "$out" "the tasks' fabric environment"
 	ctld_job "$id" " job_start: JobId=$id: VNI $vni on node\\[1-2\\], Name=$name\$" >/dev/null || fail "the example's job_start line is missing"
 	wait_job "$id" COMPLETED 15
