@@ -42,6 +42,21 @@ std::optional<uid_t> slurm_user_for(const std::string &opt) {
   return *su;
 }
 
+/// The helpers of simulate, which run as the caller (root, often): only from
+/// the install's libexec, or the build tree this binary is in
+/// (cli/cli_trust.hpp).  false after a message.
+bool set_helpers(switchlua::SimulateOptions &so) {
+  auto supervisor = switchlua::helper_path("switch-lua-supervisor");
+  auto runner = supervisor ? switchlua::helper_path("switch-lua-runner") : supervisor;
+  if (!runner) {
+    std::cerr << "switch-lua simulate: " << runner.error().message << '\n';
+    return false;
+  }
+  so.supervisor = *supervisor;
+  so.runner = *runner;
+  return true;
+}
+
 /// What the command line set, besides SimulateOptions.
 struct CliArgs {
   std::string check_file;
@@ -249,15 +264,7 @@ int main(int argc, char **argv) {
     so.batch = true;
   if (a.bjc != "auto")
     so.block_job_complete = a.bjc == "true";
-  // The helpers run as the caller (root, often): only from the install's
-  // libexec, or the build tree this binary is in (cli/cli_trust.hpp).
-  auto supervisor = switchlua::helper_path("switch-lua-supervisor");
-  auto runner = supervisor ? switchlua::helper_path("switch-lua-runner") : supervisor;
-  if (!runner) {
-    std::cerr << "switch-lua simulate: " << runner.error().message << '\n';
+  if (!set_helpers(so))
     return 2;
-  }
-  so.supervisor = *supervisor;
-  so.runner = *runner;
   return switchlua::run_simulate(so);
 }

@@ -289,9 +289,8 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
-/// content_hash() of the file's bytes ("" read for a file that cannot be
-/// read, is not a regular file or is larger than kMaxScriptBytes: never
-/// blocks, never reads more; issue 35).
+/// content_hash() of the file's bytes ("" for a file that cannot be read, is not
+/// regular or is over kMaxScriptBytes: never blocks, never reads more; issue 35).
 std::string file_content_hash(const std::string &path) {
   auto bytes = read_file_bounded(path, kMaxScriptBytes);
   return content_hash(bytes ? *bytes : std::string());

@@ -53,6 +53,7 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
+#include <poll.h>
 #include <string>
 #include <vector>
 
@@ -112,7 +113,7 @@ std::optional<std::chrono::milliseconds>
 run_timeout(std::optional<std::chrono::milliseconds> asked);
 
 /// Test seam: the poll(2) run_command() calls (nullptr: ::poll).
-using PollFn = int (*)(struct pollfd *fds, unsigned long nfds, int timeout_ms);
+using PollFn = int (*)(pollfd *fds, nfds_t nfds, int timeout_ms);
 void set_run_poll_for_tests(PollFn fn);
 
 /// Registers slurm.run in the table at the top of L's stack.

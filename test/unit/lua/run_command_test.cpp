@@ -84,7 +84,7 @@ TEST(RunCommand, TheTimeoutIsCappedByTheCallsDeadline) {
 }
 
 namespace {
-int failing_poll(struct pollfd *, unsigned long, int) {
+int failing_poll(pollfd *, nfds_t, int) {
   errno = ENOMEM;
   return -1;
 }
