@@ -101,9 +101,10 @@ local GROUP_OR_OTHER_WRITE = 18 -- 0022
 
 -- The state folder, checked (see STATE_DIR above): true, or nil and why.
 local function state_dir_ok()
-	local me = tonumber((fabric({ "id", "-u" }) or ""):match("%d+"))
+	local id, id_err = fabric({ "id", "-u" })
+	local me = tonumber((id or ""):match("%d+"))
 	if not me then
-		return nil, "cannot tell which user runs the hook (id -u)"
+		return nil, id_err or "cannot tell which user runs the hook (id -u)"
 	end
 	local parent, dir = inspect(STATE_PARENT, STATE_DIR)
 	if me == 0 and (not parent or not dir) then
@@ -141,6 +142,17 @@ local function recorded_vni(job)
 	return vni
 end
 
+-- Releases only what this attempt allocated, never another job's VNI.
+local function fabric_release(job)
+	local vni = recorded_vni(job)
+	os.remove(vni_file(job)) -- nil, "No such file" when already gone: fine
+	os.remove(vni_file(job) .. ".label")
+	if vni then
+		os.remove(claim_dir(vni)) -- an empty folder: removed like a file
+	end
+	return true
+end
+
 -- Idempotent by the key: asked twice for one attempt, it answers the same.
 -- A VNI is taken by an exclusive mkdir of its claim folder, so two jobs
 -- never get the same one, whatever their ids; the search starts at a VNI
@@ -168,6 +180,11 @@ local function fabric_allocate(job)
 	if not vni then
 		return nil, string.format("all %d VNIs are taken", VNI_COUNT)
 	end
+	-- Recorded at once, so that job_complete releases the claim even if
+	-- this call is killed from here on.
+	local f = assert(io.open(vni_file(job), "w"))
+	f:write(tostring(vni), "\n")
+	f:close()
 	-- The allocation's label: the user's job name and account, handed to
 	-- the command on its standard input (a site's fabric manager CLI would
 	-- take them as arguments after "--": {"fabric-ctl", "alloc", "--label",
@@ -175,24 +192,10 @@ local function fabric_allocate(job)
 	ok, err = fabric({ "tee", "--", vni_file(job) .. ".label" },
 		string.format("%s\n%s\n", job.name or "", job.account or ""))
 	if not ok then
-		fabric({ "rmdir", "--", claim_dir(vni) })
+		fabric_release(job)
 		return nil, err
 	end
-	local f = assert(io.open(vni_file(job), "w"))
-	f:write(tostring(vni), "\n")
-	f:close()
 	return vni
-end
-
--- Releases only what this attempt allocated, never another job's VNI.
-local function fabric_release(job)
-	local vni = recorded_vni(job)
-	os.remove(vni_file(job)) -- nil, "No such file" when already gone: fine
-	os.remove(vni_file(job) .. ".label")
-	if vni then
-		os.remove(claim_dir(vni)) -- an empty folder: removed like a file
-	end
-	return true
 end
 
 -- slurmctld, in a supervised child: set the fabric up.
