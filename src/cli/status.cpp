@@ -181,16 +181,14 @@ std::optional<std::string> status_file_path(const std::string &file) {
     return file;
   const char *env = std::getenv("SLURM_CONF");
   const std::string conf = env && env[0] ? env : "/etc/slurm/slurm.conf";
-  std::ifstream in(conf);
-  if (!in) {
+  auto text = read_file_bounded(conf, kMaxStatusBytes); // no FIFO hangs it
+  if (!text) {
     std::cerr << fmt::format("switch-lua status: cannot read {} (SLURM_CONF) to find "
-                             "StateSaveLocation; name the file with --file PATH\n",
-                             conf);
+                             "StateSaveLocation ({}); name the file with --file PATH\n",
+                             conf, text.error().message);
     return std::nullopt;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto dir = state_save_location(ss.str());
+  auto dir = state_save_location(*text);
   if (!dir) {
     std::cerr << fmt::format("switch-lua status: {} sets no StateSaveLocation; name the file "
                              "with --file PATH\n",
@@ -204,9 +202,12 @@ int run_status(const std::string &path, StatusFormat format) {
   // Bounded and non-blocking: the file may be one another user planted.
   auto text = read_file_bounded(path, kMaxStatusBytes);
   if (!text) {
+    const FileError &e = text.error();
     std::cerr << fmt::format("switch-lua status: {}; slurmctld writes it when it runs "
                              "SwitchType=switch/lua\n",
-                             text.error().message);
+                             e.message.ends_with(": refused")
+                                 ? e.message
+                                 : fmt::format("cannot read {}: {}", path, std::strerror(e.err)));
     return 1;
   }
   json j = json::parse(*text, nullptr, false);
