@@ -20,7 +20,9 @@
 #   - a slurm.conf beside a user's script (item 4): root's `switch-lua
 #     check` refuses the script and runs nothing of it;
 #   - umask 0000 for a step whose postfini creates files as root (item 3):
-#     they get mode 0644.
+#     they get mode 0644;
+#   - switch.lua replaced by a FIFO, then by a link to /dev/zero (item 6):
+#     refused without being read, the last good version keeps running.
 # Waits are on events with generous deadlines; nothing asserts a duration.
 
 # e2e-config: --switch-type switch/lua --script conf/switch.lua --slurmctld-params switch_metrics_file=/var/tmp/switch_lua_t0823.prom
@@ -157,4 +159,30 @@ t_hostile_umask() {
 	assert_eq "644 644" "$(c_root stat -c '%a' "$base.io" "$base.run" | tr '\n' ' ' | sed 's/ $//')" \
 		"modes of the files step_postfini created as root under the user's umask 0000"
 	c_root stat -c '%U' "$base.io" | grep -qx root || fail "step_postfini did not run as root"
+}
+
+# e2e-config: --switch-type switch/lua --script test/e2e/lua/failsafe.lua --slurmctld-params switch_timeout=5
+
+e2e_test "switch/lua: hostile script file: switch.lua replaced by a FIFO, then by a link to /dev/zero: refused without reading it, the last good version keeps running, the supervisor's memory stays bounded" t_hostile_script
+t_hostile_script() {
+	local script=$E2E_ROOT/etc/slurm/switch.lua saved id pid rss kind
+	saved=$script.t0823.$(e2e_uniq)
+	# shellcheck disable=SC2064 # fixed now
+	trap "[ ! -e '$saved' ] || { rm -f '$script' && mv -f '$saved' '$script'; }" EXIT
+	id=$(submit -N1 --network=fs:ok --wrap=true)
+	wait_job "$id" COMPLETED 60 # the good version, passed
+	mv "$script" "$saved"
+	for kind in fifo zero; do
+		rm -f "$script"
+		if [ "$kind" = fifo ]; then mkfifo -m 0644 "$script"; else ln -s /dev/zero "$script"; fi
+		id=$(submit -N1 --network=fs:ok --wrap=true)
+		wait_job "$id" COMPLETED 120
+		ctld_job "$id" " job_start: /etc/slurm/switch.lua changed \(content untrusted:fnv1a64:[0-9a-f]{16}\) but is refused: /etc/slurm/switch.lua: not a regular file: refused \(switch.lua\(5\)\); calls keep running the last good version" >/dev/null ||
+			fail "no refusal of the $kind for JobId=$id, or not the last good version"
+		ctld_job "$id" " job_start returned rc=0" >/dev/null || fail "JobId=$id did not run the last good version ($kind)"
+	done
+	pid=$(our_supervisor)
+	[ -n "$pid" ] || fail "no switch-lua-supervisor of this cluster"
+	rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
+	[ "$rss" -lt 262144 ] || fail "the supervisor's RSS is $rss kB after the /dev/zero link"
 }
