@@ -58,12 +58,12 @@ t_hostile_helper() {
 	marker=/var/tmp/switch-lua-e2e-helper.$tag
 	# shellcheck disable=SC2064 # fixed now
 	trap "c_root rm -f '$marker'" EXIT
-	if as_nobody mkdir -p "$old" 2>/dev/null; then
+	if c_root test ! -e "$old" && as_nobody mkdir -p "$old" 2>/dev/null; then
 		p="$old/switch-lua-supervisor"
 		as_nobody sh -c "printf '#!/bin/sh\nid >$marker\nexec /usr/libexec/switch-lua/switch-lua-supervisor \"\$@\"\n' >'$p' && chmod 0755 '$p'"
 		note "planted $p"
 	else
-		note "$old cannot be created by nobody here (the package was built on this host)"
+		note "$old exists or cannot be created by nobody here (the package was built on this host)"
 	fi
 	c_root switch-lua simulate /usr/share/doc/slurm-switch-lua/examples/switch.lua --network vni >/dev/null ||
 		fail "root's simulate of the installed example failed"
@@ -115,7 +115,7 @@ t_hostile_metrics() {
 	# A change of the counters makes slurmctld write the file again.
 	id=$(submit -N1 --network=vni --wrap=true)
 	wait_job "$id" COMPLETED 60
-	wait_for 60 grep -q '^switch_lua_' "$E2E_ROOT$prom" ||
+	wait_for 60 grep -q '^switchlua_' "$E2E_ROOT$prom" ||
 		fail "slurmctld did not write $prom with a FIFO at $fifo"
 	c_root timeout 120 scontrol reconfigure || fail "scontrol reconfigure did not return (rc $?)"
 	wait_for 120 c_root scontrol ping >/dev/null || fail "slurmctld does not answer after the reconfigure"
