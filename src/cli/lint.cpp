@@ -16,7 +16,7 @@ namespace switchlua {
 
 namespace {
 
-/// Where luacheck is looked for, whatever the caller's PATH.
+/// luacheck's PATH, whatever the caller's.
 constexpr std::string_view kLuacheckPath = "/usr/local/bin:/usr/bin:/bin";
 
 /// The environment luacheck runs with: fixed, nothing of the caller's (no
@@ -27,10 +27,15 @@ const std::vector<std::string> &luacheck_env() {
   return env;
 }
 
-/// The executable `name` on kLuacheckPath, or "".
+/// The executable `name` in the absolute folders of $PATH (kLuacheckPath
+/// when unset), or "": an empty or relative entry (the current folder) is
+/// never searched.
 std::string on_path(const std::string &name) {
-  std::stringstream dirs{std::string(kLuacheckPath)};
+  const char *path = std::getenv("PATH");
+  std::stringstream dirs{std::string(path && path[0] ? path : kLuacheckPath)};
   for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty() || dir[0] != '/')
+      continue;
     const std::string p = dir + "/" + name;
     if (::access(p.c_str(), X_OK) == 0)
       return p;

@@ -30,10 +30,11 @@ struct LintResult {
 std::string luacheck_config();
 
 /// Runs `luacheck --config luacheck_config() --formatter plain --codes
-/// --no-color SCRIPT` when luacheck is in /usr/local/bin, /usr/bin or /bin
-/// (60 s at most), in /, with a fixed environment (PATH of those folders,
-/// LC_ALL=C.UTF-8, nothing of the caller's: no LUA_PATH, LUA_INIT).  Never
-/// throws but on OOM.
+/// --no-color SCRIPT` when luacheck is in an absolute folder of $PATH (an
+/// empty or relative entry is skipped; 60 s at most), in /, with a fixed
+/// environment (PATH=/usr/local/bin:/usr/bin:/bin, LC_ALL=C.UTF-8,
+/// HOME=/nonexistent; nothing of the caller's: no LUA_PATH, LUA_INIT).
+/// Never throws but on OOM.
 LintResult run_luacheck(const std::string &script);
 
 } // namespace switchlua
