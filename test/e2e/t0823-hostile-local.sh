@@ -70,11 +70,17 @@ t_hostile_helper() {
 	[ ! -e "$E2E_ROOT$marker" ] || fail "a planted helper ran as $(cat "$E2E_ROOT$marker")"
 }
 
-e2e_test "switch/lua: hostile local user: the example's state folder is the package's (root 755 / slurm 700); a user's folder at the old path (0700, 0777) changes nothing; one owned by another user is refused" t_hostile_state
+e2e_test "switch/lua: hostile local user: the installed example's state folder is the package's (root 755 / slurm 700); a user's folder at the old path (0700, 0777) changes nothing; one owned by another user is refused" t_hostile_state
 t_hostile_state() {
-	local old=/var/tmp/switch-lua-example mode name id out
+	local old=/var/tmp/switch-lua-example mode name id out ex=/usr/share/doc/slurm-switch-lua/examples/switch.lua
+	local script=$E2E_ROOT/etc/slurm/switch.lua saved
+	[ "$(cluster_slurm)" = debian ] || skip "the Debian package's example"
+	# The installed package's example, not the repository's, runs the jobs.
+	saved=$script.t0823.$(e2e_uniq)
+	cp -p "$script" "$saved"
 	# shellcheck disable=SC2064 # fixed now
-	trap "c_root rm -rf '$old'; c_root chown slurm:slurm /var/lib/slurm-switch-lua/example" EXIT
+	trap "c_root rm -rf '$old'; c_root chown slurm:slurm /var/lib/slurm-switch-lua/example; mv -f '$saved' '$script'" EXIT
+	c_root install -m 0644 "$ex" /etc/slurm/switch.lua
 	assert_eq "root 755 slurm 700" \
 		"$(c_root stat -c '%U %a' /var/lib/slurm-switch-lua /var/lib/slurm-switch-lua/example | tr '\n' ' ' | sed 's/ $//')" \
 		"owner and mode of the example's state folders"
