@@ -289,8 +289,7 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
-/// content_hash() of the file's bytes ("" for a file that cannot be read, is not
-/// regular or is over kMaxScriptBytes: never blocks, never reads more; issue 35).
+/// content_hash() of the file (bounded, non-blocking: "" read if not a regular file).
 std::string file_content_hash(const std::string &path) {
   auto bytes = read_file_bounded(path, kMaxScriptBytes);
   return content_hash(bytes ? *bytes : std::string());
@@ -471,7 +470,8 @@ static void set_up(const SimulateOptions &o, const JobArgs &job, std::unique_ptr
                "--cancel-during-setup: nothing injected: job_start had already reported", true);
   }
   auto limit = o.config.switch_timeout + o.config.switch_kill_grace + std::chrono::seconds(10);
-  wait_for([&] { return !setup_pending(*core, job.job_id); }, limit);
+  // Its decisions too (launch, requeue, cancel): the steps follow the launch.
+  wait_for([&] { return !setup_pending(*core, job.job_id) && !core->decisions_pending(); }, limit);
 }
 
 /// The job's end (unless it ended already) and its teardown, with
