@@ -9,22 +9,45 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace switchlua {
 
 namespace {
 
-/// The executable `name` on $PATH, or "" (as execvp would find it).
+/// luacheck's PATH, whatever the caller's.
+constexpr std::string_view kLuacheckPath = "/usr/local/bin:/usr/bin:/bin";
+
+/// The environment luacheck runs with: fixed, nothing of the caller's (no
+/// LUA_PATH, LUA_INIT, PATH with "." in it; issue 35).
+const std::vector<std::string> &luacheck_env() {
+  static const std::vector<std::string> env = {"PATH=" + std::string(kLuacheckPath),
+                                               "LC_ALL=C.UTF-8", "HOME=/nonexistent"};
+  return env;
+}
+
+/// The executable `name` in the absolute folders of $PATH (kLuacheckPath
+/// when unset), or "": an empty or relative entry (the current folder) is
+/// never searched.
 std::string on_path(const std::string &name) {
   const char *path = std::getenv("PATH");
-  std::stringstream dirs(path && path[0] ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::stringstream dirs{std::string(path && path[0] ? path : kLuacheckPath)};
   for (std::string dir; std::getline(dirs, dir, ':');) {
-    const std::string p = (dir.empty() ? "." : dir) + "/" + name;
+    if (dir.empty() || dir[0] != '/')
+      continue;
+    const std::string p = dir + "/" + name;
     if (::access(p.c_str(), X_OK) == 0)
       return p;
   }
   return {};
+}
+
+/// Owned by root or the caller, a regular file not writable by others.
+bool trusted_file(const std::filesystem::path &p) {
+  struct stat st{};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         (st.st_uid == 0 || st.st_uid == ::geteuid()) && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
 } // namespace
@@ -32,12 +55,16 @@ std::string on_path(const std::string &name) {
 std::string luacheck_config() {
   if (const char *e = std::getenv("SWITCHLUA_LUACHECKRC"); e && e[0])
     return e;
+  // A build tree's binary (not the installed one: no build path is compiled
+  // in) uses the standard its build generated, <build>/src/cli/../../.
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::filesystem::path build = SWITCHLUA_BUILD_ROOT;
-  if (!ec && self.string().starts_with(build.string() + "/") &&
-      std::filesystem::exists(build / "switchlua-build.luacheckrc"))
-    return (build / "switchlua-build.luacheckrc").string();
+  if (!ec && self.parent_path() != std::filesystem::path(SWITCHLUA_BINDIR)) {
+    const auto built =
+        self.parent_path().parent_path().parent_path() / "switchlua-build.luacheckrc";
+    if (trusted_file(built))
+      return built.string();
+  }
   return SWITCHLUA_LUACHECKRC;
 }
 
@@ -54,10 +81,14 @@ LintResult run_luacheck(const std::string &script) {
     return r;
   }
   RunRequest req;
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(script, ec); // it runs in /
   req.argv = {luacheck, "--config", r.config,     "--formatter",
-              "plain",  "--codes",  "--no-color", script};
+              "plain",  "--codes",  "--no-color", ec ? script : absolute.string()};
   req.timeout = std::chrono::seconds(60);
   req.own_group = true;
+  req.env = luacheck_env();
+  req.cwd = "/";
   const RunResult run = run_command(req);
   // luacheck: 0 no warning, 1 warnings, 2 errors (syntax), 3 or more: it
   // failed itself.

@@ -24,12 +24,17 @@ struct LintResult {
 };
 
 /// The luacheck configuration: $SWITCHLUA_LUACHECKRC, else the build tree's
-/// when this switch-lua runs from the build tree, else the installed one.
+/// when this switch-lua is not the installed binary (found from
+/// /proc/self/exe, owned by root or the caller, not writable by others),
+/// else the installed one.
 std::string luacheck_config();
 
 /// Runs `luacheck --config luacheck_config() --formatter plain --codes
-/// --no-color SCRIPT` when luacheck is on PATH (60 s at most).  Never throws
-/// but on OOM.
+/// --no-color SCRIPT` when luacheck is in an absolute folder of $PATH (an
+/// empty or relative entry is skipped; 60 s at most), in /, with a fixed
+/// environment (PATH=/usr/local/bin:/usr/bin:/bin, LC_ALL=C.UTF-8,
+/// HOME=/nonexistent; nothing of the caller's: no LUA_PATH, LUA_INIT).
+/// Never throws but on OOM.
 LintResult run_luacheck(const std::string &script);
 
 } // namespace switchlua

@@ -5,6 +5,7 @@
 //   switch-lua simulate FILE --network STR [options]
 //   switch-lua status [--json | --format table|json|prometheus] [--file PATH]
 //   switch-lua settings [PARAMS]
+#include "cli/cli_trust.hpp"
 #include "cli/simulate.hpp"
 #include "cli/status.hpp"
 #include "ctld/config.hpp"
@@ -20,28 +21,11 @@
 
 namespace {
 
-/// Finds a helper executable: $ENV, next to this binary in the build tree,
-/// or the installed libexec directory.
-std::string helper_path(const char *env, const char *name, const char *build_dir) {
-  if (const char *e = std::getenv(env))
-    return e;
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    auto p = self.parent_path().parent_path() / "supervisor" / name;
-    if (std::filesystem::exists(p))
-      return p.string();
-  }
-  auto b = std::filesystem::path(build_dir) / name;
-  if (std::filesystem::exists(b))
-    return b.string();
-  return std::string(SWITCHLUA_LIBEXECDIR) + "/" + name;
-}
-
 /// SlurmUser for the ownership rule (switch.lua(5)): --slurm-user NAME|UID,
-/// else the owner of the slurm.conf next to the script, else root only.
-/// nullopt (after a message) for an unknown name.
-std::optional<uid_t> slurm_user_for(const std::string &opt, const std::string &script) {
+/// else the system slurm.conf's SlurmUser (cli/cli_trust.hpp), else root
+/// only.  nullopt (after a message) for an unknown name or an untrusted
+/// slurm.conf.
+std::optional<uid_t> slurm_user_for(const std::string &opt) {
   if (!opt.empty()) {
     if (opt.find_first_not_of("0123456789") == std::string::npos && opt.size() < 11)
       return static_cast<uid_t>(std::stoul(opt));
@@ -50,12 +34,27 @@ std::optional<uid_t> slurm_user_for(const std::string &opt, const std::string &s
     std::cerr << "switch-lua: --slurm-user " << opt << ": no such user\n";
     return std::nullopt;
   }
-  std::error_code ec;
-  auto dir = std::filesystem::absolute(script, ec).parent_path();
-  struct stat st{};
-  if (!ec && ::stat((dir / "slurm.conf").c_str(), &st) == 0)
-    return st.st_uid;
-  return 0;
+  auto su = switchlua::system_slurm_user();
+  if (!su) {
+    std::cerr << "switch-lua: " << su.error().message << '\n';
+    return std::nullopt;
+  }
+  return *su;
+}
+
+/// The helpers of simulate, which run as the caller (root, often): only from
+/// the install's libexec, or the build tree this binary is in
+/// (cli/cli_trust.hpp).  false after a message.
+bool set_helpers(switchlua::SimulateOptions &so) {
+  auto supervisor = switchlua::helper_path("switch-lua-supervisor");
+  auto runner = supervisor ? switchlua::helper_path("switch-lua-runner") : supervisor;
+  if (!runner) {
+    std::cerr << "switch-lua simulate: " << runner.error().message << '\n';
+    return false;
+  }
+  so.supervisor = *supervisor;
+  so.runner = *runner;
+  return true;
 }
 
 /// What the command line set, besides SimulateOptions.
@@ -112,8 +111,8 @@ CLI::App *add_settings(CLI::App &app, CliArgs &a) {
 
 const char *const kSlurmUserHelp =
     "SlurmUser (name or uid) who may own the script, the directories above it and its "
-    "modules besides root (default: the owner of the slurm.conf next to the script, else "
-    "root only)";
+    "modules besides root (default: SlurmUser of the system slurm.conf, $SLURM_CONF or "
+    "/etc/slurm/slurm.conf, when root owns it; else root only)";
 
 CLI::App *add_check(CLI::App &app, CliArgs &a) {
   auto *check = app.add_subcommand("check", "compile and load a switch.lua, list its hooks");
@@ -249,7 +248,7 @@ int main(int argc, char **argv) {
   ::unsetenv("LUA_PATH_5_4");
   ::unsetenv("LUA_CPATH");
   ::unsetenv("LUA_CPATH_5_4");
-  auto su = slurm_user_for(a.slurm_user, check->parsed() ? a.check_file : so.script);
+  auto su = slurm_user_for(a.slurm_user);
   if (!su)
     return 2;
   switchlua::set_slurm_user(*su);
@@ -265,8 +264,7 @@ int main(int argc, char **argv) {
     so.batch = true;
   if (a.bjc != "auto")
     so.block_job_complete = a.bjc == "true";
-  so.supervisor =
-      helper_path("SWITCHLUA_SUPERVISOR", "switch-lua-supervisor", SWITCHLUA_BUILD_HELPERS);
-  so.runner = helper_path("SWITCHLUA_RUNNER", "switch-lua-runner", SWITCHLUA_BUILD_HELPERS);
+  if (!set_helpers(so))
+    return 2;
   return switchlua::run_simulate(so);
 }

@@ -6,6 +6,7 @@
 #include "cli/lint.hpp"
 #include "cli/sim_cluster.hpp"
 #include "common/log_stamp.hpp"
+#include "common/safe_file.hpp"
 #include "ctld/core.hpp"
 #include "ctld/persist.hpp"
 #include "lua/codec.hpp"
@@ -288,12 +289,10 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
-/// content_hash() of the file's bytes ("" read for a file that cannot be).
+/// content_hash() of the file (bounded, non-blocking: "" read if not a regular file).
 std::string file_content_hash(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return content_hash(ss.str());
+  auto bytes = read_file_bounded(path, kMaxScriptBytes);
+  return content_hash(bytes ? *bytes : std::string());
 }
 
 /// Why the controller refuses this script (supervisor/script_guard.hpp:

@@ -3,6 +3,7 @@
 // switch-lua status (cli/status.hpp).
 #include "cli/status.hpp"
 
+#include "common/safe_file.hpp"
 #include "ctld/metrics.hpp"
 #include "ctld/stats.hpp"
 
@@ -48,6 +49,8 @@ std::string time_text(std::int64_t t) {
 /// A file older than this was not rewritten by a running switch/lua (it
 /// rewrites at least every 30 s).
 constexpr std::int64_t kStaleSeconds = 60;
+/// The largest status file `switch-lua status` reads, bytes.
+constexpr std::size_t kMaxStatusBytes = std::size_t{16} << 20;
 
 std::uint64_t u(const json &j, const char *key) {
   auto it = j.find(key);
@@ -144,6 +147,10 @@ void print_human(const json &j, const std::string &path, std::int64_t age) {
 } // namespace
 
 std::optional<std::string> state_save_location(std::string_view text) {
+  return slurm_conf_value(text, "StateSaveLocation");
+}
+
+std::optional<std::string> slurm_conf_value(std::string_view text, std::string_view name) {
   std::optional<std::string> out;
   std::istringstream in{std::string(text)};
   std::string line;
@@ -156,7 +163,7 @@ std::optional<std::string> state_save_location(std::string_view text) {
     std::string key = line.substr(0, eq);
     key.erase(0, key.find_first_not_of(" \t"));
     key.erase(key.find_last_not_of(" \t") + 1);
-    if (!iequals(key, "StateSaveLocation"))
+    if (!iequals(key, name))
       continue;
     std::string value = line.substr(eq + 1);
     value.erase(0, value.find_first_not_of(" \t"));
@@ -174,16 +181,14 @@ std::optional<std::string> status_file_path(const std::string &file) {
     return file;
   const char *env = std::getenv("SLURM_CONF");
   const std::string conf = env && env[0] ? env : "/etc/slurm/slurm.conf";
-  std::ifstream in(conf);
-  if (!in) {
+  auto text = read_file_bounded(conf, kMaxStatusBytes); // no FIFO hangs it
+  if (!text) {
     std::cerr << fmt::format("switch-lua status: cannot read {} (SLURM_CONF) to find "
-                             "StateSaveLocation; name the file with --file PATH\n",
-                             conf);
+                             "StateSaveLocation ({}); name the file with --file PATH\n",
+                             conf, text.error().message);
     return std::nullopt;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto dir = state_save_location(ss.str());
+  auto dir = state_save_location(*text);
   if (!dir) {
     std::cerr << fmt::format("switch-lua status: {} sets no StateSaveLocation; name the file "
                              "with --file PATH\n",
@@ -194,14 +199,18 @@ std::optional<std::string> status_file_path(const std::string &file) {
 }
 
 int run_status(const std::string &path, StatusFormat format) {
-  std::ifstream in(path);
-  if (!in) {
-    std::cerr << fmt::format("switch-lua status: cannot read {}: {}; slurmctld writes it when "
-                             "it runs SwitchType=switch/lua\n",
-                             path, std::strerror(errno));
+  // Bounded and non-blocking: the file may be one another user planted.
+  auto text = read_file_bounded(path, kMaxStatusBytes);
+  if (!text) {
+    const FileError &e = text.error();
+    std::cerr << fmt::format("switch-lua status: {}; slurmctld writes it when it runs "
+                             "SwitchType=switch/lua\n",
+                             e.message.ends_with(": refused")
+                                 ? e.message
+                                 : fmt::format("cannot read {}: {}", path, std::strerror(e.err)));
     return 1;
   }
-  json j = json::parse(in, nullptr, false);
+  json j = json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("format") ||
       !j["format"].is_number_integer()) {
     std::cerr << fmt::format("switch-lua status: {} is not a switch/lua status file\n", path);

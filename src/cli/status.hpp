@@ -17,6 +17,10 @@ namespace switchlua {
 /// '#' comments ignored, the last one wins as Slurm reads it); nullopt if
 /// absent.  Include lines are not followed.
 std::optional<std::string> state_save_location(std::string_view slurm_conf_text);
+/// The value of `name` (e.g. "SlurmUser") in a slurm.conf text, read as
+/// state_save_location() reads StateSaveLocation.
+std::optional<std::string> slurm_conf_value(std::string_view slurm_conf_text,
+                                            std::string_view name);
 
 /// The status file: `file` if given, else
 /// <StateSaveLocation of $SLURM_CONF or /etc/slurm/slurm.conf>/switch_lua.status.

@@ -356,9 +356,13 @@ StatsSnapshot CtldCore::stats() const {
 }
 
 void CtldCore::publish_status() {
-  std::lock_guard g(impl_->mu);
-  if (impl_->publisher)
-    impl_->publisher->publish();
+  std::shared_ptr<StatusPublisher> p;
+  {
+    std::lock_guard g(impl_->mu);
+    p = impl_->publisher;
+  }
+  if (p) // the write, outside the core's lock (issue 35)
+    p->publish();
 }
 
 } // namespace switchlua

@@ -74,7 +74,7 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
       adopt_locked(std::move(st));
   }
   failures = journal ? journal->table().failures : SetupFailureCounts{};
-  publisher = std::make_unique<StatusPublisher>(
+  publisher = std::make_shared<StatusPublisher>(
       stats, opts.status_path, opts.script, opts.journal_path,
       [this](LogLevel l, const std::string &line) { port.log(l, line); });
   publisher->set_settings(cfg.status_interval, cfg.metrics_file);
@@ -130,19 +130,23 @@ void CtldCore::release_control() {
     return;
   impl_->flush_effects(); // what this controller decided is done before it lets go
   stop_children();
-  std::lock_guard g(impl_->mu);
+  std::unique_lock g(impl_->mu);
   if (impl_->journal)
     impl_->journal->sync_now(); // what the pending calls' records left unsynced
   impl_->flush_journal_for_handover();
   impl_->in_control = false;
-  impl_->publisher.reset(); // its last write, while the lock is still ours
-  impl_->journal.reset();   // every record is on disk already (fdatasync'ed)
+  // Its last write is done below, after the lock: a file that cannot be
+  // written quickly must not hold the core (issue 35).
+  std::shared_ptr<StatusPublisher> publisher = std::move(impl_->publisher);
+  impl_->journal.reset(); // every record is on disk already (fdatasync'ed)
   impl_->journal_lock.reset();
   impl_->port.log(LogLevel::Info,
                   log_line({},
                            "control given up: journal closed and its lock released; {} job "
                            "state(s) kept for a resumption after a failed reconfigure",
                            impl_->jobs.size()));
+  g.unlock();
+  publisher.reset();
 }
 
 bool CtldCore::in_control() const {

@@ -231,7 +231,9 @@ struct CtldCore::Impl {
   CtldStats stats{std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count()};
-  std::unique_ptr<StatusPublisher> publisher;
+  /// Shared so that a write is done outside `mu` (publish_status,
+  /// release_control): file I/O never holds the core lock (issue 35).
+  std::shared_ptr<StatusPublisher> publisher;
 
   /// The supervisor's size comes from SlurmctldParameters (switch_max_calls,
   /// switch_max_queue), fixed for the supervisor's life.

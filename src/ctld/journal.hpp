@@ -287,7 +287,7 @@ public:
   /// Whether the file is in use (it could be opened).
   bool active() const { return fd_ >= 0; }
   const std::string &path() const { return path_; }
-  /// Rewrites the file as a snapshot of table() (common/atomic_file.hpp:
+  /// Rewrites the file as a snapshot of table() (common/safe_file.hpp:
   /// temp file, fsync, rename, fsync of the folder).  False (logged) when
   /// the old file is still in place; a failed fsync of the folder only is
   /// logged and counts as done.

@@ -6,8 +6,8 @@
 // record format and the table it replays into are journal.cpp.
 #include "ctld/journal.hpp"
 
-#include "common/atomic_file.hpp"
 #include "common/log_stamp.hpp"
+#include "common/safe_file.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <optional>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <thread>
@@ -42,23 +43,22 @@ bool write_all(int fd, std::string_view data, const JournalIo &io) {
   return true;
 }
 
-/// Reads all of `path` into `out`; a missing file reads as empty.  false
-/// (errno set) when the file exists but cannot be read.
-bool read_whole_file(const std::string &path, std::string &out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return errno == ENOENT;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return true;
+/// A journal larger than this is not read (compaction keeps it far below).
+constexpr std::size_t kJournalMaxBytes = std::size_t{1} << 30;
+
+/// Reads all of `path` into `out` (common/safe_file.hpp: a regular file of
+/// ours, no link followed, bounded); a missing file reads as empty.  The
+/// error's message otherwise.
+std::optional<std::string> read_whole_file(const std::string &path, std::string &out) {
+  auto fd = open_own_file(path, O_RDONLY);
+  if (!fd)
+    return fd.error().err == ENOENT ? std::nullopt : std::optional(fd.error().message);
+  auto bytes = read_fd_bounded(*fd, kJournalMaxBytes, path);
+  ::close(*fd);
+  if (!bytes)
+    return bytes.error().message;
+  out = std::move(*bytes);
+  return std::nullopt;
 }
 
 } // namespace
@@ -71,10 +71,10 @@ Journal::Journal(std::string path, LogFn log, JournalIo io)
     log_(error, log_line({}, "journal {}: {}", path_, what));
   };
   std::string image;
-  if (!read_whole_file(path_, image)) {
+  if (auto why = read_whole_file(path_, image)) {
     say(true, fmt::format("cannot read: {}; running without a journal (recovery after a "
                           "crash relies on Slurm's saved job state alone)",
-                          std::strerror(errno)));
+                          *why));
     return;
   }
   JournalScan scan = scan_journal(image);
@@ -107,12 +107,13 @@ Journal::Journal(std::string path, LogFn log, JournalIo io)
   }
   for (const JournalRecord &r : scan.records)
     table_.apply(r);
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd_ < 0) {
+  auto opened = open_own_file(path_, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (!opened) {
     say(true, fmt::format("cannot open for writing: {}; running without a journal",
-                          std::strerror(errno)));
+                          opened.error().message));
     return;
   }
+  fd_ = *opened;
   compact();
   if (!table_.live.empty())
     say(false, fmt::format("{} setup attempt(s) not over, {} remembered as over",
@@ -146,15 +147,14 @@ bool Journal::compact() {
   // The old descriptor points at the file the rename replaced: appending
   // to it would write where no reader looks.  Without the new one, run
   // without a journal, loudly, rather than lose records silently.
-  int nfd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  const int open_errno = errno;
+  auto nfd = open_own_file(path_, O_WRONLY | O_APPEND);
   ::close(fd_);
-  fd_ = nfd;
-  if (nfd < 0) {
+  fd_ = nfd ? *nfd : -1;
+  if (!nfd) {
     log_(true, log_line({},
                         "journal {}: cannot open the compacted file for writing ({}): running "
                         "without a journal; what happens now may be repeated after a crash",
-                        path_, std::strerror(open_errno)));
+                        path_, nfd.error().message));
     return false;
   }
   size_ = image.size();
@@ -301,9 +301,10 @@ Expected<std::unique_ptr<JournalLock>> JournalLock::acquire(const std::string &j
   auto err = [&](std::string what) {
     return Unexpected<Error>{Error{log_line({}, "journal {}: {}", journal, what)}};
   };
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return err(fmt::format("cannot open the lock file {}: {}", path, std::strerror(errno)));
+  auto opened = open_own_file(path, O_RDWR | O_CREAT, 0600);
+  if (!opened)
+    return err(fmt::format("cannot open the lock file: {}", opened.error().message));
+  int fd = *opened;
   struct flock fl{};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;

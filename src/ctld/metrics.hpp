@@ -12,7 +12,7 @@
 //   prometheus
 //        │                                                          │
 //        └──────────▶ prometheus_text() ◀───────────────────────────┘
-//                          └─▶ switch_metrics_file (StatusPublisher, common/atomic_file.hpp)
+//                          └─▶ switch_metrics_file (StatusPublisher, common/safe_file.hpp)
 //
 // Both go through the one JSON document, so the file, the command and the
 // table of `switch-lua status` show the same numbers.  Every metric is a row

@@ -3,8 +3,8 @@
 // CtldStats and StatusPublisher (ctld/stats.hpp).
 #include "ctld/stats.hpp"
 
-#include "common/atomic_file.hpp"
 #include "common/log_stamp.hpp"
+#include "common/safe_file.hpp"
 #include "ctld/metrics.hpp"
 
 #include <nlohmann/json.hpp>
@@ -331,15 +331,23 @@ StatusPublisher::~StatusPublisher() {
 }
 
 void StatusPublisher::set_metrics_path(const std::string &path) {
-  std::lock_guard g(write_mu_);
+  std::lock_guard g(settings_mu_);
   if (path != metrics_path_)
-    metrics_failing_ = false;
+    metrics_changed_ = true;
   metrics_path_ = path;
 }
 
 void StatusPublisher::publish() {
   std::lock_guard g(write_mu_);
-  if (path_.empty() && metrics_path_.empty())
+  std::string metrics_path;
+  {
+    std::lock_guard s(settings_mu_);
+    metrics_path = metrics_path_;
+    if (metrics_changed_)
+      metrics_failing_ = false;
+    metrics_changed_ = false;
+  }
+  if (path_.empty() && metrics_path.empty())
     return;
   const std::uint64_t v = stats_.version();
   std::int64_t journal_bytes = 0;
@@ -364,8 +372,8 @@ void StatusPublisher::publish() {
       log_(LogLevel::Info, log_line({}, "status file {} written again", path_));
     failing_ = !ok;
   }
-  if (!metrics_path_.empty()) {
-    const auto w = write_file_atomically(metrics_path_, prometheus_text(j), {.mode = 0644});
+  if (!metrics_path.empty()) {
+    const auto w = write_file_atomically(metrics_path, prometheus_text(j), {.mode = 0644});
     const bool ok = w || w.error().replaced;
     if (!ok && !metrics_failing_)
       log_(LogLevel::Error,
@@ -374,7 +382,7 @@ void StatusPublisher::publish() {
                     "be written",
                     w.error().message));
     else if (ok && metrics_failing_)
-      log_(LogLevel::Info, log_line({}, "switch_metrics_file {} written again", metrics_path_));
+      log_(LogLevel::Info, log_line({}, "switch_metrics_file {} written again", metrics_path));
     metrics_failing_ = !ok;
   }
   written_version_ = v;

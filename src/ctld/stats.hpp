@@ -8,7 +8,7 @@
 //                                                       │ snapshot()
 //   StatusPublisher thread (every 1 s) ◀────────────────┘
 //       changed, or 30 s since the last write ─▶ <StateSaveLocation>/switch_lua.status
-//                                                 (JSON, common/atomic_file.hpp)
+//                                                 (JSON, common/safe_file.hpp)
 //       switch_status_interval > 0 and due   ─▶ one info line in slurmctld.log
 //
 // The counters start from zero when the plugin starts (slurmctld's start
@@ -207,14 +207,18 @@ private:
   void run();
   const CtldStats &stats_;
   std::string path_, script_, journal_path_;
-  std::string metrics_path_; // under write_mu_
-  bool metrics_failing_ = false;
+  std::mutex settings_mu_;       // set_metrics_path(), never held during a write
+  std::string metrics_path_;     // under settings_mu_
+  bool metrics_changed_ = false; // under settings_mu_
+  bool metrics_failing_ = false; // under write_mu_
   LogFn log_;
   std::atomic<std::uint32_t> interval_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::mutex write_mu_; // publish(): the thread and the tests
+  /// publish(): the thread, the core's publish_status and the tests; only
+  /// publish() takes it, so a slow disk never blocks a setting's change.
+  std::mutex write_mu_;
   bool failing_ = false;
   std::uint64_t written_version_ = ~0ULL;
   std::chrono::steady_clock::time_point last_write_{}, last_summary_{};

@@ -97,11 +97,62 @@ int pidfd_open(pid_t pid) {
 #endif
 }
 
+/// set_run_poll_for_tests(); nullptr: ::poll.
+PollFn g_poll = nullptr;
+
 void fill_status(RunResult &r, int st) {
   if (WIFEXITED(st))
     r.status = WEXITSTATUS(st);
   else if (WIFSIGNALED(st))
     r.signal = WTERMSIG(st);
+}
+
+/// posix_spawnp of req.argv with stdin `in_fd` (-1: /dev/null), stdout
+/// `out_fd`, stderr `err_fd`, every signal at its default and none blocked,
+/// req.env, req.cwd and req.own_group; `pid` set.  0, or the error number.
+int spawn(const RunRequest &req, int in_fd, int out_fd, int err_fd, pid_t &pid) {
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  if (in_fd >= 0)
+    posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+  else
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+  if (req.cwd)
+    posix_spawn_file_actions_addchdir_np(&fa, req.cwd->c_str());
+  // The command starts with every signal at its default and none blocked,
+  // whatever this process ignores or blocks (slurmstepd ignores SIGPIPE).
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+  if (req.own_group) {
+    flags |= POSIX_SPAWN_SETPGROUP;
+    posix_spawnattr_setpgroup(&attr, 0);
+  }
+  posix_spawnattr_setflags(&attr, flags);
+  std::vector<char *> argv;
+  argv.reserve(req.argv.size() + 1);
+  for (const auto &a : req.argv)
+    argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char *> envp;
+  if (req.env) {
+    for (const auto &e : *req.env)
+      envp.push_back(const_cast<char *>(e.c_str()));
+    envp.push_back(nullptr);
+  }
+  const int rc = ::posix_spawnp(&pid, req.argv.front().c_str(), &fa, &attr, argv.data(),
+                                req.env ? envp.data() : environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  return rc;
 }
 
 } // namespace
@@ -112,6 +163,10 @@ void set_call_deadline(std::optional<Clock::time_point> deadline) {
 
 void set_run_own_group(bool own) {
   g_own_group = own;
+}
+
+void set_run_poll_for_tests(PollFn fn) {
+  g_poll = fn;
 }
 
 std::optional<milliseconds> run_timeout(std::optional<milliseconds> asked) {
@@ -138,40 +193,8 @@ RunResult run_command(const RunRequest &req) {
   if ((req.input && !make_pipe(in_r, in_w)) || !make_pipe(out_r, out_w) || !make_pipe(err_r, err_w))
     return failed(errno);
 
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  if (req.input)
-    posix_spawn_file_actions_adddup2(&fa, in_r.fd, 0);
-  else
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out_w.fd, 1);
-  posix_spawn_file_actions_adddup2(&fa, err_w.fd, 2);
-  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-  // The command starts with every signal at its default and none blocked,
-  // whatever this process ignores or blocks (slurmstepd ignores SIGPIPE).
-  sigset_t all, none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
-  if (req.own_group) {
-    flags |= POSIX_SPAWN_SETPGROUP;
-    posix_spawnattr_setpgroup(&attr, 0);
-  }
-  posix_spawnattr_setflags(&attr, flags);
-
-  std::vector<char *> argv;
-  argv.reserve(req.argv.size() + 1);
-  for (const auto &a : req.argv)
-    argv.push_back(const_cast<char *>(a.c_str()));
-  argv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, name.c_str(), &fa, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  const int rc = spawn(req, in_r.fd, out_w.fd, err_w.fd, pid);
   if (rc != 0)
     return failed(rc);
   r.started = true;
@@ -228,8 +251,16 @@ RunResult run_command(const RunRequest &req) {
         static_cast<int>(std::chrono::duration_cast<milliseconds>(deadline - now).count() + 1);
     if (pidfd.fd < 0) // no pidfd (old kernel): look at the command every 20 ms
       wait_ms = std::min(wait_ms, 20);
-    if (::poll(p.data(), n, wait_ms) < 0 && errno != EINTR)
+    const int polled = g_poll ? g_poll(p.data(), n, wait_ms) : ::poll(p.data(), n, wait_ms);
+    if (polled < 0 && errno != EINTR) {
+      // Not watched any more: killed, and reported as a failure, never as
+      // the exit status 0 of a wait status nobody filled in (issue 35).
+      r.error = fmt::format("{} was killed: cannot watch it: poll: {}", name, std::strerror(errno));
+      kill_it();
+      ::waitpid(pid, &st, 0);
+      r.unwatched = true;
       break;
+    }
     for (nfds_t i = 0; i < n; ++i) {
       if (!p[i].revents)
         continue;
@@ -260,7 +291,8 @@ RunResult run_command(const RunRequest &req) {
     read_some(err_r.fd, r.err, r.truncated);
   if (req.own_group)
     ::kill(-pid, SIGKILL); // its leftovers: no call group will kill them
-  fill_status(r, st);
+  if (!r.unwatched)
+    fill_status(r, st);
   in_w.reset();
   if (!pipe_was_pending) {
     sigpending(&pending);
@@ -377,7 +409,7 @@ int l_run(lua_State *L) {
           req.own_group = g_own_group;
           r = run_command(req);
         }
-        if (!r.started) {
+        if (!r.started || r.unwatched) {
           lua_pushnil(L);
           outcome =
               detail::push_string_protected(L, "slurm.run: " + r.error) ? NotStarted : LuaFailed;

@@ -53,6 +53,7 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
+#include <poll.h>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,10 @@ struct RunRequest {
   std::optional<std::string> input; ///< standard input; nullopt: /dev/null
   std::chrono::milliseconds timeout{kRunDefaultTimeout};
   bool own_group = false;
+  /// The whole environment ("NAME=value" each); nullopt: this process's.
+  std::optional<std::vector<std::string>> env;
+  /// The folder it starts in; nullopt: this process's.
+  std::optional<std::string> cwd;
 };
 
 /// What became of it.
@@ -90,8 +95,11 @@ struct RunResult {
   std::optional<int> status; ///< exit status
   std::optional<int> signal; ///< the signal that ended it
   bool timed_out = false;    ///< killed at the timeout
-  std::string out, err;      ///< captured, each at most kRunOutputMax
-  bool truncated = false;    ///< output beyond kRunOutputMax was dropped
+  /// Started, but poll(2) failed while it ran: killed, no status; `error`
+  /// says why, and slurm.run returns nil and that message.
+  bool unwatched = false;
+  std::string out, err;   ///< captured, each at most kRunOutputMax
+  bool truncated = false; ///< output beyond kRunOutputMax was dropped
   std::chrono::milliseconds elapsed{0};
 };
 
@@ -103,6 +111,10 @@ RunResult run_command(const RunRequest &req);
 /// what is left of the call's deadline.  nullopt: no time is left.
 std::optional<std::chrono::milliseconds>
 run_timeout(std::optional<std::chrono::milliseconds> asked);
+
+/// Test seam: the poll(2) run_command() calls (nullptr: ::poll).
+using PollFn = int (*)(pollfd *fds, nfds_t nfds, int timeout_ms);
+void set_run_poll_for_tests(PollFn fn);
 
 /// Registers slurm.run in the table at the top of L's stack.
 void register_run(lua_State *L);

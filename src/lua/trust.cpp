@@ -3,6 +3,8 @@
 // File: lua/trust.cpp
 #include "lua/trust.hpp"
 
+#include "common/safe_file.hpp"
+
 #include <lua.hpp>
 
 #include <fmt/format.h>
@@ -261,18 +263,11 @@ Expected<std::string> read_trusted_file(const std::string &path, uid_t su) {
     return fail(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   if (auto ok = check_trusted(path, st, su); !ok)
     return Unexpected<Error>{ok.error()};
-  std::string bytes;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return fail(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-    if (n == 0)
-      return bytes;
-    bytes.append(buf, static_cast<std::size_t>(n));
-  }
+  // Checked before a byte is read: a refused file is never read.
+  auto bytes = read_fd_bounded(fd, kMaxScriptBytes, path);
+  if (!bytes)
+    return fail(bytes.error().message);
+  return std::move(*bytes);
 }
 
 std::string module_path(const std::string &script_path) {

@@ -27,6 +27,7 @@
 
 #include "common/expected.hpp"
 
+#include <cstddef>
 #include <string>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -59,10 +60,16 @@ uid_t slurm_user();
 ///    1000 (alice), mode 0755: refused; ..."
 Expected<void> check_trusted(const std::string &path, const struct stat &st, uid_t slurm_user);
 
-/// Opens `path`, checks it with check_trusted() on the open file (no race
-/// between the check and the read), and returns its bytes.  Errors:
+/// The largest script or module read_trusted_file() reads, bytes.
+inline constexpr std::size_t kMaxScriptBytes = std::size_t{16} << 20;
+
+/// Opens `path` (O_NONBLOCK: a FIFO does not hang), checks it with
+/// check_trusted() on the open file (no race between the check and the
+/// read; a refused file is not read at all), and returns its bytes, at most
+/// kMaxScriptBytes (common/safe_file.hpp read_fd_bounded).  Errors:
 ///   "cannot open <path>: <strerror>" (as Lua's loadfile), "cannot read
-///   <path>: <strerror>", or the refusal of check_trusted().
+///   <path>: <strerror>", "<path>: larger than 16777216 bytes: refused", or
+///   the refusal of check_trusted().
 Expected<std::string> read_trusted_file(const std::string &path, uid_t slurm_user);
 
 /// The module search path of a script at `script_path` (switch.lua(5)):

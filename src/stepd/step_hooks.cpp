@@ -14,7 +14,18 @@ std::string step_tag(const StepArgs &s, std::string_view hook) {
                       .hook = hook});
 }
 
+namespace {
+/// script.call() under kStepHookUmask, whatever SLURM_UMASK slurmstepd took
+/// on (step_hooks.hpp: UmaskGuard).
+auto call_with_fixed_umask(Script &script, Hook h, const StepArgs &step,
+                           const MsgpackBytes *stepinfo) {
+  const UmaskGuard umask_guard;
+  return script.call(h, nullptr, &step, stepinfo);
+}
+} // namespace
+
 Expected<StepHooks> StepHooks::load(const std::string &path, LogSink sink) {
+  const UmaskGuard umask_guard; // the main chunk runs here
   auto tag = std::make_shared<std::string>();
   auto s = Script::load(
       path,
@@ -45,7 +56,7 @@ StepVerdict StepHooks::run(Hook h, const StepArgs &step, const MsgpackBytes *ste
   const std::string tag = step_tag(step);
   const std::string who = step_tag(step, hook_name(h)); // "JobId=42 StepId=42.0 node1 step_init"
   *tag_ = who;
-  auto r = script_.call(h, nullptr, &step, stepinfo);
+  auto r = call_with_fixed_umask(script_, h, step, stepinfo);
   tag_->clear();
   if (!r) {
     // switch.lua contract: a Lua error in a slurmstepd hook is logged and the

@@ -32,6 +32,8 @@
 
 #include <memory>
 #include <string>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <vector>
 
 namespace switchlua {
@@ -53,6 +55,25 @@ struct StepVerdict {
   /// all that sinfo -R shows, say what failed.
   std::string reason;
   std::string summary; ///< one line for logs and timelines
+};
+
+/// The umask every step hook (and the script's main chunk, and the commands
+/// slurm.run starts from them) runs under in slurmstepd: slurmstepd applies
+/// the user's SLURM_UMASK to itself before postfini and never restores it
+/// (Slurm 24.11 to 26.05 mgr.c), so without this, files root's postfini
+/// creates would get the mode the user chose (issue 35).
+inline constexpr mode_t kStepHookUmask = 022;
+
+/// Sets the process's umask for its lifetime, then restores the one before.
+class UmaskGuard {
+public:
+  explicit UmaskGuard(mode_t mask = kStepHookUmask) : old_(::umask(mask)) {}
+  ~UmaskGuard() { ::umask(old_); }
+  UmaskGuard(const UmaskGuard &) = delete;
+  UmaskGuard &operator=(const UmaskGuard &) = delete;
+
+private:
+  mode_t old_;
 };
 
 /// The step hooks on one loaded script.  Not thread-safe.

@@ -3,7 +3,7 @@
 // File: supervisor/script_guard.cpp
 #include "supervisor/script_guard.hpp"
 
-#include "common/atomic_file.hpp"
+#include "common/safe_file.hpp"
 #include "lua/trust.hpp"
 
 #include <fmt/format.h>
@@ -11,8 +11,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <unistd.h>
 
 namespace switchlua {
@@ -23,6 +21,24 @@ bool same_file_state(const struct stat &a, const struct stat &b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
          a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec &&
          a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
+}
+
+/// Bytes of a refused script hashed for its log line, at most.
+constexpr std::size_t kRefusedHashBytes = std::size_t{1} << 20;
+
+/// The content hash of a refused script, read without blocking and with a
+/// bound (issue 35: a FIFO or a link to /dev/zero must neither hang nor
+/// exhaust the supervisor); a file that is not a regular one, or is larger,
+/// is named by its type, inode and size instead of its content.
+std::string refused_content_hash(const std::string &path, const struct stat &st) {
+  if (S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) <= kRefusedHashBytes) {
+    auto bytes = read_file_bounded(path, kRefusedHashBytes);
+    if (bytes)
+      return content_hash(*bytes);
+  }
+  return content_hash(fmt::format("mode {:o} dev {} inode {} size {} mtime {}.{}", st.st_mode,
+                                  st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
+                                  st.st_mtim.tv_nsec));
 }
 
 } // namespace
@@ -46,10 +62,7 @@ std::optional<ScriptGuard::Candidate> ScriptGuard::check(const std::string &path
   auto trusted = read_trusted_file(path, slurm_user());
   if (!trusted) {
     // Untrusted (or unreadable): refused as it is; the good version stays.
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    const std::string hash = "untrusted:" + content_hash(ss.str());
+    const std::string hash = "untrusted:" + refused_content_hash(path, st);
     const std::string why = trusted.error().message;
     e.seen = true;
     e.st = st;

@@ -21,7 +21,7 @@
 // file themselves and fail to load, as before any check.
 //
 // The copy.  With set_copy(PATH) the guard writes its state to PATH after
-// every verdict (atomically, common/atomic_file.hpp; mode 0600), and
+// every verdict (atomically, common/safe_file.hpp; mode 0600), and
 // load_copy() seeds a fresh guard from it, so a supervisor started later
 // (replaced by the watchdog, or in the slurmctld that `scontrol
 // reconfigure` re-executes) keeps the last good version and does not log
@@ -117,7 +117,7 @@ struct GoodCopy {
 /// does not exist.
 Expected<GoodCopy> read_good_copy(const std::string &copy);
 
-/// Writes `c` to `copy` atomically, mode 0600 (common/atomic_file.hpp: a
+/// Writes `c` to `copy` atomically, mode 0600 (common/safe_file.hpp: a
 /// failure leaves the previous copy as it was).  Errors: "a newline in the
 /// script's path", or write_file_atomically()'s message (the failing step,
 /// the path and errno).

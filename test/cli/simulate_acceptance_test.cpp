@@ -38,8 +38,10 @@ const fs::path kSeed = seed_path();
 
 using switchlua::test::CmdResult;
 
+/// The CLI with no system slurm.conf (SlurmUser: root only), whatever the
+/// host's /etc/slurm holds.
 CmdResult run(const std::string &args) {
-  return switchlua::test::run_cli(args);
+  return switchlua::test::run_cli(args, "SLURM_CONF=/nonexistent/slurm.conf ");
 }
 
 /// Timeline entries whose text is exactly `text`.
@@ -834,9 +836,22 @@ TEST(Check, SlurmUserMayOwnTheScript) {
   EXPECT_EQ(r.status, 0) << r.out;
   r = run("check --slurm-user 65534 " + p.string());
   EXPECT_EQ(r.status, 0) << r.out;
-  std::ofstream(d / "slurm.conf") << "SlurmUser=nobody\n"; // its owner is SlurmUser
+  // Issue 35 item 4: a slurm.conf beside the script names nobody, whoever
+  // owns it; only the system's (SLURM_CONF here), root's, does.
+  std::ofstream(d / "slurm.conf") << "SlurmUser=nobody\n";
   ASSERT_EQ(::chown((d / "slurm.conf").c_str(), 65534, 0), 0);
   r = run("check " + p.string());
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("it must be owned by root and not"), std::string::npos) << r.out;
+  const std::string conf = "SLURM_CONF=" + (d / "slurm.conf").string() + " ";
+  r = switchlua::test::run_cli("check " + p.string(), conf);
+  EXPECT_EQ(r.status, 2 << 8) << r.out;
+  EXPECT_NE(r.out.find("slurm.conf " + (d / "slurm.conf").string() +
+                       ": owned by uid 65534, mode 0644: not trusted to name SlurmUser"),
+            std::string::npos)
+      << r.out;
+  ASSERT_EQ(::chown((d / "slurm.conf").c_str(), 0, 0), 0);
+  r = switchlua::test::run_cli("check " + p.string(), conf);
   EXPECT_EQ(r.status, 0) << r.out;
   r = run("check --slurm-user no-such-user-xyz " + p.string());
   EXPECT_EQ(r.status, 2 << 8) << r.out;

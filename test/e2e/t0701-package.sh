@@ -35,7 +35,6 @@ deb_field() { c_root dpkg-deb -f "/repo/${1#"$E2E_REPO"/}" "$2"; }
 # a --network job on two nodes gets the example's FABRIC_VNI
 network_job_works() {
 	local out
-	c_root install -d -o slurm -g slurm -m 0755 /var/tmp/switch-lua-example
 	# shellcheck disable=SC2016
 	out=$(run_srun -N2 --network=vni sh -c 'echo "FABRIC_VNI=$FABRIC_VNI"' | sort -u) ||
 		fail "srun --network=vni failed with the package installed: $out"
@@ -85,7 +84,7 @@ t_pkg_site_tools() {
 	out=$(c_root env "EX=$ex" lua5.4 -e 'local t = require("switchlua.testing")
 local r = t.run(os.getenv("EX"), "job_start", t.job({ job_id = 42, network = "vni" }))
 io.write(r.class, " ", r.jobinfo and r.jobinfo.vni or "nil", "\n")')
-	assert_eq "ok 1042" "$out" "switchlua.testing runs the installed example's job_start"
+	assert_match '^ok [0-9]+$' "$out" "switchlua.testing runs the installed example's job_start"
 }
 
 e2e_test "package for a tarball Slurm: slurm-switch-lua-slurm-X.Y.Z has everything under /opt/switch-lua-X.Y.Z, no Depends on a Slurm package, and the running slurmctld loaded its plugin" t_pkg_tarball

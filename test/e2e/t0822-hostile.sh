@@ -49,7 +49,6 @@ t_hostile_example() {
 	local tag marker h id esc
 	tag=$(e2e_uniq)
 	marker=/tmp/switchlua-pwned-$tag
-	c_root install -d -o slurm -g slurm -m 0755 /var/tmp/switch-lua-example
 	h=$(hostile_string "$marker" "$tag")
 	assert_eq 1023 "${#h}" "the hostile string's length"
 	id=$(submit -N1 --network=vni -J "$h" --comment="$h" -A "$h" --wrap=true)

@@ -7,6 +7,11 @@
 #include "lua/run_command.hpp"
 
 #include <gtest/gtest.h>
+#include <lua.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <poll.h>
 
 #include <chrono>
 #include <csignal>
@@ -76,4 +81,48 @@ TEST(RunCommand, TheTimeoutIsCappedByTheCallsDeadline) {
   set_call_deadline(std::nullopt);
   EXPECT_EQ(run_timeout(std::nullopt), kRunDefaultTimeout);
   EXPECT_EQ(run_timeout(5000ms), 5000ms);
+}
+
+namespace {
+int failing_poll(pollfd *, nfds_t, int) {
+  errno = ENOMEM;
+  return -1;
+}
+/// The seam for one test.
+struct FailingPoll {
+  FailingPoll() { set_run_poll_for_tests(failing_poll); }
+  ~FailingPoll() { set_run_poll_for_tests(nullptr); }
+};
+} // namespace
+
+// Issue 35: a command that could not be watched was reported as exit status
+// 0 (the wait status nobody filled in).
+TEST(RunCommand, AFailedPollIsAFailureNotASuccess) {
+  FailingPoll seam;
+  RunRequest req;
+  req.argv = {"sleep", "300"};
+  req.own_group = true;
+  RunResult r = run_command(req);
+  EXPECT_TRUE(r.started);
+  EXPECT_TRUE(r.unwatched);
+  EXPECT_FALSE(r.status.has_value()) << "status " << r.status.value_or(-1);
+  EXPECT_EQ(r.error,
+            "sleep was killed: cannot watch it: poll: " + std::string(std::strerror(ENOMEM)));
+}
+
+TEST(RunCommand, SlurmRunReturnsNilWhenPollFails) {
+  FailingPoll seam;
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  lua_newtable(L);
+  register_run(L);
+  lua_setglobal(L, "slurm");
+  ASSERT_EQ(luaL_dostring(L, "local r, e = slurm.run({'true'})\n"
+                             "return r == nil, e"),
+            LUA_OK)
+      << lua_tostring(L, -1);
+  EXPECT_TRUE(lua_toboolean(L, -2));
+  EXPECT_STREQ(lua_tostring(L, -1), "slurm.run: true was killed: cannot watch it: poll: Cannot "
+                                    "allocate memory");
+  lua_close(L);
 }

@@ -299,3 +299,38 @@ TEST(StepHooks, AHandlerInstalledWhileAHookRunsIsNotReplacedByTheDefault) {
   sigemptyset(&dfl.sa_mask);
   ::sigaction(SIGPIPE, &dfl, nullptr);
 }
+
+// Issue 35 item 3: slurmstepd runs postfini under the user's SLURM_UMASK;
+// the hook and the commands slurm.run starts create files with 0644, and
+// the umask before is back afterwards.
+TEST(StepHooks, PostfiniRunsUnderUmask022WhateverTheUsersAndRestoresIt) {
+  const auto dir = std::filesystem::temp_directory_path() / "switchlua-umask-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  Logged log;
+  auto h =
+      StepHooks::load(write("sh-umask.lua", "function slurm_switch_step_postfini()\n"
+                                            "  local f = assert(io.open('" +
+                                                (dir / "by-hook").string() +
+                                                "', 'w'))\n"
+                                                "  f:write('x') f:close()\n"
+                                                "  local r = slurm.run({'touch', '" +
+                                                (dir / "by-run").string() +
+                                                "'})\n"
+                                                "  if not r or r.status ~= 0 then return -1 end\n"
+                                                "  return 0\n"
+                                                "end\n"),
+                      log.sink());
+  ASSERT_TRUE(h) << h.error().message;
+  const mode_t before = ::umask(0000); // SLURM_UMASK=0000
+  StepVerdict v = h->postfini(step(), &kInfo);
+  const mode_t after = ::umask(before);
+  EXPECT_EQ(after, 0000u) << "the umask before the hook is restored";
+  EXPECT_EQ(v.kind, StepVerdict::Kind::Proceed) << v.summary;
+  for (const char *name : {"by-hook", "by-run"}) {
+    struct stat st{};
+    ASSERT_EQ(::stat((dir / name).c_str(), &st), 0) << name;
+    EXPECT_EQ(st.st_mode & 0777, 0644u) << name;
+  }
+  std::filesystem::remove_all(dir);
+}

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
-// common/atomic_file.hpp: the file is replaced whole or not at all, no temp
+// common/safe_file.hpp: the file is replaced whole or not at all, no temp
 // file is left behind, the mode is the one asked for, and both the file and
 // its folder are fsynced (seen through the fsync seam).
-#include "common/atomic_file.hpp"
+#include "common/safe_file.hpp"
 
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -156,22 +160,147 @@ TEST(AtomicFile, AFailedFolderSyncSaysTheFileIsReplaced) {
   EXPECT_EQ(read_file(d.file()), "new");
 }
 
-TEST(AtomicFile, AMissingFolderIsAnErrorNamingTheTempFile) {
+TEST(AtomicFile, AMissingFolderIsAnErrorNamingTheFolder) {
   auto r = write_file_atomically("/nonexistent-dir/f", "x");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().err, ENOENT);
-  EXPECT_EQ(r.error().message, "cannot create /nonexistent-dir/f.tmp." +
-                                   std::to_string(::getpid()) + ": No such file or directory");
+  EXPECT_EQ(r.error().message,
+            "cannot open the folder /nonexistent-dir: No such file or directory");
 }
 
-TEST(AtomicFile, DoesNotWriteThroughASymlinkedTempFile) {
+TEST(AtomicFile, ASymlinkPlantedAtTheTempNameIsNeitherFollowedNorInTheWay) {
   TempDir d;
   std::ofstream(d.file("victim")) << "victim";
-  fs::create_symlink(d.file("victim"), d.file() + ".tmp." + std::to_string(::getpid()));
+  const std::string planted = d.file() + ".tmp." + std::to_string(::getpid());
+  fs::create_symlink(d.file("victim"), planted);
+  auto r = write_file_atomically(d.file(), "x");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(read_file(d.file("victim")), "victim");
+  EXPECT_EQ(read_file(d.file()), "x");
+  EXPECT_TRUE(fs::is_symlink(planted)) << "left alone";
+}
+
+TEST(AtomicFile, AFifoPlantedAtTheTempNameDoesNotBlock) {
+  TempDir d;
+  ASSERT_EQ(::mkfifo((d.file() + ".tmp." + std::to_string(::getpid())).c_str(), 0666), 0);
+  // In a child with a deadline: the old writer opened the FIFO and blocked.
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::alarm(60);
+    ::_exit(write_file_atomically(d.file(), "x") ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(read_file(d.file()), "x");
+}
+
+TEST(AtomicFile, AFolderOthersCanWriteIsRefused) {
+  TempDir d;
+  ASSERT_EQ(::chmod(d.path.c_str(), 0777), 0);
   auto r = write_file_atomically(d.file(), "x");
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().err, ELOOP);
+  EXPECT_EQ(r.error().err, EPERM);
+  EXPECT_NE(r.error().message.find(d.path + ": the folder is owned by uid"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("mode 0777: refused"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(d.names().empty());
+  ASSERT_EQ(::chmod(d.path.c_str(), 0770), 0);
+  EXPECT_FALSE(write_file_atomically(d.file(), "x")) << "group-writable";
+  ASSERT_EQ(::chmod(d.path.c_str(), 01777), 0);
+  EXPECT_TRUE(write_file_atomically(d.file(), "x")) << "sticky and ours, like /tmp";
+}
+
+/// The uid of nobody, or -1.
+long nobody_uid() {
+  const struct passwd *pw = ::getpwnam("nobody");
+  return pw != nullptr ? static_cast<long>(pw->pw_uid) : -1;
+}
+
+TEST(AtomicFile, AFolderOwnedByAnotherUserIsRefused) {
+  if (::geteuid() != 0 || nobody_uid() < 0)
+    GTEST_SKIP() << "needs root and a user nobody";
+  TempDir d;
+  ASSERT_EQ(::chown(d.path.c_str(), static_cast<uid_t>(nobody_uid()), 0), 0);
+  auto r = write_file_atomically(d.file(), "x");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().err, EPERM);
+  EXPECT_TRUE(d.names().empty());
+}
+
+TEST(OpenOwnFile, OpensOurRegularFileAndCreatesIt) {
+  TempDir d;
+  auto fd = open_own_file(d.file(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  ASSERT_TRUE(fd) << fd.error().message;
+  EXPECT_EQ(::write(*fd, "ab", 2), 2);
+  ::close(*fd);
+  EXPECT_EQ(read_file(d.file()), "ab");
+}
+
+TEST(OpenOwnFile, RefusesASymlinkAFifoAndAFileOthersCanWrite) {
+  TempDir d;
+  std::ofstream(d.file("victim")) << "victim";
+  fs::create_symlink(d.file("victim"), d.file("link"));
+  auto l = open_own_file(d.file("link"), O_WRONLY | O_APPEND);
+  ASSERT_FALSE(l);
+  EXPECT_EQ(l.error().err, ELOOP);
+  ASSERT_EQ(::mkfifo(d.file("fifo").c_str(), 0600), 0);
+  auto f = open_own_file(d.file("fifo"), O_RDWR);
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().message, d.file("fifo") + ": not a regular file: refused");
+  ASSERT_EQ(::chmod(d.file("victim").c_str(), 0666), 0);
+  auto w = open_own_file(d.file("victim"), O_WRONLY | O_APPEND);
+  ASSERT_FALSE(w);
+  EXPECT_NE(w.error().message.find("mode 0666: refused"), std::string::npos);
   EXPECT_EQ(read_file(d.file("victim")), "victim");
+}
+
+TEST(OpenOwnFile, RefusesAFileOwnedByAnotherUid) {
+  if (::geteuid() != 0 || nobody_uid() < 0)
+    GTEST_SKIP() << "needs root and a user nobody";
+  TempDir d;
+  std::ofstream(d.file()) << "theirs";
+  ASSERT_EQ(::chown(d.file().c_str(), static_cast<uid_t>(nobody_uid()), 0), 0);
+  auto r = open_own_file(d.file(), O_WRONLY | O_APPEND);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().err, EPERM);
+  EXPECT_NE(r.error().message.find(d.file() + ": owned by uid " + std::to_string(nobody_uid())),
+            std::string::npos)
+      << r.error().message;
+}
+
+TEST(ReadBounded, ReadsUpToTheBoundAndRefusesMore) {
+  TempDir d;
+  std::ofstream(d.file()) << "12345";
+  auto ok = read_file_bounded(d.file(), 5);
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(*ok, "12345");
+  auto big = read_file_bounded(d.file(), 4);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().err, EFBIG);
+  EXPECT_EQ(big.error().message, d.file() + ": larger than 4 bytes: refused");
+}
+
+TEST(ReadBounded, DevZeroAndAFifoAreRefusedWithoutReadingOrBlocking) {
+  auto z = read_file_bounded("/dev/zero", 1024);
+  ASSERT_FALSE(z);
+  EXPECT_EQ(z.error().message, "/dev/zero: not a regular file: refused");
+  TempDir d;
+  ASSERT_EQ(::mkfifo(d.file().c_str(), 0600), 0);
+  auto f = read_file_bounded(d.file(), 1024);
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().err, EINVAL);
+}
+
+TEST(ReadBounded, AnEndlessDescriptorStopsAtTheBound) {
+  const int fd = ::open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto r = read_fd_bounded(fd, 100000, "/dev/zero");
+  ::close(fd);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().err, EFBIG);
 }
 
 TEST(AtomicFile, FolderOf) {
