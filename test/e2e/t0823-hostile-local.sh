@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# e2e-tiers: core=24.11 full=24.11
+# e2e-tiers: core=24.11 full=
 # shellcheck shell=bash
 #
 # t0823-hostile-local: an ordinary local user (nobody) gains nothing from the
