@@ -89,14 +89,20 @@ t_drain_resume() {
 
 e2e_test "cluster: a running job survives restart-ctld --kill9" t_restart_ctld
 t_restart_ctld() {
-	local id
-	id=$(submit -N1 --wrap='sleep 10')
+	local id go
+	# The job runs until the test lets it end (a file), not for a time: on a
+	# loaded machine a 10 s job ended before the restart was over.
+	go=/tmp/switch-lua-e2e.$(e2e_uniq).go
+	# shellcheck disable=SC2064 # $go is fixed now
+	trap "rm -f '$E2E_ROOT$go'" EXIT
+	id=$(submit -N1 --wrap="while [ ! -e $go ]; do sleep 0.2; done")
 	wait_job "$id" RUNNING
 	# Without this the kill can come before slurmctld wrote the job down
 	# (started by backfill, it is on disk as PENDING until a write).
 	ask_job_state_write
 	restart_ctld --kill9
 	assert_eq RUNNING "$(job_state "$id")" "state after the restart"
+	touch "$E2E_ROOT$go"
 	wait_job "$id" COMPLETED 30
 	assert_eq "0:0" "$(job_field "$id" ExitCode)" "ExitCode"
 }
