@@ -77,6 +77,21 @@ void print_journal(const json &j) {
     fmt::print("Journal:              writable\n");
 }
 
+/// The control line (issue 40; switch.lua(5), HIGH AVAILABILITY); none in
+/// a file of an older plugin.
+void print_control(const json &j) {
+  const json c = j.value("control", json::object());
+  if (c.empty())
+    return;
+  const std::string state = c.value("state", std::string());
+  const std::string why = c.value("why", std::string());
+  fmt::print("Control:              {}{}{} (epoch {}; WAITING {} time{}, fenced takeovers {}, "
+             "stale {})\n",
+             state == "WAITING" ? "WAITING: new setups wait; retried every second" : state,
+             why.empty() ? "" : ": ", why, u(c, "epoch"), u(c, "waits"),
+             u(c, "waits") == 1 ? "" : "s", u(c, "fenced_takeovers"), u(c, "stale"));
+}
+
 void print_human(const json &j, const std::string &path, std::int64_t age) {
   const std::string stars(60, '*');
   fmt::print("{}\nswitch/lua status, from {}\n", stars, path);
@@ -114,6 +129,7 @@ void print_human(const json &j, const std::string &path, std::int64_t age) {
                  u(b, "opens") == 1 ? "" : "s",
                  u(b, "opens") ? fmt::format(", last closed {}", time_text(since)) : "");
   }
+  print_control(j);
   print_journal(j);
   const json hooks = j.value("hooks", json::object());
   fmt::print("\nHook calls by outcome:\n");

@@ -184,6 +184,22 @@ void CtldStats::set_journal_failure(const std::string &why) {
   set_field(&StatsSnapshot::journal_failure, why);
 }
 
+void CtldStats::set_control(const std::string &state, const std::string &why, std::uint64_t epoch) {
+  std::lock_guard g(mu_);
+  if (s_.control == state && s_.control_why == why && s_.epoch == epoch)
+    return;
+  s_.control = state;
+  s_.control_why = why;
+  s_.epoch = epoch;
+  ++version_;
+}
+
+void CtldStats::count_control(std::uint64_t StatsSnapshot::*counter) {
+  std::lock_guard g(mu_);
+  ++(s_.*counter);
+  ++version_;
+}
+
 void CtldStats::set_journal_waiting(std::size_t n) {
   set_field(&StatsSnapshot::journal_waiting, std::uint64_t{n});
 }
@@ -200,6 +216,15 @@ json breaker_json(const StatsSnapshot &s) {
           {"since", s.breaker_since},
           {"why", s.breaker_why},
           {"opens", s.breaker_opens}};
+}
+
+json control_json(const StatsSnapshot &s) {
+  return {{"state", s.control},
+          {"why", s.control_why},
+          {"epoch", s.epoch},
+          {"waits", s.control_waits},
+          {"fenced_takeovers", s.fenced_takeovers},
+          {"stale", s.stale_periods}};
 }
 } // namespace
 
@@ -261,6 +286,7 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
               {"cancels", s.cancels},
               {"host_faults", s.host_faults},
               {"fabric_breaker", breaker_json(s)},
+              {"control", control_json(s)},
               {"jobs", s.jobs},
               {"journal_bytes", journal_bytes},
               {"journal_failure", s.journal_failure},
@@ -339,7 +365,7 @@ void StatusPublisher::set_metrics_path(const std::string &path) {
 
 void StatusPublisher::publish() {
   std::lock_guard g(write_mu_);
-  if (path_.empty() && metrics_path_.empty())
+  if (silenced_ || (path_.empty() && metrics_path_.empty()))
     return;
   const std::uint64_t v = stats_.version();
   std::int64_t journal_bytes = 0;
