@@ -64,19 +64,6 @@ std::string bound(std::int64_t b) {
   return fmt::format("<= {} ms", b);
 }
 
-/// The journal's two lines: its size, and whether it is written (issue 24;
-/// switch_lua.conf(5), STATESAVELOCATION).
-void print_journal(const json &j) {
-  fmt::print("Journal size:         {} bytes\n", u(j, "journal_bytes"));
-  const std::uint64_t waiting = u(j, "journal_waiting");
-  if (const std::string jf = j.value("journal_failure", ""); !jf.empty())
-    fmt::print("Journal:              FAILING: {} (new setups fail until it is written "
-               "again; {} teardown{} wait{} for it, their jobs COMPLETING)\n",
-               jf, waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "");
-  else
-    fmt::print("Journal:              writable\n");
-}
-
 /// The control line (issue 40; switch.lua(5), HIGH AVAILABILITY); none in
 /// a file of an older plugin.
 void print_control(const json &j) {
@@ -90,6 +77,21 @@ void print_control(const json &j) {
              state == "WAITING" ? "WAITING: new setups wait; retried every second" : state,
              why.empty() ? "" : ": ", why, u(c, "epoch"), u(c, "waits"),
              u(c, "waits") == 1 ? "" : "s", u(c, "fenced_takeovers"), u(c, "stale"));
+}
+
+/// The control line (print_control), then the journal's two lines: its
+/// size, and whether it is written (issue 24; switch_lua.conf(5),
+/// STATESAVELOCATION).
+void print_journal(const json &j) {
+  print_control(j);
+  fmt::print("Journal size:         {} bytes\n", u(j, "journal_bytes"));
+  const std::uint64_t waiting = u(j, "journal_waiting");
+  if (const std::string jf = j.value("journal_failure", ""); !jf.empty())
+    fmt::print("Journal:              FAILING: {} (new setups fail until it is written "
+               "again; {} teardown{} wait{} for it, their jobs COMPLETING)\n",
+               jf, waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "");
+  else
+    fmt::print("Journal:              writable\n");
 }
 
 void print_human(const json &j, const std::string &path, std::int64_t age) {
@@ -129,7 +131,6 @@ void print_human(const json &j, const std::string &path, std::int64_t age) {
                  u(b, "opens") == 1 ? "" : "s",
                  u(b, "opens") ? fmt::format(", last closed {}", time_text(since)) : "");
   }
-  print_control(j);
   print_journal(j);
   const json hooks = j.value("hooks", json::object());
   fmt::print("\nHook calls by outcome:\n");

@@ -90,14 +90,16 @@ std::chrono::milliseconds CtldCore::Impl::host_fault_age(std::uint32_t job_id, c
   return age;
 }
 
+void CtldCore::Impl::not_applied(std::uint32_t job_id, const Event &e) {
+  port.log(LogLevel::Error,
+           log_line({.job_id = job_id}, "{} not applied: this slurmctld does not hold control",
+                    event_kind_name(e.kind)));
+}
+
 void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e, bool defer_effects) {
   std::lock_guard g(mu);
-  if (!in_control) {
-    port.log(LogLevel::Error,
-             log_line({.job_id = job_id}, "{} not applied: this slurmctld does not hold control",
-                      event_kind_name(e.kind)));
-    return;
-  }
+  if (!in_control)
+    return not_applied(job_id, e);
   auto it = jobs.find(job_id);
   if (it == jobs.end())
     return;

@@ -406,11 +406,18 @@ struct CtldCore::Impl {
   /// journal closed unwritten, the supervisor (and every call in it) told
   /// to stop, the status file no longer written.
   void become_stale(const FenceStale &why);
-  /// The worker's periodic fence check (kFenceCheck), in control only.
-  void check_fence_now() {
-    std::lock_guard g(mu);
-    if (in_control)
-      fence_ok();
+  /// The worker's periodic fence check (kFenceCheck), in control only:
+  /// `lk` (qmu) is given up meanwhile (mu comes first).  Returns when the
+  /// next one is due.
+  std::chrono::steady_clock::time_point fence_tick(std::unique_lock<std::mutex> &lk) {
+    lk.unlock();
+    {
+      std::lock_guard g(mu);
+      if (in_control)
+        fence_ok();
+    }
+    lk.lock();
+    return std::chrono::steady_clock::now() + core_detail::kFenceCheck;
   }
   /// take_control(): what the previous time in control left in memory and
   /// no longer holds (killed calls' outcomes, back-offs, the breaker,
@@ -475,6 +482,8 @@ struct CtldCore::Impl {
   /// orphan_result(), recovery_fsm.hpp).
   void apply_orphan(std::int64_t attempt, const Outcome &out);
 
+  /// apply() out of control: its error line.
+  void not_applied(std::uint32_t job_id, const Event &e);
   /// One event for one job; locks held.  `defer_effects`: see
   /// apply_queued() (the worker's outcomes).
   void apply(std::uint32_t job_id, const Event &e, bool defer_effects = false);

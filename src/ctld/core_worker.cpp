@@ -39,14 +39,8 @@ void CtldCore::Impl::run_worker() {
     });
     if (stopping)
       break;
-    if (SteadyClock::now() >= next_fence) {
-      // Issue 40: a controller resumed after a stop learns within
-      // kFenceCheck that another one took control, writes or not.
-      lk.unlock();
-      check_fence_now();
-      lk.lock();
-      next_fence = SteadyClock::now() + kFenceCheck;
-    }
+    if (SteadyClock::now() >= next_fence) // issue 40: a resumed controller learns it is stale
+      next_fence = fence_tick(lk);
     const auto now = SteadyClock::now();
     bool tick = now >= next_tick;
     std::vector<Timer> due;

@@ -218,6 +218,20 @@ json breaker_json(const StatsSnapshot &s) {
           {"opens", s.breaker_opens}};
 }
 
+json lanes_json(const StatsSnapshot &s) {
+  json lanes = json::object();
+  for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch}) {
+    const LaneStats &ls = s.lanes[static_cast<std::size_t>(l)];
+    lanes[std::string(lane_name(l))] = {
+        {"waiting", ls.waiting},
+        {"started", ls.started},
+        {"wait_ms_mean", ls.started ? ls.wait_ms_total / static_cast<std::int64_t>(ls.started) : 0},
+        {"wait_ms_total", ls.wait_ms_total},
+        {"wait_ms_max", ls.wait_ms_max}};
+  }
+  return lanes;
+}
+
 json control_json(const StatsSnapshot &s) {
   return {{"state", s.control},
           {"why", s.control_why},
@@ -259,16 +273,6 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
                           {"buckets", buckets}};
     hooks[hook] = h;
   }
-  json lanes = json::object();
-  for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch}) {
-    const LaneStats &ls = s.lanes[static_cast<std::size_t>(l)];
-    lanes[std::string(lane_name(l))] = {
-        {"waiting", ls.waiting},
-        {"started", ls.started},
-        {"wait_ms_mean", ls.started ? ls.wait_ms_total / static_cast<std::int64_t>(ls.started) : 0},
-        {"wait_ms_total", ls.wait_ms_total},
-        {"wait_ms_max", ls.wait_ms_max}};
-  }
   return json{{"format", kStatusFormat},
               {"written", written},
               {"counting_since", s.started_at},
@@ -277,7 +281,7 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
               {"switch_status_interval", summary_interval},
               {"calls", {{"in_flight", s.in_flight}, {"running", s.running}}},
               {"hooks", hooks},
-              {"lanes", lanes},
+              {"lanes", lanes_json(s)},
               {"timeouts", s.timeouts},
               {"leftovers_killed", s.leftovers_killed},
               {"retries", s.retries},

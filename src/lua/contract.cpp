@@ -380,8 +380,7 @@ MsgpackBytes JobArgs::to_msgpack() const {
     estimate += n.size() + 5;
   buf.bytes.reserve(estimate);
   Packer pk(buf);
-  // The 0.5 pair (failed_nodes, failed_node_names) only with failed
-  // nodes, the 0.6 epoch only when set.
+  // The 0.5 pair only with failed nodes, the 0.6 epoch only when set.
   auto written = [&](std::size_t i) {
     return i < kJobFieldsAlways ||
            (i == kJobFieldEpoch ? epoch.has_value() : failed_nodes.has_value());

@@ -342,9 +342,7 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     // read or written here; the core takes control (journal, status file,
     // last good copy) from switch_p_restore (slc_ctld_take_control).
     o.take_control_at_start = false;
-    // Issue 40: a holder that keeps its lock past this is fenced out (a
-    // stopped or partitioned primary; ctld/fence.hpp), rather than waited
-    // for past the moment Slurm's own backup serves.
+    // Issue 40: a holder keeping its lock past this is fenced out (fence.hpp).
     o.lock_wait = std::chrono::seconds(5);
     if (state_dir && state_dir[0]) {
       o.journal_path = fmt::format("{}/switch_lua.journal", state_dir);
