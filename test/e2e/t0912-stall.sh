@@ -28,7 +28,7 @@
 stall_cleanup() {
 	local pid=$2
 	# Never leave a stopped slurmctld behind.
-	[ -n "$pid" ] && kill -CONT "$pid" 2>/dev/null
+	kill -CONT "$pid" 2>/dev/null || true
 	rm -f "$E2E_ROOT"/tmp/switch-lua-e2e."$1".*
 }
 
@@ -43,18 +43,6 @@ _ledger_at_least() { (($(ledger_count "$1" "$2") >= $3)); }
 wait_ledger() {
 	wait_for "${4:-60}" _ledger_at_least "$1" "$2" "$3" ||
 		fail "ledger of $1: fewer than $3 lines /$2/ after ${4:-60}s: $(ha_ledger "$1" | tr '\n' ';')"
-}
-
-# _all_ended ID...: every job has ended COMPLETED (or its record is gone).
-_all_ended() {
-	local id st
-	for id in "$@"; do
-		st=$(job_state "$id" 2>/dev/null || echo gone)
-		case "$st" in
-		COMPLETED | gone) ;;
-		*) return 1 ;;
-		esac
-	done
 }
 
 primary_pid() { head -n1 "$E2E_CLH/run/slurmctld.slurm.pid"; }
@@ -76,7 +64,10 @@ t_stall() {
 	wait_state_saved
 	kill -STOP "$pid"
 	note "primary slurmctld $pid stopped with 4 setups waiting at the gate"
-	wait_backup_control 90 || fail "the backup did not take control"
+	# Not wait_backup_control: Slurm's clients keep waiting on the stopped
+	# primary's socket (issue 40), so nothing asks Slurm until it runs again.
+	wait_log "$(ctld_log)" "BackupController1 .* taking over" 90 ||
+		fail "the backup did not take over"
 	line=$(wait_log "$(ctld_log)" 'switch/lua: journal .*: its lock was still held by .* fenced takeover, epoch [0-9]+' 60 &&
 		ctld_grep 'fenced takeover, epoch [0-9]+' | tail -n1) ||
 		fail "no fenced takeover line: $(ctld_grep 'switch/lua: ' | tail -n 20)"
@@ -101,16 +92,21 @@ t_stall() {
 	# save a SIGTERM would make.
 	ctld kill9 primary
 	: >"$E2E_ROOT/tmp/switch-lua-e2e.$tag.gate"
-	wait_for 150 _all_ended "${ids[@]}" ||
-		fail "jobs not over: $(for id in "${ids[@]}"; do printf '%s=%s ' "$id" "$(job_state "$id" 2>/dev/null || echo gone)"; done)"
-	for id in "${ids[@]}"; do wait_ledger "$tag" "^completed $id [0-9]+ tok-" 1 90; done
+	# Each run ends (Slurm may also requeue one for a node failure after the
+	# switch of controllers: its own HA, not this test's); the ledger is the
+	# fabric's word: each allocation released once, with its own token.
+	for id in "${ids[@]}"; do wait_ledger "$tag" "^completed $id [0-9]+ tok-" 1 150; done
 	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
 	ha_ledger_check "$tag" "${ids[@]}" >&2 || fail "the ledger breaks the rules (above)"
 	# Allocations: 4, all made by the backup; the stopped primary's calls
 	# are its 4 first job_start lines, none after it ran again.
 	assert_eq 4 "$(ledger_count "$tag" '^started ')" "allocations made"
 	assert_eq 4 "$(ledger_count "$tag" "^started .* e=$new_epoch\$")" "allocations made by the backup"
-	assert_eq 4 "$(ledger_count "$tag" "^completed [0-9]+ [0-9]+ tok-.* e=$new_epoch\$")" "releases by the backup"
+	# Released once each, by a controller after the stopped one (the backup,
+	# at its epoch or a later one: Slurm may hand control back and forth
+	# once the primary runs again, before it is killed).
+	assert_eq 4 "$(ledger_count "$tag" '^completed [0-9]+ [0-9]+ tok-')" "releases"
+	assert_eq 0 "$(ledger_count "$tag" "^complete.* e=$old_epoch\$")" "teardowns by the stopped primary"
 	assert_eq 4 "$(ledger_count "$tag" " e=$old_epoch\$")" "calls of the stopped primary (its 4 first job_start)"
 	# The backup stays up and in control.
 	c_root scontrol ping | grep -E 'ctld2 is UP' >/dev/null ||
