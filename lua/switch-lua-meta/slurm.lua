@@ -173,6 +173,7 @@ function print(...) end
 ---@field cluster_name? string ClusterName of slurm.conf (admin-set); key fabric allocations with it when clusters share a fabric.
 ---@field failed_nodes? string job_complete only: the job's nodes that failed or were removed when it ended (DOWN, NOT_RESPONDING or FAIL, or excised from a --no-kill job), a host list expression, e.g. "node2"; nil when none (and in job_start).
 ---@field failed_node_names string[] The same nodes expanded, in node_names' order; empty when none.
+---@field epoch? integer The epoch of the controller's control period (grows by one at each takeover); a fabric manager may refuse a call whose epoch is below one it has seen. nil without a journal.
 
 ---The step table of step_preinit, step_init and step_postfini.
 ---@class switchlua.Step

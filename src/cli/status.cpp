@@ -67,9 +67,26 @@ std::string bound(std::int64_t b) {
   return fmt::format("<= {} ms", b);
 }
 
-/// The journal's two lines: its size, and whether it is written (issue 24;
-/// switch_lua.conf(5), STATESAVELOCATION).
+/// The control line (issue 40; switch.lua(5), HIGH AVAILABILITY); none in
+/// a file of an older plugin.
+void print_control(const json &j) {
+  const json c = j.value("control", json::object());
+  if (c.empty())
+    return;
+  const std::string state = c.value("state", std::string());
+  const std::string why = c.value("why", std::string());
+  fmt::print("Control:              {}{}{} (epoch {}; WAITING {} time{}, fenced takeovers {}, "
+             "stale {})\n",
+             state == "WAITING" ? "WAITING: new setups wait; retried every second" : state,
+             why.empty() ? "" : ": ", why, u(c, "epoch"), u(c, "waits"),
+             u(c, "waits") == 1 ? "" : "s", u(c, "fenced_takeovers"), u(c, "stale"));
+}
+
+/// The control line (print_control), then the journal's two lines: its
+/// size, and whether it is written (issue 24; switch_lua.conf(5),
+/// STATESAVELOCATION).
 void print_journal(const json &j) {
+  print_control(j);
   fmt::print("Journal size:         {} bytes\n", u(j, "journal_bytes"));
   const std::uint64_t waiting = u(j, "journal_waiting");
   if (const std::string jf = j.value("journal_failure", ""); !jf.empty())

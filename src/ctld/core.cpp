@@ -90,14 +90,16 @@ std::chrono::milliseconds CtldCore::Impl::host_fault_age(std::uint32_t job_id, c
   return age;
 }
 
+void CtldCore::Impl::not_applied(std::uint32_t job_id, const Event &e) {
+  port.log(LogLevel::Error,
+           log_line({.job_id = job_id}, "{} not applied: this slurmctld does not hold control",
+                    event_kind_name(e.kind)));
+}
+
 void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e, bool defer_effects) {
   std::lock_guard g(mu);
-  if (!in_control) {
-    port.log(LogLevel::Error,
-             log_line({.job_id = job_id}, "{} not applied: this slurmctld does not hold control",
-                      event_kind_name(e.kind)));
-    return;
-  }
+  if (!in_control)
+    return not_applied(job_id, e);
   auto it = jobs.find(job_id);
   if (it == jobs.end())
     return;
@@ -114,6 +116,8 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e, bool defer_effe
   annotate(e, it->second, r);
   const bool calls_only = deferrable(r.actions);
   const JournalStep js = journal_step(it->second, e, r, journal && (calls_only || defer_effects));
+  if (!in_control) // issue 40: found stale before its records: nothing of this step happens
+    return;
   if (auto rec = count_setup_failures(failures, cfg, e, r))
     journal_append({*rec});
   it->second = r.next;
@@ -231,11 +235,23 @@ bool CtldCore::job_start(JobArgs job, bool requeue_allowed) {
   if (!job.network || job.network->empty())
     return false; // switch.lua contract: only jobs with a non-empty --network
   std::lock_guard g(impl_->mu);
-  if (!impl_->in_control) {
-    impl_->port.log(LogLevel::Error,
+  if (!impl_->in_control && !impl_->waiting.empty()) {
+    // Issue 40, WAITING: the job waits CONFIGURING; its setup starts once
+    // control is taken (reconcile_journal()).
+    impl_->port.log(LogLevel::Info,
                     log_line({.job_id = job.job_id, .hook = "job_start"},
-                             "not run: this slurmctld does not hold control (standby, or "
-                             "stopping); the job is not managed by switch/lua"));
+                             "waits: switch/lua is WAITING for control ({})", impl_->waiting));
+    const std::uint32_t id = job.job_id;
+    impl_->parked.insert_or_assign(id, std::make_pair(std::move(job), requeue_allowed));
+    return true;
+  }
+  if (!impl_->in_control) {
+    impl_->port.log(
+        LogLevel::Error,
+        log_line({.job_id = job.job_id, .hook = "job_start"},
+                 "not run: this slurmctld does not hold control ({}); the job is "
+                 "not managed by switch/lua",
+                 impl_->stale ? "another slurmctld took control since" : "standby, or stopping"));
     return false;
   }
   impl_->frozen = false;
@@ -278,6 +294,12 @@ bool CtldCore::settle_setup(std::uint32_t job_id) {
 
 void CtldCore::job_complete(std::uint32_t job_id, const JobEnd &end) {
   std::lock_guard g(impl_->mu);
+  if (impl_->parked.erase(job_id)) { // its setup never started: nothing to tear down
+    impl_->port.log(LogLevel::Info,
+                    log_line({.job_id = job_id, .hook = "job_complete"},
+                             "not needed: the job ended while its setup waited for control"));
+    return;
+  }
   if (auto it = impl_->jobs.find(job_id); it != impl_->jobs.end() && !is_terminal(it->second.state))
     impl_->note_failed_nodes(it->second, end);
   impl_->apply(job_id, Event{.kind = EventKind::JobEnded});

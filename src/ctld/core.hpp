@@ -19,6 +19,7 @@
 #pragma once
 
 #include "ctld/config.hpp"
+#include "ctld/fence.hpp"
 #include "ctld/job_fsm.hpp"
 #include "ctld/journal.hpp"
 #include "ctld/node_attribution.hpp"
@@ -88,10 +89,13 @@ struct CoreOptions {
   /// reconfigure's new process too, which must not touch the journal; it
   /// takes control from switch_p_restore (issue 24).
   bool take_control_at_start = true;
-  /// How long take_control() waits for the journal's lock (JournalLock)
-  /// that another slurmctld holds (one giving up control releases it in its
-  /// switch_p_save).
-  std::chrono::milliseconds lock_wait{30000};
+  /// How long take_control() waits for the journal's lock that another
+  /// slurmctld holds (one giving up control releases it in its
+  /// switch_p_save) before it fences that one out (ctld/fence.hpp).
+  std::chrono::milliseconds lock_wait{5000};
+  /// Test seam of take_control(): called at each step of the fence's
+  /// take-over (ControlFence::take).
+  FenceStepHook fence_step;
   /// Fault injection into the journal's writes (tests).
   JournalIo journal_io;
 };
@@ -178,9 +182,15 @@ public:
   /// holds no job record then (at a takeover it has just freed them all,
   /// and with them its job table, which a lookup would dereference: the
   /// third takeover in one live backup crashed so, t0911-takeover.sh).
-  /// Already in control: nothing.  Errors (logged
-  /// too): the lock is held by another process past lock_wait, or cannot be
-  /// taken; the core then stays out of control (no call runs).
+  /// A lock still held by another process after lock_wait is fenced out
+  /// (issue 40: a fresh lock file and the next epoch, ctld/fence.hpp); that
+  /// controller stops at its next check.  Already in control: nothing.
+  /// Errors (logged too): the lock or epoch file cannot be written, or
+  /// another controller took control meanwhile; the core then runs WAITING
+  /// (no call runs, new setups wait: job_start() returns true and parks
+  /// them; the worker retries every second, without fencing out a
+  /// controller that took control after this one first tried).  Never
+  /// something the caller must abort on.
   Expected<void> take_control(bool keep_jobs);
   /// switch_p_save: this slurmctld gives up control (shutdown, reconfigure,
   /// standby after handing control back): stop_children(), then the status
@@ -189,8 +199,24 @@ public:
   /// until take_control().
   void release_control();
   /// Whether this core holds control (take_control() and no
-  /// release_control() since).
+  /// release_control() since, and not found stale since).
   bool in_control() const;
+  /// Whether take_control() failed and the core retries (WAITING).
+  bool waiting_for_control() const;
+  /// WAITING: take_control() again, without waiting for the lock (the
+  /// plugin's restore thread calls it every second, then recovers the jobs
+  /// and calls reconcile_journal(), which starts the setups that waited).
+  /// The jobs adopted meanwhile are merged with the journal as adopt()
+  /// does.  True once in control; false while it still fails (or when not
+  /// WAITING and not in control: control was given up meanwhile).
+  bool retry_control();
+  /// The epoch of the current (or last) control period; 0 before the first
+  /// or without a journal.
+  std::uint64_t epoch() const;
+  /// Checks the control fence now (the worker does every 500 ms, and
+  /// before each journal write and hook launch): false when this core is not
+  /// (or no longer) in control.
+  bool check_control();
   /// switch_p_save, before slurmctld exits or re-execs (reconfigure): kills
   /// every supervised child, and freezes the states so the killed calls'
   /// outcomes are not applied: the saved state keeps what was outstanding,
@@ -221,6 +247,8 @@ public:
   void publish_status();
 
 private:
+  /// reconcile_journal()'s orphans (mu held).
+  void reconcile_orphans();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -38,12 +38,20 @@ std::string CtldCore::Impl::script_ref(const std::string &hash) const {
 
 void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<MsgpackBytes> jobinfo,
                             EventKind result_kind, std::chrono::milliseconds waited) {
+  if (!fence_ok()) { // issue 40: no hook runs once another slurmctld took control
+    port.log(LogLevel::Verbose,
+             log_line({.job_id = s.job.job_id, .hook = hook_name(h)},
+                      "not started: this slurmctld does not hold control (any more)"));
+    return;
+  }
   CallRequest req{.script = opts.script,
                   .hook = h,
                   .job = s.job,
                   .jobinfo = std::move(jobinfo),
                   .timeout = cfg.switch_timeout,
                   .kill_grace = cfg.switch_kill_grace};
+  if (fence)
+    req.job.epoch = static_cast<std::uint32_t>(fence->epoch()); // job.epoch (issue 40)
   std::uint32_t job_id = s.job.job_id;
   std::uint64_t gen = s.generation;
   const std::string late =

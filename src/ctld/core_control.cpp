@@ -34,32 +34,64 @@ void CtldCore::Impl::drop_volatile_state() {
   drop_pending("control was taken again");
 }
 
+Expected<void> CtldCore::Impl::take_journal() {
+  // Issue 40: the lock within lock_wait, else the holder is fenced out
+  // (ctld/fence.hpp).  A retry while WAITING does not wait again, and
+  // never fences out a controller that took control since the first try.
+  const bool retry = !waiting.empty();
+  const bool may_fence =
+      !retry || ControlFence::read_epoch(opts.journal_path + ".epoch") == waiting_epoch;
+  auto f =
+      ControlFence::take(opts.journal_path, retry ? std::chrono::milliseconds(0) : opts.lock_wait,
+                         opts.fence_step, may_fence);
+  if (!f)
+    return Unexpected<Error>{f.error()};
+  fence = std::move(*f);
+  if (!fence->fenced_holder().empty()) {
+    stats.count_control(&StatsSnapshot::fenced_takeovers);
+    port.log(LogLevel::Error,
+             log_line({},
+                      "journal {}: its lock was still held by {} after {} ms: fenced "
+                      "takeover, epoch {}; that slurmctld writes nothing more and runs no "
+                      "hook once it runs again (it checks the epoch before each), and hooks "
+                      "get job.epoch={} (switch.lua(5), HIGH AVAILABILITY)",
+                      opts.journal_path, fence->fenced_holder(), opts.lock_wait.count(),
+                      fence->epoch(), fence->epoch()));
+  }
+  // Every attempt id the journal file (and its set-aside copies) may have
+  // held (issue 20), read before the Journal may set it aside.
+  attempt_floor = std::max(attempt_floor, attempt_floor_of(opts.journal_path));
+  // Read now, as it is: what another controller wrote since this process
+  // started (a takeover), or since it gave up control, is in it.  Its
+  // compaction writes a fresh file (a new inode): a stale writer's
+  // descriptor points at the old one, which no reader opens.
+  journal = std::make_unique<Journal>(
+      opts.journal_path,
+      [this](bool error, const std::string &l) {
+        port.log(error ? LogLevel::Error : LogLevel::Info, l);
+      },
+      opts.journal_io);
+  journal->set_while_failing(journal_while_failing());
+  return {};
+}
+
 Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
   if (in_control)
     return {};
   if (!opts.journal_path.empty()) {
-    // One writer: the journal (and the status file beside it) belongs to
-    // the controller holding its lock; the one that had control releases
-    // it in its switch_p_save.
-    auto lock = JournalLock::acquire(opts.journal_path, opts.lock_wait);
-    if (!lock) {
-      port.log(LogLevel::Error, lock.error().message);
-      return Unexpected<Error>{lock.error()};
+    if (auto r = take_journal(); !r) {
+      enter_waiting(keep_jobs, r.error().message);
+      return r;
     }
-    journal_lock = std::move(*lock);
-    // Every attempt id the journal file (and its set-aside copies) may have
-    // held (issue 20), read before the Journal may set it aside.
-    attempt_floor = std::max(attempt_floor, attempt_floor_of(opts.journal_path));
-    // Read now, as it is: what another controller wrote since this process
-    // started (a takeover), or since it gave up control, is in it.
-    journal = std::make_unique<Journal>(
-        opts.journal_path,
-        [this](bool error, const std::string &l) {
-          port.log(error ? LogLevel::Error : LogLevel::Info, l);
-        },
-        opts.journal_io);
-    journal->set_while_failing(journal_while_failing());
   }
+  if (!waiting.empty())
+    port.log(LogLevel::Info, log_line({},
+                                      "WAITING over: control taken at epoch {}; {} "
+                                      "setup(s) that waited start once the jobs are "
+                                      "recovered",
+                                      fence ? fence->epoch() : 0, parked.size()));
+  waiting.clear();
+  stale = false;
   drop_volatile_state();
   if (!keep_jobs) {
     // Not port.forget(): Slurm has no job record now (start-up, or a
@@ -80,6 +112,7 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
   publisher->set_settings(cfg.status_interval, cfg.metrics_file);
   stats.set_journal_failure(journal ? journal->failure() : std::string());
   stats.set_jobs(jobs.size());
+  stats.set_control("in control", "", fence ? fence->epoch() : 0);
   in_control = true;
   frozen = false;
   reconciled = opts.take_control_at_start;
@@ -126,6 +159,20 @@ Expected<void> CtldCore::take_control(bool keep_jobs) {
 }
 
 void CtldCore::release_control() {
+  {
+    std::lock_guard g(impl_->mu);
+    if (!impl_->waiting.empty()) { // Slurm gives up control before the plugin got it
+      impl_->port.log(LogLevel::Info,
+                      log_line({},
+                               "WAITING over: control given up before it was taken; {} "
+                               "setup(s) that waited not started",
+                               impl_->parked.size()));
+      impl_->waiting.clear();
+      impl_->parked.clear();
+      impl_->stats.set_control("standby", "", 0);
+      impl_->publisher.reset();
+    }
+  }
   if (!in_control())
     return;
   impl_->flush_effects(); // what this controller decided is done before it lets go
@@ -135,11 +182,14 @@ void CtldCore::release_control() {
     impl_->journal->sync_now(); // what the pending calls' records left unsynced
   impl_->flush_journal_for_handover();
   impl_->in_control = false;
-  // Its last write is done below, after the lock: a file that cannot be
-  // written quickly must not hold the core (issue 35).
+  // Its last write is done below, after the core's lock: a file that cannot
+  // be written quickly must not hold the core (issue 35).  The control lock
+  // is let go after that write, so the status file is never written by a
+  // controller that no longer holds it.
   std::shared_ptr<StatusPublisher> publisher = std::move(impl_->publisher);
   impl_->journal.reset(); // every record is on disk already (fdatasync'ed)
-  impl_->journal_lock.reset();
+  impl_->stats.set_control("standby", "", impl_->fence ? impl_->fence->epoch() : 0);
+  std::unique_ptr<ControlFence> fence = std::move(impl_->fence);
   impl_->port.log(LogLevel::Info,
                   log_line({},
                            "control given up: journal closed and its lock released; {} job "
@@ -147,6 +197,7 @@ void CtldCore::release_control() {
                            impl_->jobs.size()));
   g.unlock();
   publisher.reset();
+  fence.reset(); // the lock goes last
 }
 
 bool CtldCore::in_control() const {

@@ -30,6 +30,7 @@
 #pragma once
 
 #include "ctld/core.hpp"
+#include "ctld/fence.hpp"
 #include "ctld/setup_failures.hpp"
 
 #include <atomic>
@@ -82,6 +83,13 @@ inline constexpr std::chrono::milliseconds kWorkerHold{2};
 /// check): the teardowns that wait for it run, and a kill -9 soon after the
 /// disk has room again finds the records refused meanwhile on disk.
 inline constexpr std::chrono::milliseconds kJournalRetry{500};
+
+/// How often the worker checks the control fence when nothing else did
+/// (issue 40): a controller resumed after a stop finds itself stale within
+/// this, whether or not it has anything to write.
+inline constexpr std::chrono::milliseconds kFenceCheck{500};
+/// How often a WAITING controller tries to take control again.
+inline constexpr std::chrono::milliseconds kControlRetry{1000};
 
 /// Seconds since the epoch (the fabric breaker's times in the stats).
 inline std::int64_t unix_now() {
@@ -205,8 +213,26 @@ struct CtldCore::Impl {
   /// state still says what was outstanding and the next slurmctld re-runs it.
   bool frozen = false;
   std::unique_ptr<Journal> journal;
-  std::unique_ptr<JournalLock> journal_lock; ///< held while in control
-  bool in_control = false;                   ///< take_control() .. release_control()
+  /// The control fence (issue 40): the journal's lock and this control
+  /// period's epoch, held while in control.
+  std::unique_ptr<ControlFence> fence;
+  bool in_control = false; ///< take_control() .. release_control()
+  /// WAITING (issue 40): Slurm made this slurmctld the controller, but
+  /// take_control() failed; why (the error line), "" otherwise.  New
+  /// setups wait in `parked`; the caller retries (CtldCore::retry_control:
+  /// the plugin's restore thread, every kControlRetry).
+  std::string waiting;
+  bool waiting_keep_jobs = false;  ///< take_control()'s argument, for the retry
+  std::uint64_t waiting_epoch = 0; ///< the epoch on disk at the failure
+  /// Setups asked for while WAITING (job_start returned true: the job
+  /// waits CONFIGURING), started in order once control is taken; a job
+  /// that ends meanwhile is only dropped.  By job id, under mu.
+  std::map<std::uint32_t, std::pair<JobArgs, bool>> parked;
+  /// Stale (issue 40): another slurmctld took control since; set by
+  /// fence_ok(), cleared by take_control().
+  bool stale = false;
+  /// The next periodic fence check by the worker (kFenceCheck).
+  std::chrono::steady_clock::time_point fence_check_at{};
   /// reconcile_journal() ran since take_control() (the plugin's path; a
   /// core that takes control at construction counts as reconciled).
   bool reconciled = true;
@@ -366,6 +392,35 @@ struct CtldCore::Impl {
 
   /// CtldCore::take_control (mu held).
   Expected<void> take_control(bool keep_jobs);
+  /// take_control()'s fence and journal (mu held): the lock (or a fenced
+  /// takeover, logged), the epoch, the journal read and written afresh.
+  /// Errors: ControlFence::take's.
+  Expected<void> take_journal();
+  /// take_control()'s failure (mu held): WAITING, its line (the first of a
+  /// streak only), its counter and status; the worker retries.
+  void enter_waiting(bool keep_jobs, const std::string &why);
+  /// Whether this controller still holds control (issue 40): the fence's
+  /// check (two stat(2) calls); true without a journal.  A stale one
+  /// becomes so here, once (become_stale()).  mu held.
+  bool fence_ok();
+  /// Another slurmctld took control (mu held): one error line, no more
+  /// launch, every buffered outcome, pending call and effect dropped, the
+  /// journal closed unwritten, the supervisor (and every call in it) told
+  /// to stop, the status file no longer written.
+  void become_stale(const FenceStale &why);
+  /// The worker's periodic fence check (kFenceCheck), in control only:
+  /// `lk` (qmu) is given up meanwhile (mu comes first).  Returns when the
+  /// next one is due.
+  std::chrono::steady_clock::time_point fence_tick(std::unique_lock<std::mutex> &lk) {
+    lk.unlock();
+    {
+      std::lock_guard g(mu);
+      if (in_control)
+        fence_ok();
+    }
+    lk.lock();
+    return std::chrono::steady_clock::now() + core_detail::kFenceCheck;
+  }
   /// take_control(): what the previous time in control left in memory and
   /// no longer holds (killed calls' outcomes, back-offs, the breaker,
   /// orphans, restart hints) dropped (mu held).
@@ -429,6 +484,8 @@ struct CtldCore::Impl {
   /// orphan_result(), recovery_fsm.hpp).
   void apply_orphan(std::int64_t attempt, const Outcome &out);
 
+  /// apply() out of control: its error line.
+  void not_applied(std::uint32_t job_id, const Event &e);
   /// One event for one job; locks held.  `defer_effects`: see
   /// apply_queued() (the worker's outcomes).
   void apply(std::uint32_t job_id, const Event &e, bool defer_effects = false);

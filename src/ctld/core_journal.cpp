@@ -65,6 +65,8 @@ std::int64_t CtldCore::Impl::next_attempt() {
 bool CtldCore::Impl::journal_append(const std::vector<JournalRecord> &recs, std::uint64_t *seq) {
   if (!journal)
     return true;
+  if (!fence_ok()) // issue 40: another slurmctld took control; this one writes nothing
+    return false;
   // The writer never writes a record its reader refuses (issue 20): one
   // past kJournalMaxRecord would make the next start set the whole journal
   // aside.  Such a record goes without the job's expanded node_names (its
@@ -166,7 +168,7 @@ CtldCore::Impl::JournalStep CtldCore::Impl::journal_step(const JobSwitchState &o
 }
 
 void CtldCore::Impl::flush_journal_for_handover() {
-  if (!journal || journal->failure().empty() || journal->retry())
+  if (!journal || journal->failure().empty() || !fence_ok() || journal->retry())
     return;
   port.log(LogLevel::Error,
            log_line({},
@@ -194,7 +196,7 @@ void CtldCore::Impl::arm_journal_timer() {
 
 void CtldCore::Impl::journal_tick() {
   journal_timer_armed = false;
-  if (!journal || frozen || !in_control)
+  if (!journal || frozen || !fence_ok())
     return;
   if (!journal->failure().empty() && !journal->retry()) {
     arm_journal_timer();

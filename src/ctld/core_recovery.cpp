@@ -276,8 +276,20 @@ void CtldCore::Impl::adopt_locked(JobSwitchState s) {
 
 void CtldCore::reconcile_journal() {
   std::lock_guard g(impl_->mu);
+  if (!impl_->in_control)
+    return; // WAITING (the restore thread reconciles once control is taken) or stale
   impl_->frozen = false;
   impl_->reconciled = true;
+  reconcile_orphans();
+  // Issue 40: the setups asked for while WAITING, in job id order, after
+  // the orphans (a start waits for its job id's orphan, as ever).
+  auto parked = std::move(impl_->parked);
+  impl_->parked.clear();
+  for (auto &[id, p] : parked)
+    job_start(std::move(p.first), p.second);
+}
+
+void CtldCore::reconcile_orphans() {
   if (!impl_->journal)
     return;
   std::set<std::int64_t> carried;

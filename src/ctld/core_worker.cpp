@@ -28,15 +28,19 @@ void CtldCore::Impl::enqueue(Queued q) {
 void CtldCore::Impl::run_worker() {
   using SteadyClock = std::chrono::steady_clock;
   auto next_tick = SteadyClock::now() + opts.retry_interval;
+  auto next_fence = SteadyClock::now() + kFenceCheck;
   std::unique_lock lk(qmu);
   while (!stopping) {
-    auto wake = timers.empty() ? next_tick : std::min(next_tick, timers.begin()->first);
+    auto wake = std::min(next_fence,
+                         timers.empty() ? next_tick : std::min(next_tick, timers.begin()->first));
     qcv.wait_until(lk, wake, [&] {
       return stopping || !queue.empty() || !ready_effects.empty() ||
              (!timers.empty() && timers.begin()->first < wake); // an earlier timer
     });
     if (stopping)
       break;
+    if (SteadyClock::now() >= next_fence) // issue 40: a resumed controller learns it is stale
+      next_fence = fence_tick(lk);
     const auto now = SteadyClock::now();
     bool tick = now >= next_tick;
     std::vector<Timer> due;
@@ -257,7 +261,7 @@ bool CtldCore::Impl::apply_setup_inline(const Queued &found) {
 
 void CtldCore::Impl::fire_retries() {
   std::lock_guard g(mu);
-  if (!in_control)
+  if (!fence_ok())
     return;
   if (journal && !journal->failure().empty()) {
     journal->retry(); // recovers without waiting for the next record

@@ -50,10 +50,14 @@
 //                 happen without them.  One error line at the first failure,
 //                 one line when it is writable again.
 //
-// One writer (issue 24): only the slurmctld in control opens the journal,
-// holding an OFD lock (fcntl F_OFD_SETLK, honoured over NFS v4 and by
-// lockd) on <path>.lock (JournalLock); a second controller on the same
-// StateSaveLocation waits for it and then fails loudly instead of writing.
+// One writer (issues 24 and 40): only the slurmctld in control opens the
+// journal, holding the control fence (ctld/fence.hpp: an OFD lock on
+// <path>.lock and the epoch in <path>.epoch), checked before each batch of
+// records.  A controller that takes control writes a fresh snapshot (a new
+// file, renamed onto <path>): a stale writer's descriptor points at the old
+// one, which no reader opens.  A file replaced or removed under the writer
+// (a stale writer's compaction landing after its last check) is found at
+// the next write() and written again from the table in memory.
 #pragma once
 
 #include "common/expected.hpp"
@@ -185,29 +189,6 @@ struct JournalIo {
   int (*fsync)(int fd) = nullptr;
 };
 
-/// The exclusive right to write one journal: an OFD write lock (fcntl
-/// F_OFD_SETLK) on "<journal>.lock", created mode 0600, released when the
-/// lock object is destroyed or its process dies (on NFS: when the server
-/// reclaims the client's locks).  While held the file says who holds it
-/// ("<host> pid <pid> since <unix seconds>").
-class JournalLock {
-public:
-  /// Takes the lock, trying every 100 ms for up to `wait`.  Errors start
-  /// "switch/lua: journal <journal>: " and say why: the lock file cannot be
-  /// opened (errno), or another process holds it (what the file says).
-  static Expected<std::unique_ptr<JournalLock>> acquire(const std::string &journal,
-                                                        std::chrono::milliseconds wait);
-  ~JournalLock();
-  JournalLock(const JournalLock &) = delete;
-  JournalLock &operator=(const JournalLock &) = delete;
-  const std::string &path() const { return path_; }
-
-private:
-  JournalLock(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
-  std::string path_;
-  int fd_ = -1;
-};
-
 /// The journal file.  Not thread-safe: the core calls it under its mutex.
 class Journal {
 public:
@@ -216,7 +197,7 @@ public:
   /// described above, and compacts it.  Never fails: a journal that cannot
   /// be opened or written is logged ("switch/lua: journal <path>: ...")
   /// and the plugin runs without one (as before the journal existed).
-  /// The caller holds its JournalLock.
+  /// The caller holds its ControlFence.
   Journal(std::string path, LogFn log, JournalIo io = {});
   ~Journal();
   Journal(const Journal &) = delete;
@@ -298,6 +279,9 @@ public:
   void set_while_failing(std::string what) { while_failing_ = std::move(what); }
 
 private:
+  /// Whether the file at path() is no longer the one this Journal writes
+  /// (fstat of the descriptor against stat of the path; logged).
+  bool replaced();
   /// Records a failure (first one of a streak: one error line).
   void fail(const std::string &what, int err, const std::string &consequence);
   std::string path_;

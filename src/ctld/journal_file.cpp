@@ -2,8 +2,9 @@
 // The journal's file under StateSaveLocation: reading it back at start,
 // appending records (write(2) under the core's mutex, fdatasync either
 // there or outside it through a SyncTicket: the group commit of issue 22),
-// snapshots, the failing-disk rules of issue 24 and the writer's lock.  The
-// record format and the table it replays into are journal.cpp.
+// snapshots, the failing-disk rules of issue 24, and a file replaced under
+// the writer written again (issue 40).  The record format and the table it
+// replays into are journal.cpp; the writer's lock and epoch are fence.cpp.
 #include "ctld/journal.hpp"
 
 #include "common/log_stamp.hpp"
@@ -18,8 +19,6 @@
 #include <fmt/format.h>
 #include <optional>
 #include <sys/stat.h>
-#include <sys/utsname.h>
-#include <thread>
 #include <unistd.h>
 
 namespace switchlua {
@@ -213,7 +212,7 @@ Journal::Write Journal::write(const std::vector<JournalRecord> &records, std::ui
     return ok;
   if (untrusted_) // the table already holds the new records: the snapshot writes them
     return retry() ? Write::Durable : Write::Failed;
-  if (size_ > compact_at_) {
+  if (size_ > compact_at_ || replaced()) {
     if (compact())
       return Write::Durable;
     if (fd_ < 0)
@@ -237,6 +236,21 @@ Journal::Write Journal::write(const std::vector<JournalRecord> &records, std::ui
   size_ += data.size();
   *seq = ++written_seq_;
   return Write::Written;
+}
+
+bool Journal::replaced() {
+  struct stat mine{}, named{};
+  if (::fstat(fd_, &mine) != 0)
+    return false;
+  if (::stat(path_.c_str(), &named) == 0 && named.st_dev == mine.st_dev &&
+      named.st_ino == mine.st_ino)
+    return false;
+  log_(true, log_line({},
+                      "journal {}: the file was removed or replaced under the controller in "
+                      "control (a stale controller's write, or by hand): written again from "
+                      "memory ({} setup attempt(s) not over)",
+                      path_, table_.live.size()));
+  return true;
 }
 
 bool Journal::append(const std::vector<JournalRecord> &records) {
@@ -293,60 +307,6 @@ void Journal::sync_done(const SyncTicket &t, int err) {
     return;
   }
   durable_seq_ = std::max(durable_seq_, t.upto);
-}
-
-Expected<std::unique_ptr<JournalLock>> JournalLock::acquire(const std::string &journal,
-                                                            std::chrono::milliseconds wait) {
-  const std::string path = journal + ".lock";
-  auto err = [&](std::string what) {
-    return Unexpected<Error>{Error{log_line({}, "journal {}: {}", journal, what)}};
-  };
-  auto opened = open_own_file(path, O_RDWR | O_CREAT, 0600);
-  if (!opened)
-    return err(fmt::format("cannot open the lock file: {}", opened.error().message));
-  int fd = *opened;
-  struct flock fl{};
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  const auto end = std::chrono::steady_clock::now() + wait;
-  for (;;) {
-    fl.l_pid = 0; // required by F_OFD_*
-    if (::fcntl(fd, F_OFD_SETLK, &fl) == 0)
-      break;
-    const int e = errno;
-    if ((e != EAGAIN && e != EACCES && e != EINTR) || std::chrono::steady_clock::now() >= end) {
-      std::string holder;
-      char buf[256];
-      ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-      if (n > 0)
-        holder.assign(buf, static_cast<std::size_t>(n));
-      while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0'))
-        holder.pop_back();
-      ::close(fd);
-      if (e == EAGAIN || e == EACCES || e == EINTR)
-        return err(fmt::format(
-            "another slurmctld holds its lock {} ({}) after {} ms: two controllers must never "
-            "write one journal; this one does not take control",
-            path, holder.empty() ? "holder unknown" : holder, wait.count()));
-      return err(fmt::format("cannot lock {}: {}", path, std::strerror(e)));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  struct utsname u{};
-  ::uname(&u);
-  const std::string who = fmt::format("{} pid {} since {}\n", u.nodename, ::getpid(),
-                                      std::chrono::duration_cast<std::chrono::seconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count());
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, who.data(), who.size(), 0) < 0) {
-    // Only the note for the next holder's error line is lost.
-  }
-  return std::unique_ptr<JournalLock>(new JournalLock(path, fd));
-}
-
-JournalLock::~JournalLock() {
-  if (fd_ >= 0)
-    ::close(fd_); // releases the OFD lock
 }
 
 std::int64_t Journal::next_attempt() {

@@ -184,6 +184,22 @@ void CtldStats::set_journal_failure(const std::string &why) {
   set_field(&StatsSnapshot::journal_failure, why);
 }
 
+void CtldStats::set_control(const std::string &state, const std::string &why, std::uint64_t epoch) {
+  std::lock_guard g(mu_);
+  if (s_.control == state && s_.control_why == why && s_.epoch == epoch)
+    return;
+  s_.control = state;
+  s_.control_why = why;
+  s_.epoch = epoch;
+  ++version_;
+}
+
+void CtldStats::count_control(std::uint64_t StatsSnapshot::*counter) {
+  std::lock_guard g(mu_);
+  ++(s_.*counter);
+  ++version_;
+}
+
 void CtldStats::set_journal_waiting(std::size_t n) {
   set_field(&StatsSnapshot::journal_waiting, std::uint64_t{n});
 }
@@ -200,6 +216,29 @@ json breaker_json(const StatsSnapshot &s) {
           {"since", s.breaker_since},
           {"why", s.breaker_why},
           {"opens", s.breaker_opens}};
+}
+
+json lanes_json(const StatsSnapshot &s) {
+  json lanes = json::object();
+  for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch}) {
+    const LaneStats &ls = s.lanes[static_cast<std::size_t>(l)];
+    lanes[std::string(lane_name(l))] = {
+        {"waiting", ls.waiting},
+        {"started", ls.started},
+        {"wait_ms_mean", ls.started ? ls.wait_ms_total / static_cast<std::int64_t>(ls.started) : 0},
+        {"wait_ms_total", ls.wait_ms_total},
+        {"wait_ms_max", ls.wait_ms_max}};
+  }
+  return lanes;
+}
+
+json control_json(const StatsSnapshot &s) {
+  return {{"state", s.control},
+          {"why", s.control_why},
+          {"epoch", s.epoch},
+          {"waits", s.control_waits},
+          {"fenced_takeovers", s.fenced_takeovers},
+          {"stale", s.stale_periods}};
 }
 } // namespace
 
@@ -234,16 +273,6 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
                           {"buckets", buckets}};
     hooks[hook] = h;
   }
-  json lanes = json::object();
-  for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch}) {
-    const LaneStats &ls = s.lanes[static_cast<std::size_t>(l)];
-    lanes[std::string(lane_name(l))] = {
-        {"waiting", ls.waiting},
-        {"started", ls.started},
-        {"wait_ms_mean", ls.started ? ls.wait_ms_total / static_cast<std::int64_t>(ls.started) : 0},
-        {"wait_ms_total", ls.wait_ms_total},
-        {"wait_ms_max", ls.wait_ms_max}};
-  }
   return json{{"format", kStatusFormat},
               {"written", written},
               {"counting_since", s.started_at},
@@ -252,7 +281,7 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
               {"switch_status_interval", summary_interval},
               {"calls", {{"in_flight", s.in_flight}, {"running", s.running}}},
               {"hooks", hooks},
-              {"lanes", lanes},
+              {"lanes", lanes_json(s)},
               {"timeouts", s.timeouts},
               {"leftovers_killed", s.leftovers_killed},
               {"retries", s.retries},
@@ -261,6 +290,7 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
               {"cancels", s.cancels},
               {"host_faults", s.host_faults},
               {"fabric_breaker", breaker_json(s)},
+              {"control", control_json(s)},
               {"jobs", s.jobs},
               {"journal_bytes", journal_bytes},
               {"journal_failure", s.journal_failure},
@@ -347,7 +377,7 @@ void StatusPublisher::publish() {
       metrics_failing_ = false;
     metrics_changed_ = false;
   }
-  if (path_.empty() && metrics_path.empty())
+  if (silenced_ || (path_.empty() && metrics_path.empty()))
     return;
   const std::uint64_t v = stats_.version();
   std::int64_t journal_bytes = 0;

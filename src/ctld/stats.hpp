@@ -110,6 +110,17 @@ struct StatsSnapshot {
   std::string breaker_why;
   std::uint64_t breaker_opens = 0;
   std::uint64_t jobs = 0; ///< jobs with switch state now
+  /// Control of the journal (issue 40; switch.lua(5), HIGH AVAILABILITY):
+  /// "in control", "WAITING" (Slurm made this slurmctld the controller but
+  /// the plugin could not take control yet: new setups wait, retried every
+  /// second), "stale" (another slurmctld took control since: no hook runs
+  /// here) or "standby".
+  std::string control = "standby";
+  std::string control_why;            ///< WAITING / stale: why
+  std::uint64_t epoch = 0;            ///< the epoch of this controller's last control period
+  std::uint64_t control_waits = 0;    ///< times take-control failed and the plugin ran WAITING
+  std::uint64_t fenced_takeovers = 0; ///< control taken from a holder that kept its lock
+  std::uint64_t stale_periods = 0;    ///< times this controller found itself stale
 };
 
 /// The status file's JSON (switch-lua(1), STATUS): the snapshot plus what
@@ -145,6 +156,10 @@ public:
   void set_journal_failure(const std::string &why);
   /// StatsSnapshot::journal_waiting.
   void set_journal_waiting(std::size_t n);
+  /// StatsSnapshot::control, control_why and epoch.
+  void set_control(const std::string &state, const std::string &why, std::uint64_t epoch);
+  /// One more of control_waits, fenced_takeovers or stale_periods.
+  void count_control(std::uint64_t StatsSnapshot::*counter);
   /// One host fault (a runner that could not be started; host_faults).
   void host_fault();
   /// The fabric breaker opened (`open`, with `why`) or closed at `at` (unix).
@@ -202,6 +217,13 @@ public:
   }
   /// Writes the file now (tests; the thread does it every second).
   void publish();
+  /// From now on publish() writes nothing, the destructor's last write
+  /// included (issue 40: a stale controller leaves the status file to the
+  /// one in control).
+  void silence() {
+    std::lock_guard g(write_mu_);
+    silenced_ = true;
+  }
 
 private:
   void run();
@@ -219,6 +241,7 @@ private:
   /// publish(): the thread, the core's publish_status and the tests; only
   /// publish() takes it, so a slow disk never blocks a setting's change.
   std::mutex write_mu_;
+  bool silenced_ = false; // under write_mu_
   bool failing_ = false;
   std::uint64_t written_version_ = ~0ULL;
   std::chrono::steady_clock::time_point last_write_{}, last_summary_{};

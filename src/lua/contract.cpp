@@ -98,12 +98,16 @@ const Field<JobArgs> kJobFields[] = {
     // Added in 0.5 (issue 20); optional on decode, written only when set.
     {"failed_nodes", &JobArgs::failed_nodes},
     {"failed_node_names", &JobArgs::failed_node_names},
+    // Added in 0.6 (issue 40); optional on decode, written only when set.
+    {"epoch", &JobArgs::epoch},
 };
 /// Fields every JobArgs record has; the ones after are optional on decode.
 constexpr std::size_t kJobFieldsRequired = 14;
 /// Fields to_msgpack() always writes; the ones after (0.5) only with
 /// failed_nodes set.
 constexpr std::size_t kJobFieldsAlways = 27;
+/// The index of "epoch" (0.6), written only when set.
+constexpr std::size_t kJobFieldEpoch = 29;
 
 /// The `step` table (contract: slurm_switch_step_*(step, stepinfo)).
 const Field<StepArgs> kStepFields[] = {
@@ -376,9 +380,18 @@ MsgpackBytes JobArgs::to_msgpack() const {
     estimate += n.size() + 5;
   buf.bytes.reserve(estimate);
   Packer pk(buf);
-  const std::size_t n = failed_nodes ? std::size(kJobFields) : kJobFieldsAlways;
+  // The 0.5 pair only with failed nodes, the 0.6 epoch only when set.
+  auto written = [&](std::size_t i) {
+    return i < kJobFieldsAlways ||
+           (i == kJobFieldEpoch ? epoch.has_value() : failed_nodes.has_value());
+  };
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < std::size(kJobFields); ++i)
+    n += written(i) ? 1 : 0;
   pk.pack_map(static_cast<std::uint32_t>(n));
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < std::size(kJobFields); ++i) {
+    if (!written(i))
+      continue;
     const auto &f = kJobFields[i];
     pack_str(pk, f.name);
     std::visit([&](auto m) { pack_member(pk, this->*m); }, f.member);

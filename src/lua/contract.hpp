@@ -180,11 +180,18 @@ struct JobArgs {
   std::optional<std::string> failed_nodes;
   /// The same nodes expanded, in node_names' order; empty when none.
   NodeNames failed_node_names;
+  /// Added in 0.6 (issue 40): the epoch of the control period of the
+  /// slurmctld that runs the call (switch.lua(5), HIGH AVAILABILITY):
+  /// grows by one with each controller that takes control, so a fabric
+  /// manager may refuse a call whose epoch is below one it has seen.  Set
+  /// by the core in the call's copy of the table only (never in Slurm's
+  /// state nor the journal); nil without a journal.
+  std::optional<std::uint32_t> epoch;
 
   /// Encodes the table as a msgpack map (keys as above).  The fields of
   /// 0.5 are written only when failed_nodes is set, so that a plugin of
   /// 0.4, which refuses keys it does not know, still reads every record of
-  /// a job without failed nodes (a downgrade).
+  /// a job without failed nodes (a downgrade); epoch (0.6) only when set.
   MsgpackBytes to_msgpack() const;
   /// Decodes what to_msgpack() wrote, including records of previous
   /// versions without submit_time and attempt (read as 0) or without the

@@ -342,9 +342,8 @@ int slc_ctld_init(const slc_ctld_ops_t *ops, const char *script_path, const char
     // read or written here; the core takes control (journal, status file,
     // last good copy) from switch_p_restore (slc_ctld_take_control).
     o.take_control_at_start = false;
-    // Longer than an NFS server keeps the locks of a client that died (its
-    // lease, 90 s by default).
-    o.lock_wait = std::chrono::seconds(120);
+    // Issue 40: a holder keeping its lock past this is fenced out (fence.hpp).
+    o.lock_wait = std::chrono::seconds(5);
     if (state_dir && state_dir[0]) {
       o.journal_path = fmt::format("{}/switch_lua.journal", state_dir);
       c->good_copy = o.client.good_copy = fmt::format("{}/switch_lua.good", state_dir);
@@ -398,12 +397,34 @@ int slc_ctld_take_control(bool keep_jobs) {
                           log_line({}, kept));
     }
     if (auto r = g_ctld->core->take_control(keep_jobs); !r)
-      return -1; // logged
+      return 1; // logged: WAITING
     g_ctld->controlled = true;
     g_ctld->port->log(LogLevel::Info,
-                      log_line({}, "this slurmctld holds control: journal read as it is now{}",
+                      log_line({},
+                               "this slurmctld holds control at epoch {}: journal read as "
+                               "it is now{}",
+                               g_ctld->core->epoch(),
                                keep_jobs ? " (resuming after a failed reconfigure)" : ""));
     return 0;
+  });
+}
+
+int slc_ctld_retry_control(void) {
+  if (!g_ctld || !g_ctld->core)
+    return 0;
+  return cabi::guarded("restore", "this slurmctld tries again", -1, ctld_log, [&] {
+    if (!g_ctld->core->waiting_for_control())
+      return g_ctld->core->in_control() ? 1 : 0;
+    if (g_ctld->core->retry_control()) {
+      g_ctld->controlled = true;
+      g_ctld->port->log(LogLevel::Info,
+                        log_line({},
+                                 "this slurmctld holds control at epoch {} after WAITING: "
+                                 "journal read as it is now",
+                                 g_ctld->core->epoch()));
+      return 1;
+    }
+    return g_ctld->core->waiting_for_control() ? -1 : 0;
   });
 }
 

@@ -304,6 +304,24 @@ extern void ctld_svc_stop(void)
 	}
 }
 
+extern void ctld_holds_reset(void)
+{
+	uint32_t jobs = 0;
+
+	slurm_mutex_lock(&hold_mutex);
+	while (held_jobs) {
+		_held_remove(held_jobs);
+		jobs++;
+	}
+	slurm_mutex_unlock(&hold_mutex);
+	slurm_mutex_lock(&svc_mutex);
+	epilog_queue_cnt = 0;
+	slurm_mutex_unlock(&svc_mutex);
+	if (jobs)
+		sl_info("restore: the holds of %u job(s) from an earlier period in control dropped (their records are gone)",
+			jobs);
+}
+
 /* From fini, after the core has stopped and the thread is gone. */
 extern void ctld_svc_clear_queue(void)
 {

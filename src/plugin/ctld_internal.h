@@ -71,6 +71,14 @@ extern void ctld_delay_launch(job_record_t *job_ptr);
 /* ctld_launch.c: RET true while a launch delay of ours is outstanding for
  * the job. */
 extern bool ctld_armed_has(uint32_t job_id);
+/* ctld_launch.c: forget every launch delay of ours (issue 40: a takeover,
+ * whose job records are new, with prolog_running 0). */
+extern void ctld_armed_reset(void);
+/* ctld_holds.c: forget every job and node hold of ours and the job
+ * releases still queued, without touching a record (issue 40: a takeover;
+ * the records they were of are gone, and a hold of an earlier control
+ * period must not be re-asserted on the new ones). */
+extern void ctld_holds_reset(void);
 
 /* ctld_holds.c: start the service thread (init).  RET 0 or the errno of
  * pthread_create(). */

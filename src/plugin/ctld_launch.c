@@ -104,6 +104,13 @@ extern bool ctld_armed_has(uint32_t job_id)
 	return found;
 }
 
+extern void ctld_armed_reset(void)
+{
+	slurm_mutex_lock(&armed_mutex);
+	armed_cnt = 0;
+	slurm_mutex_unlock(&armed_mutex);
+}
+
 /* Add one launch delay of ours to the job (job W held). */
 extern void ctld_delay_launch(job_record_t *job_ptr)
 {

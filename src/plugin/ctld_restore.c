@@ -13,6 +13,11 @@
  *                  ended) without launch_job(), so job_time_limit() does
  *                  not launch its batch script a second time; then the
  *                  core tears down the journal's orphaned attempts.
+ *   WAITING        (issue 40) when switch_p_restore could not take control
+ *                  of the journal, the thread first tries again every
+ *                  second, and walks only once control is taken; it ends
+ *                  without walking when control is given up meanwhile
+ *                  (switch_p_save) or at fini.
  *
  * Locking: Slurm's locks always come first; restore_mutex is a leaf taken
  * under them (or alone) and never held while taking a Slurm lock.
@@ -40,6 +45,7 @@
 #include "switch_lua_core.h"
 #include "switch_lua_glue.h"
 #include "ctld_internal.h"
+#include "mono_wait.h"
 
 /* ---------------------------------------------------------------------- */
 /* Restart: re-arm the outstanding setups.                                */
@@ -49,6 +55,9 @@ static pthread_mutex_t restore_mutex = PTHREAD_MUTEX_INITIALIZER;
 static bool restore_pending = false; /* a thread has not walked yet */
 static bool restore_started = false; /* restore_thread needs a join */
 static pthread_t restore_thread;
+static bool restore_stop = false; /* fini: the WAITING loop ends */
+static bool restore_cond_made = false;
+static pthread_cond_t restore_cond; /* sl_mono_cond_init(): wakes the loop */
 
 typedef struct {
 	uint32_t seen;
@@ -116,9 +125,43 @@ static int _recover_one(void *x, void *arg)
 	return 0;
 }
 
+/* Issue 40: while the core is WAITING, retry taking control every second.
+ * RET true once in control (or never WAITING), false when control was
+ * given up meanwhile or fini stops the thread. */
+static bool _wait_for_control(void)
+{
+	struct timespec deadline;
+	int rc;
+
+	slurm_mutex_lock(&restore_mutex);
+	while (!restore_stop) {
+		slurm_mutex_unlock(&restore_mutex);
+		rc = slc_ctld_retry_control();
+		slurm_mutex_lock(&restore_mutex);
+		if (rc >= 0) {
+			slurm_mutex_unlock(&restore_mutex);
+			return rc == 1;
+		}
+		sl_mono_deadline(&deadline, 1);
+		if (restore_cond_made)
+			(void) sl_mono_timedwait(&restore_cond, &restore_mutex,
+						 &deadline);
+	}
+	slurm_mutex_unlock(&restore_mutex);
+	return false;
+}
+
 static void *_restore_main(void *arg)
 {
 	restore_stats_t stats = {0};
+
+	if (!_wait_for_control()) {
+		sl_info("restore: control not taken (given up, or stopping): no job recovered here");
+		slurm_mutex_lock(&restore_mutex);
+		restore_pending = false;
+		slurm_mutex_unlock(&restore_mutex);
+		return NULL;
+	}
 
 	/* Blocks until slurmctld's startup releases config_write_lock, after
 	 * read_slurm_conf() has loaded job_list. */
@@ -154,6 +197,9 @@ extern int ctld_restore_start(void)
 	}
 	if (restore_started)
 		pthread_join(restore_thread, NULL); /* done or finishing */
+	if (!restore_cond_made && !sl_mono_cond_init(&restore_cond))
+		restore_cond_made = true;
+	restore_stop = false;
 	if ((rc = pthread_create(&restore_thread, NULL, _restore_main, NULL))) {
 		restore_started = false;
 		slurm_mutex_unlock(&restore_mutex);
@@ -169,6 +215,9 @@ extern int ctld_restore_start(void)
 extern void ctld_restore_join(void)
 {
 	slurm_mutex_lock(&restore_mutex);
+	restore_stop = true; /* a WAITING loop ends at once */
+	if (restore_cond_made)
+		slurm_cond_signal(&restore_cond);
 	if (restore_started) {
 		slurm_mutex_unlock(&restore_mutex);
 		pthread_join(restore_thread, NULL);

@@ -286,8 +286,12 @@ extern void switchlua_job_complete(job_record_t *job_ptr)
 /* Under config_write_lock, before read_slurm_conf(): job_list is not
  * loaded yet (start-up; a takeover has just emptied it), or, after a failed
  * reconfigure, is loaded and unchanged.  From here on this slurmctld holds
- * control: the core takes the journal (issue 24).  An error is fatal to
- * Slurm: another controller still writes the journal. */
+ * control: the core takes the journal (issue 24), fencing out a holder
+ * that keeps its lock past 5 s (issue 40).  Never an error (an error here
+ * makes a backup abort): when control cannot be taken the core runs
+ * WAITING and the restore thread retries.  A takeover starts with none of
+ * the holds and launch delays of an earlier period in this process: their
+ * job and node records are gone (issue 40). */
 extern int switchlua_restore(bool recover)
 {
 	bool keep_jobs;
@@ -297,11 +301,13 @@ extern int switchlua_restore(bool recover)
 	atomic_store(&ctld_jobs_loaded, false);
 	keep_jobs = job_list && (list_count(job_list) > 0);
 	ctld_control_time = time(NULL);
-	if (slc_ctld_take_control(keep_jobs)) {
-		sl_error(
-			"restore: this slurmctld cannot take the journal under StateSaveLocation (line above): not taking control");
-		return SLURM_ERROR;
+	if (!keep_jobs) {
+		ctld_holds_reset();
+		ctld_armed_reset();
 	}
+	if (slc_ctld_take_control(keep_jobs))
+		sl_error(
+			"restore: WAITING for control of the journal under StateSaveLocation (line above); retried every second");
 	return ctld_restore_start();
 }
 

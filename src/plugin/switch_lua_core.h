@@ -177,9 +177,14 @@ void slc_ctld_stop_children(void);
  * and the last good script's copy as they are now.  keep_jobs: the job
  * states in memory stay (a failed reconfigure resumes; Slurm loads no job
  * state), else they are dropped (Slurm loads its job state next).
- * RET 0, or -1 after logging why (another slurmctld holds the journal):
- * Slurm must not go on. */
+ * A lock held by another slurmctld past 5 s is fenced out (issue 40).
+ * RET 0 in control, or 1 after logging why not: the core is WAITING (new
+ * setups wait) and slc_ctld_retry_control() tries again; never a reason
+ * for Slurm to stop. */
 int slc_ctld_take_control(bool keep_jobs);
+/* WAITING: take control again (no wait for the lock).  RET 1 in control, 0
+ * not WAITING and not in control (given up meanwhile), -1 still WAITING. */
+int slc_ctld_retry_control(void);
 void slc_ctld_fini(void);
 /* block_job_complete as the script answered at init. */
 bool slc_ctld_block_job_complete(void);

@@ -22,7 +22,7 @@
 # e2e-timeout: 300
 # e2e-config: --backup --switch-type switch/lua --script test/e2e/lua/ha.lua --slurmctld-params switch_timeout=60 --extra 'PartitionName=DEFAULT OverSubscribe=FORCE:4'
 
-HOLDS='switch/lua: this slurmctld holds control: journal read as it is now$'
+HOLDS='switch/lua: this slurmctld holds control at epoch [0-9]+: journal read as it is now$'
 
 ha_cleanup() { rm -f "$E2E_ROOT"/tmp/switch-lua-e2e."$1".*; }
 
@@ -211,7 +211,7 @@ t_failed_reconfigure() {
 		/Resuming operation, reconfigure failed/ && !seen { ok = init && took && died; seen = 1 }
 		END { exit !ok }' ||
 		fail "no switch/lua init, control and jobcomp fatal between the reconfigure and its failure: $(log_since "$(ctld_log)" | grep -E 'reconfigure|switch/lua: (active|this slurmctld)|fatal' | tail -n 12)"
-	assert_eq 1 "$(ctld_count 'switch/lua: this slurmctld holds control: journal read as it is now \(resuming after a failed reconfigure\)$')" \
+	assert_eq 1 "$(ctld_count 'switch/lua: this slurmctld holds control at epoch [0-9]+: journal read as it is now \(resuming after a failed reconfigure\)$')" \
 		"the old slurmctld taking control again"
 	id_n=$(submit -n1 --network="e2e:s1e1:$tag" --wrap=true)
 	wait_all_done 90 "$id_r" "$id_t" "$id_s" "$id_n"

@@ -501,20 +501,3 @@ TEST(JournalDisk, RetryRecoversWithoutANewRecord) {
   Journal k(d.file(), again.fn());
   EXPECT_EQ(k.table().live.size(), 1u);
 }
-
-TEST(JournalLock, ASecondWriterFailsLoudlyUntilTheFirstLetsGo) {
-  TempDir d;
-  auto a = JournalLock::acquire(d.file(), std::chrono::milliseconds(0));
-  ASSERT_TRUE(a) << a.error().message;
-  // OFD locks conflict between open file descriptions, even in one process.
-  auto b = JournalLock::acquire(d.file(), std::chrono::milliseconds(250));
-  ASSERT_FALSE(b);
-  const std::string &m = b.error().message;
-  EXPECT_NE(m.find("switch/lua: journal " + d.file()), std::string::npos) << m;
-  EXPECT_NE(m.find("another slurmctld holds its lock " + d.file() + ".lock"), std::string::npos)
-      << m;
-  EXPECT_NE(m.find(fmt::format("pid {}", ::getpid())), std::string::npos) << m;
-  a->reset();
-  auto c = JournalLock::acquire(d.file(), std::chrono::milliseconds(0));
-  EXPECT_TRUE(c) << c.error().message;
-}
