@@ -50,8 +50,13 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
                   .jobinfo = std::move(jobinfo),
                   .timeout = cfg.switch_timeout,
                   .kill_grace = cfg.switch_kill_grace};
-  if (fence)
+  if (fence) {
     req.job.epoch = static_cast<std::uint32_t>(fence->epoch()); // job.epoch (issue 40)
+    // The supervisor keeps starting queued calls while this slurmctld is
+    // stopped: it checks the epoch file before each (issue 40).
+    req.epoch = fence->epoch();
+    req.epoch_file = fence->epoch_path();
+  }
   std::uint32_t job_id = s.job.job_id;
   std::uint64_t gen = s.generation;
   const std::string late =

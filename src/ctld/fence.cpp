@@ -4,12 +4,12 @@
 // a controller it is no longer in control.
 #include "ctld/fence.hpp"
 
+#include "common/epoch_file.hpp"
 #include "common/log_stamp.hpp"
 #include "common/safe_file.hpp"
 
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -86,13 +86,7 @@ int lock_within(int fd, std::chrono::milliseconds wait) {
 } // namespace
 
 std::uint64_t ControlFence::read_epoch(const std::string &epoch_path) {
-  // Bounded and never blocking: a FIFO or a huge file put in its place
-  // reads as no epoch (issue 35's rule for files others could change).
-  auto text = read_file_bounded(epoch_path, 64);
-  std::uint64_t v = 0;
-  if (text && !text->empty())
-    std::from_chars(text->data(), text->data() + text->size(), v);
-  return v;
+  return read_epoch_file(epoch_path); // bounded, never blocking (common/epoch_file.hpp)
 }
 
 Expected<void> ControlFence::fence_out(const std::string &journal,

@@ -60,6 +60,11 @@ struct CallRequest {
   /// switch_kill_grace: SIGTERM to the call's group at the deadline, SIGKILL
   /// this much later (0: SIGKILL at once).
   std::chrono::seconds kill_grace{2};
+  /// The control epoch this call is submitted in and its epoch file
+  /// (RequestFrame::epoch): the supervisor does not start the call once the
+  /// file holds a greater epoch.  0: no fence.
+  std::uint64_t epoch = 0;
+  std::string epoch_file;
 };
 
 /// Options of the client.

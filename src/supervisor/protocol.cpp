@@ -85,7 +85,8 @@ std::string_view result_kind_name(ResultFrame::Kind k) {
 }
 
 void pack_frame(Packer &pk, const RequestFrame &f) {
-  pack_header(pk, "request", 8 + (f.source ? 1 : 0) + (f.validate_only ? 1 : 0));
+  pack_header(pk, "request",
+              8 + (f.source ? 1 : 0) + (f.validate_only ? 1 : 0) + (f.epoch != 0 ? 2 : 0));
   pack_str(pk, "id");
   pk.pack(f.id);
   pack_str(pk, "script");
@@ -110,6 +111,12 @@ void pack_frame(Packer &pk, const RequestFrame &f) {
   }
   pack_str(pk, "lane");
   pack_str(pk, lane_name(f.lane));
+  if (f.epoch != 0) {
+    pack_str(pk, "epoch");
+    pk.pack(f.epoch);
+    pack_str(pk, "epoch_file");
+    pack_str(pk, f.epoch_file);
+  }
 }
 
 void pack_frame(Packer &pk, const StartedFrame &f) {
@@ -300,6 +307,10 @@ Expected<Frame> read_request(MapReader &r) {
     f.source = r.bin("source");
   if (r.get("validate_only", false) != nullptr)
     f.validate_only = r.flag("validate_only");
+  if (r.get("epoch", false) != nullptr) {
+    f.epoch = r.u64("epoch");
+    f.epoch_file = r.str("epoch_file");
+  }
   const std::string lane = r.str("lane");
   bool known = false;
   for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch})

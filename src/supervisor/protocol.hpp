@@ -99,6 +99,14 @@ struct RequestFrame {
   /// answer Returned (flag true) or LoadFailed.  Optional on the wire.
   bool validate_only = false;
   Lane lane = Lane::Batch; ///< sent as lane_name()
+  /// client -> supervisor: the control epoch the call was submitted in and
+  /// the epoch file (common/epoch_file.hpp).  When the file holds a greater
+  /// epoch as the call is about to start, another slurmctld has taken
+  /// control and the supervisor does not start it (issue 40; switch.lua(5),
+  /// HIGH AVAILABILITY).  0: no fence (no journal).  Optional on the wire,
+  /// sent only when non-zero.
+  std::uint64_t epoch = 0;
+  std::string epoch_file;
 };
 
 /// supervisor -> client: call `id` left its lane and its process got the

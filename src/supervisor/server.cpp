@@ -138,6 +138,10 @@ void Server::start_next_calls() {
     }
     if (from == nullptr)
       break;
+    if (refuse_if_fenced(from->front().req)) {
+      from->pop_front();
+      continue;
+    }
     if (!copy_note_.empty())
       client_->send(encode_frame(
           LogFrame{from->front().req.id, LogLevel::Error, std::exchange(copy_note_, {})}));
@@ -154,6 +158,31 @@ void Server::start_next_calls() {
     }
     dispatch(std::move(w.req), w.queued_at, std::move(hash));
   }
+}
+
+bool Server::refuse_if_fenced(const RequestFrame &req) {
+  if (req.epoch == 0 || req.epoch_file.empty())
+    return false;
+  // Only a greater epoch fences: a file that is missing or unreadable (0)
+  // never stops the calls of the controller in control.
+  const std::uint64_t now = epoch_watch_.current(req.epoch_file);
+  if (now <= req.epoch)
+    return false;
+  if (fenced_epoch_ != now) { // one line per takeover, not one per call
+    fenced_epoch_ = now;
+    client_->send(encode_frame(
+        LogFrame{req.id, LogLevel::Error,
+                 fmt::format("supervisor: queued calls of epoch {} not started: {} says epoch {}, "
+                             "another slurmctld took control (switch.lua(5), HIGH AVAILABILITY)",
+                             req.epoch, req.epoch_file, now)}));
+  }
+  Outcome o;
+  o.kind = OutcomeKind::SpawnFailed;
+  o.message = fmt::format("not started: {} says epoch {}, this call's is {}: another slurmctld "
+                          "took control",
+                          req.epoch_file, now, req.epoch);
+  client_->send(encode_frame(OutcomeFrame{req.id, std::move(o)}));
+  return true;
 }
 
 void Server::dispatch(RequestFrame req, Clock::time_point queued_at, std::string script_hash) {

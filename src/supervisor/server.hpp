@@ -36,11 +36,21 @@
 //   Server server(io, {.client_fd = 3, .runner = {...}, .max_concurrent = 512});
 //   return server.run();
 //
+// The fence.  A request carries the control epoch the slurmctld submitted
+// it in and the epoch file (RequestFrame::epoch).  While that slurmctld is
+// stopped (SIGSTOP, a VM paused) this process runs on; once another
+// slurmctld has taken control the file holds a greater epoch, and a queued
+// call is then not started (a SpawnFailed outcome says why) instead of
+// running beside the new controller's own call for the same job.  A call
+// already started cannot be recalled: job.epoch lets a fabric manager refuse
+// it (switch.lua(5), HIGH AVAILABILITY).
+//
 // The process must be a child subreaper (PR_SET_CHILD_SUBREAPER) so that a
 // call's orphans, and processes that left a call's group with setsid(), are
 // reparented to it; main() sets it.
 #pragma once
 
+#include "common/epoch_file.hpp"
 #include "supervisor/call.hpp"
 #include "supervisor/fork_server.hpp"
 #include "supervisor/proc_scan.hpp"
@@ -96,6 +106,11 @@ private:
   void reap_hidden_zombies();
   void start_wait_sigterm();
   void start_next_calls();
+  /// True when `req` was submitted in a control epoch older than the one
+  /// its epoch file holds now (RequestFrame::epoch; issue 40): it is not
+  /// started, and gets a SpawnFailed outcome saying so (with one Error log
+  /// line per new epoch).  One stat(2) per call (EpochWatch).
+  bool refuse_if_fenced(const RequestFrame &req);
   /// Starts `req`; its outcome carries `script_hash`, the content of the
   /// bytes it runs (empty: the runner reads the file itself).
   void dispatch(RequestFrame req, std::chrono::steady_clock::time_point queued_at,
@@ -148,6 +163,8 @@ private:
   std::string copy_note_;   ///< why the copy was not used; logged with the first call
   bool validating_ = false; ///< a changed script is being checked: dispatch waits
   CallId next_validation_id_ = CallId{1} << 63; ///< ids of checks, apart from the client's
+  EpochWatch epoch_watch_;         ///< the epoch files of the requests (refuse_if_fenced)
+  std::uint64_t fenced_epoch_ = 0; ///< the epoch last reported as fencing calls out
 };
 
 } // namespace switchlua

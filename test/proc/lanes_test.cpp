@@ -290,3 +290,70 @@ TEST(Prestart, IdleRunnersAreToppedUpAfterTheOutcomeNotDuringTheCall) {
   EXPECT_EQ(after.size(), 2u) << "topped up to two idle runners after the call";
   EXPECT_NE(after, idle) << "the call's runner is gone and a new one runs";
 }
+
+// Issue 40: the supervisor runs on while its slurmctld is stopped; once
+// another slurmctld has taken control (a greater epoch in the epoch file), a
+// queued call of the old epoch is not started, and says why.
+TEST(Lanes, QueuedCallsOfAnOlderEpochAreNotStartedOnceAnotherControllerTookControl) {
+  ClientOptions o = default_options();
+  o.max_concurrent = 1;
+  SyncClient c(o);
+  Gate gate;
+  char tmpl[] = "/tmp/switchlua-epoch-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string epoch_file = dir + "/switch_lua.journal.epoch";
+  auto write_epoch = [&](int n) { // replaced by rename, as the controller does
+    std::ofstream(epoch_file + ".new") << n << "\n";
+    std::filesystem::rename(epoch_file + ".new", epoch_file);
+  };
+  auto in_epoch = [&](CallRequest r, std::uint64_t e) {
+    r.epoch = e;
+    r.epoch_file = epoch_file;
+    return r;
+  };
+  write_epoch(1);
+  const CallId running = c.submit(in_epoch(gated(gate.path(), Hook::JobStart, true), 1));
+  ASSERT_TRUE(wait_started_logs(c, {running}, 1));
+  const CallId setup = c.submit(in_epoch(gated("/", Hook::JobStart, true), 1));
+  const CallId teardown = c.submit(in_epoch(gated("/", Hook::JobComplete, true), 1));
+  const CallId current = c.submit(in_epoch(gated("/", Hook::JobStart, true), 2));
+  std::this_thread::sleep_for(200ms); // all three reach the supervisor's lanes first
+  write_epoch(2);                     // another slurmctld took control
+  std::vector<std::string> lines;
+  std::mutex mu;
+  c.set_log_observer([&](CallId, const std::string &l) {
+    std::lock_guard g(mu);
+    lines.push_back(l);
+  });
+  gate.open();
+  auto r = c.wait(running, 60s); // started before the takeover: not recalled
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->outcome.kind, OutcomeKind::Returned) << describe(r->outcome);
+  for (CallId id : {setup, teardown}) {
+    auto f = c.wait(id, 30s);
+    ASSERT_TRUE(f.has_value());
+    EXPECT_EQ(f->outcome.kind, OutcomeKind::SpawnFailed) << describe(f->outcome);
+    EXPECT_EQ(f->outcome.message, fmt::format("not started: {} says epoch 2, this call's is 1: "
+                                              "another slurmctld took control",
+                                              epoch_file));
+  }
+  auto k = c.wait(current, 30s); // submitted in the epoch in control: runs
+  ASSERT_TRUE(k.has_value());
+  EXPECT_EQ(k->outcome.kind, OutcomeKind::Returned) << describe(k->outcome);
+  EXPECT_EQ(c.started_order(), (std::vector<CallId>{running, current}));
+  {
+    std::lock_guard g(mu);
+    EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                            [](const std::string &l) {
+                              return l.find("queued calls of epoch 1 not started") !=
+                                     std::string::npos;
+                            }),
+              1)
+        << "one line per takeover";
+  }
+  // A missing epoch file never fences: the controller in control goes on.
+  std::filesystem::remove(epoch_file);
+  auto m = c.run(in_epoch(gated("/", Hook::JobStart, true), 1));
+  EXPECT_EQ(m.outcome.kind, OutcomeKind::Returned) << describe(m.outcome);
+  std::filesystem::remove_all(dir);
+}

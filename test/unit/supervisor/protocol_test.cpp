@@ -76,6 +76,21 @@ TEST(Protocol, RequestRoundTrips) {
   }
 }
 
+TEST(Protocol, RequestEpochRoundTripsAndIsAbsentWhenZero) {
+  RequestFrame in{3, "/s.lua", Hook::JobStart, std::string("\x80", 1), std::nullopt, 5};
+  const std::string without = encode_frame(in);
+  EXPECT_EQ(without.find("epoch"), std::string::npos); // optional on the wire
+  auto plain = std::get<RequestFrame>(round_trip(in));
+  EXPECT_EQ(plain.epoch, 0u);
+  EXPECT_EQ(plain.epoch_file, "");
+  in.epoch = 41;
+  in.epoch_file = "/var/spool/slurmctld/switch_lua.journal.epoch";
+  auto out = std::get<RequestFrame>(round_trip(in));
+  EXPECT_EQ(out.epoch, 41u);
+  EXPECT_EQ(out.epoch_file, in.epoch_file);
+  EXPECT_EQ(out.timeout_s, 5u);
+}
+
 TEST(Protocol, LaneOfACall) {
   EXPECT_EQ(lane_of(Hook::JobStart, true), Lane::Batch);
   EXPECT_EQ(lane_of(Hook::JobStart, false), Lane::Interactive);
