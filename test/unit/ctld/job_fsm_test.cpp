@@ -1559,6 +1559,28 @@ TEST(JobFsm, R_COMPLETE_KILLED_EXHAUSTED_AnUnheldTeardownLostEveryTimeDrainsAfte
   }
 }
 
+// Issue 36 item 3: the line of a lost teardown that runs again says that
+// its nodes are not held, which retry it is, and that it fails after them.
+TEST(JobFsm, R_COMPLETE_LOST_TheLogLineSaysItRunsAgainAsARetry) {
+  Outcome lost = with_kind(OutcomeKind::Abandoned, "switch-lua-supervisor (pid 4242) died");
+  CtldConfig cfg;
+  cfg.switch_retries = 3;
+  StepResult r =
+      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &lost}, cfg);
+  EXPECT_EQ(r.rule, "R_COMPLETE_LOST");
+  EXPECT_EQ(r.next.retries, 1u);
+  EXPECT_FALSE(r.next.nodes_held);
+  std::vector<std::string> logs;
+  for (const Action &a : r.actions)
+    if (a.kind == A::Log)
+      logs.push_back(a.reason);
+  EXPECT_EQ(logs, std::vector<std::string>{
+                      "JobId=42 job_complete was abandoned: switch-lua-supervisor (pid 4242) died: "
+                      "its nodes are not held (block_job_complete is false); running it again at "
+                      "the next periodic check (retry 1 of 3), a failed teardown once they are "
+                      "used up"});
+}
+
 // Issue 20, jobs of any size: a 5,000-task array whose setup fails every
 // time, with switch_max_setup_failures=3: every task is held after its
 // third failure, none forgotten by the failure counts (which kept 4,096
