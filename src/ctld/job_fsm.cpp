@@ -44,16 +44,21 @@ Verdict teardown_verdict_of(const Outcome &o, const JobSwitchState &s, const Ctl
       s.nodes_held || s.state == JobState::SetupUndoing || s.state == JobState::SetupUndoingEnded;
   // Killed from outside (not the plugin's own timeout kill: TimedOut) or
   // lost with the supervisor: retried while the nodes are held
-  // (R_COMPLETE_KILLED), else a failure (R_COMPLETE_KILLED_UNHELD).
+  // (R_COMPLETE_KILLED), then drained (R_COMPLETE_KILLED_EXHAUSTED).
   if (o.kind == OutcomeKind::Signaled || o.kind == OutcomeKind::Abandoned) {
+    const bool left = s.retries < cfg.switch_retries;
     // Lost with a supervisor that died or that the watchdog replaced, the
-    // nodes not held: run again on the new one (restart rules), as a host
-    // fault, never a drain by itself (issue 20; R_COMPLETE_HOST_FAULT).
+    // nodes not held: the call may not have finished, so it runs again on
+    // the new one, but as a retry, counted against switch_retries, and
+    // drained as any failure once they are used up (issue 36:
+    // R_COMPLETE_LOST; never re-run for ever with the nodes in service).
     if (!held && o.kind == OutcomeKind::Abandoned)
-      return Verdict::HostFault;
+      return left ? Verdict::LostRetry : Verdict::KilledExhausted;
+    // Killed from outside with the nodes in service: a failure
+    // (R_COMPLETE_KILLED_UNHELD; a retry needs the nodes held).
     if (!held)
       return Verdict::KilledUnheld;
-    return s.retries < cfg.switch_retries ? Verdict::KilledRetry : Verdict::KilledExhausted;
+    return left ? Verdict::KilledRetry : Verdict::KilledExhausted;
   }
   if (o.kind != OutcomeKind::Returned)
     return Verdict::Failure;

@@ -92,7 +92,7 @@ struct JobSwitchState {
   bool requeue_allowed = false;        ///< the job may be requeued (batch, --requeue)
   bool block_job_complete = false;     ///< the script's answer, asked once per daemon
   bool nodes_held = false;             ///< we hold the job's nodes in COMPLETING
-  std::uint32_t retries = 0;           ///< EAGAIN retries used so far (<= switch_retries)
+  std::uint32_t retries = 0;           ///< retries (EAGAIN, kill, loss) so far (<= switch_retries)
   std::uint64_t generation = 0;        ///< bumped per hook call; stale results are ignored
   bool recovered = false;              ///< loaded after a restart: no call is in flight
   /// content_hash() of the script whose job_start returned `jobinfo` (the

@@ -183,6 +183,13 @@ const Row kRules[] = {
   // the nodes held"; the nodes are already back in service).
   {"R_COMPLETE_KILLED_UNHELD", S::TeardownRunning, E::TeardownResult, V::KilledUnheld, S::Done,
      {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+  // Issue 36: lost with the supervisor (it died, or the watchdog replaced
+  // it) with the nodes not held: the call may not have finished, so it runs
+  // again at the next periodic check, the nodes in service meanwhile, as a
+  // retry counted against switch_retries; once they are used up, drained
+  // like any failure (R_COMPLETE_KILLED_EXHAUSTED).
+  {"R_COMPLETE_LOST",         S::TeardownRunning,   E::TeardownResult, V::LostRetry,  S::TeardownRetryWait,
+     {Do::CountRetry, Do::LogInfo, Do::ScheduleRetry}},
   // Issue 20: job_complete's runner could not be started (a host fault):
   // the script did not run; it runs again after a back-off, the job (and
   // its nodes, if held) kept as they are, never drained for it, whatever
@@ -353,6 +360,9 @@ const OutcomeRow kOutcomeRules[] = {
   // Its runner could not be started (a host fault): logged, nothing drained;
   // the core runs it again after a back-off (issue 20).
   {"R_ORPHAN_HOST_FAULT", Teardown::Orphan, V::HostFault,   {Do::LogError}},
+  // Lost with the supervisor: as a host fault, run again after a back-off
+  // (an orphan keeps no retry count).
+  {"R_ORPHAN_HOST_FAULT", Teardown::Orphan, V::LostRetry,   {Do::LogError}},
   // slurm.FABRIC_DOWN: logged, nothing drained; run again after the breaker's back-off.
   {"R_ORPHAN_FABRIC_DOWN", Teardown::Orphan, V::FabricDown, {Do::LogInfo}},
   // Anything else is a failure: its job table's nodes are drained.
@@ -367,6 +377,7 @@ const OutcomeRow kOutcomeRules[] = {
   {"R_LATE_RESULT",     Teardown::Late,   V::KilledUnheld,  {Do::LogError}},
   {"R_LATE_RESULT",     Teardown::Late,   V::Failure,       {Do::LogError}},
   {"R_LATE_RESULT",     Teardown::Late,   V::HostFault,     {Do::LogError}},
+  {"R_LATE_RESULT",     Teardown::Late,   V::LostRetry,     {Do::LogError}},
   {"R_LATE_RESULT",     Teardown::Late,   V::FabricDown,    {Do::LogError}},
 };
 // clang-format on
@@ -395,6 +406,9 @@ constexpr std::pair<std::string_view, std::string_view> kRuleLogs[] = {
                         "job_complete again"},
   {"R_COMPLETE_KILLED", "{job} job_complete {what}: nodes held, running it again at the next "
                         "periodic check (retry {retry} of {retries})"},
+  {"R_COMPLETE_LOST", "{job} job_complete {what}: its nodes are not held (block_job_complete "
+                      "is false); running it again at the next periodic check (retry {retry} "
+                      "of {retries}), a failed teardown once they are used up"},
   {"R_COMPLETE_KILLED_UNHELD", "{job} job_complete {what}: its nodes are not held "
                                "(block_job_complete is false), so it is not run again: a failed "
                                "teardown"},

@@ -35,7 +35,8 @@ enum class Verdict : std::uint8_t {
   Failure,         // job_complete: negative rc, error, the plugin's own timeout kill
   KilledRetry,     // job_complete: killed from outside or lost with the supervisor, retries left
   KilledExhausted, // job_complete: the same, switch_retries used up
-  KilledUnheld,    // job_complete: the same, but nodes not held: a failure
+  KilledUnheld,    // job_complete: killed from outside, nodes not held: a failure
+  LostRetry,       // job_complete: lost with the supervisor, nodes not held, retries left
   Blocking,        // JobEnded with block_job_complete true
   NonBlocking,     // JobEnded with block_job_complete false
   Recovered,       // JobEnded / Recover of a state loaded after a restart

@@ -745,14 +745,26 @@ std::vector<Case> cases() {
        "switch teardown failed: JobId=42 switch/lua job_complete died on signal 0",
        "R_COMPLETE_KILLED_UNHELD"},
       // Issue 20: lost with a supervisor the watchdog replaced, the nodes
-      // not held: run again on the new one, never a drain by itself.
-      {"R_COMPLETE_HOST_FAULT_LostWithTheSupervisorUnheldRunsAgain",
+      // not held: run again on the new one; issue 36: as a retry, counted
+      // against switch_retries ...
+      {"R_COMPLETE_LOST_LostWithTheSupervisorUnheldRunsAgainAsARetry",
        state(S::TeardownRunning),
        E::TeardownResult,
        with_kind(OutcomeKind::Abandoned, "switch-lua-supervisor died"),
        def,
        S::TeardownRetryWait,
        {A::ScheduleRetry}},
+      // ... and drained once they are used up, as a killed one is.
+      {"R_COMPLETE_KILLED_EXHAUSTED_LostUnheldAfterSwitchRetriesDrains",
+       with(state(S::TeardownRunning), [](JobSwitchState &s) { s.retries = 3; }),
+       E::TeardownResult,
+       with_kind(OutcomeKind::Abandoned, "switch-lua-supervisor died"),
+       def,
+       S::Done,
+       {A::DrainNodes, A::ReleaseNodes},
+       "switch teardown failed: JobId=42 switch/lua job_complete was abandoned: "
+       "switch-lua-supervisor died",
+       "R_COMPLETE_KILLED_EXHAUSTED"},
       {"R_COMPLETE_KILLED_LostWithTheSupervisorIsRetried",
        with(state(S::TeardownRunning), held),
        E::TeardownResult,
@@ -1503,6 +1515,70 @@ TEST(JobFsm, R_COMPLETE_KILLED_LogSaysItRunsAgain) {
                 "periodic check (retry 1 of 3)"),
             std::string::npos)
       << logged;
+}
+
+// Issue 36 item 3: a teardown lost with its supervisor while its nodes are
+// not held (block_job_complete false) is run again, but like a killed one
+// it is counted against switch_retries: switch_retries+1 calls in all, then
+// a failed teardown that drains the job's nodes (or, with
+// switch_drain_on_failure=no, releases them and says so); never re-run for
+// ever with the nodes in service and no mark of the leftover state.
+TEST(JobFsm, R_COMPLETE_KILLED_EXHAUSTED_AnUnheldTeardownLostEveryTimeDrainsAfterSwitchRetries) {
+  Outcome lost = with_kind(OutcomeKind::Abandoned, "switch-lua-supervisor (pid 4242) died");
+  for (bool drain : {true, false}) {
+    CtldConfig cfg;
+    cfg.switch_retries = 3;
+    cfg.drain_on_failure = drain;
+    JobSwitchState s = state(S::TeardownRunning);
+    int calls = 1; // the first job_complete, lost
+    StepResult r;
+    for (int guard = 0; guard < 20; ++guard) {
+      r = step(s, Event{.kind = E::TeardownResult, .outcome = &lost}, cfg);
+      s = r.next;
+      if (s.state != S::TeardownRetryWait)
+        break;
+      r = step(s, Event{.kind = E::RetryTick}, cfg);
+      s = r.next;
+      ++calls;
+    }
+    EXPECT_EQ(s.state, S::Done) << "drain=" << drain;
+    EXPECT_EQ(calls, 4) << "switch_retries=3: the first call and 3 more";
+    EXPECT_EQ(r.rule, "R_COMPLETE_KILLED_EXHAUSTED");
+    const auto drains = std::count_if(r.actions.begin(), r.actions.end(),
+                                      [](const Action &a) { return a.kind == A::DrainNodes; });
+    EXPECT_EQ(drains, drain ? 1 : 0);
+    std::string said;
+    for (const Action &a : r.actions)
+      said += a.reason + "\n";
+    EXPECT_NE(said.find("switch teardown failed: JobId=42 switch/lua job_complete was abandoned"),
+              std::string::npos)
+        << said;
+    if (!drain) {
+      EXPECT_NE(said.find("switch_drain_on_failure=no"), std::string::npos) << said;
+    }
+  }
+}
+
+// Issue 36 item 3: the line of a lost teardown that runs again says that
+// its nodes are not held, which retry it is, and that it fails after them.
+TEST(JobFsm, R_COMPLETE_LOST_TheLogLineSaysItRunsAgainAsARetry) {
+  Outcome lost = with_kind(OutcomeKind::Abandoned, "switch-lua-supervisor (pid 4242) died");
+  CtldConfig cfg;
+  cfg.switch_retries = 3;
+  StepResult r =
+      step(state(S::TeardownRunning), Event{.kind = E::TeardownResult, .outcome = &lost}, cfg);
+  EXPECT_EQ(r.rule, "R_COMPLETE_LOST");
+  EXPECT_EQ(r.next.retries, 1u);
+  EXPECT_FALSE(r.next.nodes_held);
+  std::vector<std::string> logs;
+  for (const Action &a : r.actions)
+    if (a.kind == A::Log)
+      logs.push_back(a.reason);
+  EXPECT_EQ(logs, std::vector<std::string>{
+                      "JobId=42 job_complete was abandoned: switch-lua-supervisor (pid 4242) died: "
+                      "its nodes are not held (block_job_complete is false); running it again at "
+                      "the next periodic check (retry 1 of 3), a failed teardown once they are "
+                      "used up"});
 }
 
 // Issue 20, jobs of any size: a 5,000-task array whose setup fails every
