@@ -206,8 +206,9 @@ const Row kRules[] = {
   {"R_RETRY",                 S::TeardownRetryWait, E::RetryTick,   V::None,          S::TeardownRunning,
      {Do::RunJobCompleteWithJobinfo}},
 
-  // A job_start killed before it reported (slurmctld restart or reconfigure)
-  // is abandoned: job_complete(job, nil) for that attempt runs first, the
+  // A job_start with no recorded result (killed by a slurmctld restart or
+  // reconfigure, or ended while its slurmctld was stopped and then fenced
+  // out or killed: issue 40) is abandoned: job_complete(job, nil) for that attempt runs first, the
   // job still waiting in CONFIGURING ...
   {"R_RESTART_SETUP",         S::SetupRunning,      E::Recover,     V::Recovered,     S::SetupUndoing,
      {Do::LogInfo, Do::RunJobCompleteNil}},
@@ -394,9 +395,10 @@ constexpr std::pair<std::string_view, std::string_view> kRuleLogs[] = {
   {"R_END_AFTER_FAIL", "{job} ended after a failed setup: job_complete is not called (job_start "
                        "undoes its own work before it returns a failure)"},
   {"R_RESTART_SETUP", "{job} recovered after a slurmctld restart in state SetupRunning: the "
-                      "job_start of attempt {attempt} was killed before it reported; running "
-                      "job_complete with nil jobinfo for it, then job_start again (the job has "
-                      "not launched)"},
+                      "job_start of attempt {attempt} has no recorded result (killed with its "
+                      "slurmctld, or it ended while that slurmctld was stopped and its result "
+                      "never reached the journal); running job_complete with nil jobinfo for "
+                      "it, then job_start again (the job has not launched)"},
   {"R_RESTART_UNDO", "{job} recovered after a slurmctld restart in state {state}: running "
                      "job_complete with nil jobinfo for the killed job_start of attempt "
                      "{attempt} again"},

@@ -35,7 +35,7 @@ t_restart_setup() {
 	restart_ctld --kill9
 	# The killed call's processes went with the supervisor.
 	if left=$(pgrep -af "sleep 30\\.$tag"); then fail "the killed job_start call survives: $left"; fi
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id recovered after a slurmctld restart in state SetupRunning: the job_start of attempt [0-9]+ was killed before it reported; running job_complete with nil jobinfo for it, then job_start again \(the job has not launched\)" 10
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id recovered after a slurmctld restart in state SetupRunning: the job_start of attempt [0-9]+ has no recorded result \(killed with its slurmctld, or it ended while that slurmctld was stopped and its result never reached the journal\); running job_complete with nil jobinfo for it, then job_start again \(the job has not launched\)" 10
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_complete: e2e restart: JobId=$id job_complete token=nil" 10
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start: e2e restart: JobId=$id job_start token=tok-$tag-$id: called again" 10
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start accepted the job: jobinfo stored, job may launch" 10

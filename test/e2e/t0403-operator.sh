@@ -45,14 +45,14 @@ t_deliberate_stop() {
 	id=$(submit -N1 --network="e2e:slowfirst:$tag" --wrap=true)
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start: e2e crash: JobId=$id job_start attempt=[0-9]+: first call" 15
 	c_root scontrol reconfigure
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id recovered after a slurmctld restart in state SetupRunning: the job_start of attempt [0-9]+ was killed before it reported" 30
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id recovered after a slurmctld restart in state SetupRunning: the job_start of attempt [0-9]+ has no recorded result" 30
 	wait_job "$id" COMPLETED 40
 	# Once more, with a slurmctld shutdown (SIGTERM) during a job_start.
 	rm -f "$E2E_ROOT/tmp/switch-lua-e2e.$tag.start"
 	id=$(submit -N1 --network="e2e:slowfirst:$tag" --wrap=true)
 	wait_log "$(ctld_log)" "switch/lua: JobId=$id job_start: e2e crash: JobId=$id job_start attempt=[0-9]+: first call" 15
 	restart_ctld
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id recovered after a slurmctld restart in state SetupRunning: the job_start of attempt [0-9]+ was killed before it reported" 30
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id recovered after a slurmctld restart in state SetupRunning: the job_start of attempt [0-9]+ has no recorded result" 30
 	wait_job "$id" COMPLETED 40
 	assert_eq 0 "$(ctld_count "died")" "slurmctld.log lines saying 'died'"
 	assert_eq 2 "$(ctld_count "switch/lua: JobId=[0-9]+ job_start stopped with the supervisor: slurmctld is stopping or reconfiguring; the next slurmctld recovers the call\$")" \
