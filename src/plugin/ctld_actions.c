@@ -221,30 +221,42 @@ extern void ctld_op_save_state(void)
  * saved record came back PENDING (or gone) may still run on its nodes.
  * slurmctld asks every node to register when it starts and aborts there a
  * job it does not run (abort_job_on_node() in validate_jobs_on_node()).  A
- * node is taken as clear once it has answered this slurmctld later than
- * KillWait + 2 * MessageTimeout after it took control (its registration,
- * the abort and the kill have had their time); a node that does not
- * answer may still run the job.  Node W held.
+ * node is taken as clear once it has answered this slurmctld after
+ * KillWait + 2 * MessageTimeout have passed since it took control (its
+ * registration, the abort and the kill have had their time); a node that
+ * does not answer may still run the job.  That bound is measured on the
+ * monotonic clock (issue 40: a forward step of the wall clock ended it at
+ * once); a node's answer (Slurm's last_response, wall clock) counts from the
+ * wall time at which the bound was reached, taken once as the wall clock
+ * less the monotonic time since then, so a step before it does not shorten
+ * the wait either.  Node W held.
  */
 extern bool ctld_op_job_may_run(uint32_t job_id, const char *nodes)
 {
-	time_t clear_after = ctld_control_time + slurm_conf.kill_wait +
-			     2 * slurm_conf.msg_timeout;
+	long bound = (long) slurm_conf.kill_wait + 2L * slurm_conf.msg_timeout;
+	long elapsed;
+	struct timespec now;
 	hostlist_t *hl;
 	char *name;
 	bool may = false;
 
 	if (!nodes || !nodes[0])
 		return false;
-	if (time(NULL) < clear_after)
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	elapsed = now.tv_sec - ctld_control_mono.tv_sec;
+	if (elapsed < bound)
 		return true;
+	/* The wall time the bound was reached: now less the monotonic time
+	 * since then (a node's registration right after it counts). */
+	if (!ctld_clear_wall)
+		ctld_clear_wall = time(NULL) - (time_t) (elapsed - bound);
 	if (!(hl = hostlist_create(nodes)))
 		return true;
 	while ((name = hostlist_shift(hl))) {
 		node_record_t *node_ptr = find_node_record(name);
 
 		if (node_ptr && (IS_NODE_NO_RESPOND(node_ptr) ||
-				 (node_ptr->last_response < clear_after)))
+				 (node_ptr->last_response < ctld_clear_wall)))
 			may = true;
 		free(name);
 	}

@@ -56,8 +56,14 @@ extern void ctld_op_drain(const char *nodes, const char *reason);
 extern void ctld_op_forget(uint32_t job_id);
 extern void ctld_op_save_state(void);
 extern bool ctld_op_job_may_run(uint32_t job_id, const char *nodes);
-/* When this slurmctld last took control (switch_p_restore). */
+/* When this slurmctld last took control (switch_p_restore): wall clock, and
+ * monotonic for the lost-start guard's bound (ctld_op_job_may_run), which a
+ * step of the wall clock must not shorten. */
 extern time_t ctld_control_time;
+extern struct timespec ctld_control_mono;
+/* The wall time at which that bound was reached (0: not computed yet): a
+ * node's answer counts only from then on.  Under the job lock. */
+extern time_t ctld_clear_wall;
 /* Whether Slurm's job table is loaded and may be searched: set by the restore
  * thread once it holds the job write lock after read_slurm_conf(), cleared
  * when this slurmctld takes or gives up control (a takeover frees the job

@@ -103,6 +103,8 @@ static const slc_ctld_ops_t ctld_ops = {
 };
 
 time_t ctld_control_time = 0;
+struct timespec ctld_control_mono = {0, 0};
+time_t ctld_clear_wall = 0;
 atomic_bool ctld_jobs_loaded = false;
 
 /* ---------------------------------------------------------------------- */
@@ -301,6 +303,8 @@ extern int switchlua_restore(bool recover)
 	atomic_store(&ctld_jobs_loaded, false);
 	keep_jobs = job_list && (list_count(job_list) > 0);
 	ctld_control_time = time(NULL);
+	clock_gettime(CLOCK_MONOTONIC, &ctld_control_mono);
+	ctld_clear_wall = 0;
 	if (!keep_jobs) {
 		ctld_holds_reset();
 		ctld_armed_reset();
