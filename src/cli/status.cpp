@@ -95,6 +95,11 @@ void print_journal(const json &j) {
                jf, waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "");
   else
     fmt::print("Journal:              writable\n");
+  // Issue 40: a sync that does not return (a hung disk or NFS server).
+  if (const std::int64_t since = i(j, "journal_stalled_since"); since > 0)
+    fmt::print("Journal sync:         STALLED since {}: StateSaveLocation's storage has not "
+               "returned an fdatasync; jobs with a network stay CONFIGURING until it does\n",
+               time_text(since));
 }
 
 void print_human(const json &j, const std::string &path, std::int64_t age) {

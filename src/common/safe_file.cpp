@@ -118,7 +118,11 @@ Expected<void, FileError> check_folder(const std::string &dir) {
 Expected<void, FileError> write_file_atomically(const std::string &dir, const std::string &name,
                                                 std::string_view data,
                                                 const AtomicWriteOptions &opts) {
-  auto sync = [&](int fd) { return opts.fsync_fn ? opts.fsync_fn(fd) : ::fsync(fd); };
+  auto sync = [&](int fd) {
+    if (!opts.durable)
+      return 0;
+    return opts.fsync_fn ? opts.fsync_fn(fd) : ::fsync(fd);
+  };
   if (name.empty() || name.find('/') != std::string::npos)
     return refused(fmt::format("{}: not a file name", name), EINVAL);
   const FdCloser d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};

@@ -43,6 +43,13 @@ struct AtomicWriteOptions {
   /// Test seam: called in place of ::fsync(2) for the temp file, then for
   /// the folder; returns 0, or -1 with errno set.  nullptr: ::fsync.
   int (*fsync_fn)(int fd) = nullptr;
+  /// false: steps 2 and 4 do not fsync.  A reader still sees the old
+  /// content or the new, never a mix, but after a power loss the file may
+  /// be the old one or empty.  For the status file and the metrics
+  /// textfile, which must go on being written while StateSaveLocation's
+  /// storage stalls its syncs (issue 40), and are rewritten every few
+  /// seconds anyway.
+  bool durable = true;
 };
 
 /// Why a safe_file function failed.

@@ -98,6 +98,10 @@ struct CoreOptions {
   FenceStepHook fence_step;
   /// Fault injection into the journal's writes (tests).
   JournalIo journal_io;
+  /// A journal fdatasync that has not returned after this long is reported
+  /// as a stall (one error line, the status file, two metrics; issue 40;
+  /// switch_lua.conf(5), STATESAVELOCATION).  Checked every 500 ms.
+  std::chrono::milliseconds journal_stall_after{5000};
 };
 
 /// Asks the script a boolean hook (block_job_complete / setup_special_steps)

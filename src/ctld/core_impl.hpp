@@ -205,6 +205,14 @@ struct CtldCore::Impl {
   bool sync_wanted = false;
   bool sync_stop = false;
   std::thread syncer;
+  /// A journal sync that does not return (issue 40 item 5; switch_lua.conf(5),
+  /// STATESAVELOCATION): when the syncer's fdatasync began (steady clock;
+  /// epoch 0 while none runs) and whether its stall was reported, under
+  /// stall_mu (the syncer sets and clears, the worker's check_sync_stall()
+  /// reports; neither holds mu for it).
+  std::mutex stall_mu;
+  std::chrono::steady_clock::time_point sync_began{};
+  bool sync_stall_reported = false;
   bool journal_timer_armed = false; ///< a Timer{.journal = true} is pending
   std::map<CallId, std::pair<std::uint32_t, Hook>> calls;
   CtldConfig cfg;
@@ -408,6 +416,15 @@ struct CtldCore::Impl {
   /// journal closed unwritten, the supervisor (and every call in it) told
   /// to stop, the status file no longer written.
   void become_stale(const FenceStale &why);
+  /// The syncer's fdatasync around `sync` (issue 40 item 5): marks it
+  /// running for check_sync_stall(), and once it returns after a reported
+  /// stall, one line saying how long it took.
+  int timed_sync(Journal::SyncTicket &t);
+  /// From the worker every kFenceCheck: a journal fdatasync running for
+  /// opts.journal_stall_after or longer is reported once (an error line,
+  /// StatsSnapshot::journal_stalled_since and journal_stalls).  Takes
+  /// stall_mu only: never waits for the disk nor for mu.
+  void check_sync_stall();
   /// The worker's periodic fence check (kFenceCheck), in control only:
   /// `lk` (qmu) is given up meanwhile (mu comes first).  Returns when the
   /// next one is due.
@@ -418,6 +435,7 @@ struct CtldCore::Impl {
       if (in_control)
         fence_ok();
     }
+    check_sync_stall();
     lk.lock();
     return std::chrono::steady_clock::now() + core_detail::kFenceCheck;
   }

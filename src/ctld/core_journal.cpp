@@ -12,9 +12,11 @@
 #include "common/log_stamp.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <utility>
 
 namespace switchlua {
 
@@ -295,7 +297,7 @@ void CtldCore::Impl::run_syncer() {
       if (journal)
         t = journal->sync_ticket(); // records written from now on wait for the next round
     }
-    const int err = Journal::sync_outside(t); // no lock held: Slurm's threads go on
+    const int err = timed_sync(t); // no lock held: Slurm's threads go on
     std::lock_guard g(mu);
     if (journal && t.journal != 0) {
       journal->sync_done(t, err);
@@ -306,6 +308,54 @@ void CtldCore::Impl::run_syncer() {
     dispatch_pending();
     ready_pending_effects();
   }
+}
+
+int CtldCore::Impl::timed_sync(Journal::SyncTicket &t) {
+  const auto began = std::chrono::steady_clock::now();
+  {
+    std::lock_guard s(stall_mu);
+    sync_began = began;
+  }
+  const int err = Journal::sync_outside(t);
+  bool reported;
+  {
+    std::lock_guard s(stall_mu);
+    sync_began = {};
+    reported = std::exchange(sync_stall_reported, false);
+  }
+  if (reported) {
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - began);
+    stats.set_journal_stall(0);
+    port.log(LogLevel::Info, log_line({},
+                                      "journal {}: the fdatasync that stalled returned after "
+                                      "{} ms{}; job starts go on",
+                                      opts.journal_path, took.count(),
+                                      err == 0 ? "" : fmt::format(" ({})", std::strerror(err))));
+  }
+  return err;
+}
+
+void CtldCore::Impl::check_sync_stall() {
+  std::lock_guard s(stall_mu);
+  if (sync_began == std::chrono::steady_clock::time_point{} || sync_stall_reported)
+    return;
+  const auto running = std::chrono::steady_clock::now() - sync_began;
+  if (running < opts.journal_stall_after)
+    return;
+  sync_stall_reported = true;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(running).count();
+  const std::int64_t since = std::chrono::duration_cast<std::chrono::seconds>(
+                                 (std::chrono::system_clock::now() - running).time_since_epoch())
+                                 .count();
+  stats.set_journal_stall(since);
+  port.log(LogLevel::Error,
+           log_line({},
+                    "journal {}: fdatasync has not returned for {} ms (StateSaveLocation's "
+                    "storage stalls): setups wait for their records, so jobs with a network "
+                    "stay CONFIGURING until it returns; one more line when it does "
+                    "(switch_lua.conf(5), STATESAVELOCATION)",
+                    opts.journal_path, ms));
 }
 
 std::optional<bool> CtldCore::Impl::record_durable(std::uint64_t seq) const {

@@ -176,6 +176,13 @@ const Metric kMetrics[] = {
   {{"switchlua_journal_failing", "gauge",
     "1 while the journal cannot be written (new setups fail), else 0."},
    SWITCHLUA_SCALAR(s.is_object() && s.value("journal_failure", std::string()).empty() ? 0.0 : 1.0)},
+  {{"switchlua_journal_stalled", "gauge",
+    "1 while a journal fdatasync has not returned for 5 s or more (StateSaveLocation's storage "
+    "stalls: setups wait for it), else 0."},
+   SWITCHLUA_SCALAR(num(s, "journal_stalled_since") > 0 ? 1.0 : 0.0)},
+  {{"switchlua_journal_stalls_total", "counter",
+    "Journal fdatasyncs that stalled 5 s or more (reported by one line each)."},
+   SWITCHLUA_SCALAR(num(s, "journal_stalls"))},
   {{"switchlua_journal_waiting_teardowns", "gauge",
     "Teardowns waiting for the journal to be written again, their jobs COMPLETING "
     "(switch_journal_failure=wait)."},

@@ -184,6 +184,16 @@ void CtldStats::set_journal_failure(const std::string &why) {
   set_field(&StatsSnapshot::journal_failure, why);
 }
 
+void CtldStats::set_journal_stall(std::int64_t since) {
+  std::lock_guard g(mu_);
+  if (s_.journal_stalled_since == since)
+    return;
+  if (since != 0)
+    ++s_.journal_stalls;
+  s_.journal_stalled_since = since;
+  ++version_;
+}
+
 void CtldStats::set_control(const std::string &state, const std::string &why, std::uint64_t epoch) {
   std::lock_guard g(mu_);
   if (s_.control == state && s_.control_why == why && s_.epoch == epoch)
@@ -294,7 +304,9 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
               {"jobs", s.jobs},
               {"journal_bytes", journal_bytes},
               {"journal_failure", s.journal_failure},
-              {"journal_waiting", s.journal_waiting}};
+              {"journal_waiting", s.journal_waiting},
+              {"journal_stalled_since", s.journal_stalled_since},
+              {"journal_stalls", s.journal_stalls}};
 }
 
 namespace {
@@ -391,7 +403,7 @@ void StatusPublisher::publish() {
   // World-readable: `switch-lua status` runs as any user.  Only a reader's
   // view matters, so a folder that could not be synced counts as written.
   if (!path_.empty()) {
-    const auto w = write_file_atomically(path_, j.dump(2) + "\n", {.mode = 0644});
+    const auto w = write_file_atomically(path_, j.dump(2) + "\n", {.mode = 0644, .durable = false});
     const bool ok = w || w.error().replaced;
     if (!ok && !failing_)
       log_(LogLevel::Error, log_line({},
@@ -403,7 +415,8 @@ void StatusPublisher::publish() {
     failing_ = !ok;
   }
   if (!metrics_path.empty()) {
-    const auto w = write_file_atomically(metrics_path, prometheus_text(j), {.mode = 0644});
+    const auto w =
+        write_file_atomically(metrics_path, prometheus_text(j), {.mode = 0644, .durable = false});
     const bool ok = w || w.error().replaced;
     if (!ok && !metrics_failing_)
       log_(LogLevel::Error,

@@ -99,6 +99,11 @@ struct StatsSnapshot {
   /// Teardowns waiting for the journal (switch_journal_failure=wait): their
   /// job_complete runs once it is written again; their nodes stay held.
   std::uint64_t journal_waiting = 0;
+  /// A journal fdatasync that has not returned for switch/lua's stall
+  /// threshold (5 s): unix time it began, 0 when none is stalled; and how
+  /// many stalls were reported (issue 40).
+  std::int64_t journal_stalled_since = 0;
+  std::uint64_t journal_stalls = 0;
   /// Hook calls whose runner could not be started (fork/spawn EAGAIN or
   /// ENOMEM, a full lane), retried as faults of the host, never counted
   /// against a job (issue 20; R_*_HOST_FAULT).
@@ -154,6 +159,9 @@ public:
   void set_jobs(std::size_t n);
   /// StatsSnapshot::journal_failure.
   void set_journal_failure(const std::string &why);
+  /// StatsSnapshot::journal_stalled_since = `since` (unix s; 0: over), and
+  /// one more journal_stalls when a stall begins.
+  void set_journal_stall(std::int64_t since);
   /// StatsSnapshot::journal_waiting.
   void set_journal_waiting(std::size_t n);
   /// StatsSnapshot::control, control_why and epoch.

@@ -455,13 +455,14 @@ bool g_gate_open = true;
 int g_syncs_held = 0;
 std::thread::id g_sync_thread;
 std::atomic<int> g_sync_errno{0};
+std::chrono::seconds g_gate_limit{3}; ///< how long a shut gate holds a sync at most
 int gated_fdatasync(int fd) {
   {
     std::unique_lock l(g_gate_mu);
     g_sync_thread = std::this_thread::get_id();
     ++g_syncs_held;
     g_gate_cv.notify_all();
-    g_gate_cv.wait_for(l, std::chrono::seconds(3), [] { return g_gate_open; });
+    g_gate_cv.wait_for(l, g_gate_limit, [] { return g_gate_open; });
     --g_syncs_held;
   }
   if (const int e = g_sync_errno.load()) {
@@ -612,6 +613,44 @@ TEST(CoreHa, AJobStartReturnsBeforeItsRecordsSyncAndItsCallWaitsForTheSync) {
       std::regex_search(logs, m, std::regex(R"(JobId=8 job_start started \(queued (\d+) ms)")))
       << logs;
   EXPECT_GE(std::stoi(m[1].str()), 200) << m[0];
+}
+
+// Issue 40 item 5: a journal fdatasync that does not return is reported
+// while it lasts (one error line, journal_stalled_since, journal_stalls),
+// the setup waiting for its record meanwhile, and once it returns one more
+// line says how long it took; the status is clear again.
+TEST(CoreHa, AStalledJournalSyncIsReportedWhileItLastsAndWhenItReturns) {
+  TempDir d;
+  FakeSlurm slurm;
+  CoreOptions o = options(d, true);
+  o.journal_io = {.fdatasync = gated_fdatasync};
+  o.journal_stall_after = std::chrono::milliseconds(300);
+  CtldCore core(o, slurm);
+  g_gate_limit = std::chrono::seconds(60); // held until the test opens it
+  shut_gate(true);
+  slurm.lock();
+  EXPECT_TRUE(core.job_start(job(8), false));
+  slurm.unlock();
+  const auto logged_within = [&](const std::string &what, std::chrono::seconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!slurm.logged(what) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return slurm.logged(what);
+  };
+  const std::string stalled = "fdatasync has not returned for";
+  EXPECT_TRUE(logged_within(stalled, std::chrono::seconds(30))) << slurm.all_logs();
+  EXPECT_GT(core.stats().journal_stalled_since, 0) << "the status shows the stall";
+  EXPECT_EQ(core.stats().journal_stalls, 1u);
+  EXPECT_EQ(slurm.count_logged(setups_of(8)), 0) << "job_start ran before its record was synced";
+  shut_gate(false);
+  g_gate_limit = std::chrono::seconds(3);
+  EXPECT_TRUE(logged_within("the fdatasync that stalled returned after", std::chrono::seconds(30)))
+      << slurm.all_logs();
+  ASSERT_TRUE(settle(core, [&] { return core.state_of(8)->state == JobState::Running; }))
+      << slurm.all_logs();
+  EXPECT_EQ(core.stats().journal_stalled_since, 0) << "the stall is over";
+  EXPECT_EQ(core.stats().journal_stalls, 1u);
+  EXPECT_EQ(slurm.count_logged(stalled), 1) << "one line per stall: " << slurm.all_logs();
 }
 
 // A deferred fdatasync that fails is a record that could not be written

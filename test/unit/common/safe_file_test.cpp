@@ -118,6 +118,19 @@ TEST(AtomicFile, FsyncsTheFileThenItsFolder) {
   EXPECT_EQ(seam.log.calls[1].ino, inode_of(d.path));
 }
 
+// Issue 40: the status file and the metrics textfile go on being written
+// while StateSaveLocation's storage stalls its syncs: durable = false never
+// syncs, and still replaces the file by rename.
+TEST(AtomicFile, ANonDurableWriteNeverSyncsAndStillReplacesTheFile) {
+  TempDir d;
+  ASSERT_TRUE(write_file_atomically(d.file(), "old"));
+  SyncSeam seam;
+  ASSERT_TRUE(write_file_atomically(d.file(), "new", {.fsync_fn = logged_fsync, .durable = false}));
+  EXPECT_EQ(seam.log.calls.size(), 0u);
+  EXPECT_EQ(read_file(d.file()), "new");
+  EXPECT_EQ(d.names(), std::vector<std::string>{"f"});
+}
+
 TEST(AtomicFile, AFailedFileSyncKeepsTheOldFileAndRemovesTheTempFile) {
   TempDir d;
   ASSERT_TRUE(write_file_atomically(d.file(), "old"));
