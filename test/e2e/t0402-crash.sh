@@ -64,7 +64,7 @@ t_reconfigure_setup() {
 	if pgrep -af "sleep 30\\.$tag" >/dev/null; then
 		wait_for 10 sh -c "! pgrep -f 'sleep 30\\.$tag' >/dev/null" || fail "the killed job_start call survives"
 	fi
-	wait_log "$(ctld_log)" "switch/lua: JobId=$id recovered after a slurmctld restart in state SetupRunning: the job_start of attempt [0-9]+ was killed" 30
+	wait_log "$(ctld_log)" "switch/lua: JobId=$id recovered after a slurmctld restart in state SetupRunning: the job_start of attempt [0-9]+ has no recorded result" 30
 	wait_job "$id" COMPLETED 40
 	wait_node "$node" idle 15
 	led=$(ledger "$tag")
