@@ -430,12 +430,14 @@ struct CtldCore::Impl {
   /// next one is due.
   std::chrono::steady_clock::time_point fence_tick(std::unique_lock<std::mutex> &lk) {
     lk.unlock();
+    // First, and without mu: a journal append that blocks on the same
+    // storage holds mu, and the stall must still be reported.
+    check_sync_stall();
     {
       std::lock_guard g(mu);
       if (in_control)
         fence_ok();
     }
-    check_sync_stall();
     lk.lock();
     return std::chrono::steady_clock::now() + core_detail::kFenceCheck;
   }
