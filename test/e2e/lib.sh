@@ -444,6 +444,19 @@ _ctld_answers() { c_root sinfo -h -o %D >/dev/null 2>&1; }
 
 # ha_ledger TAG: the ledger of test/e2e/lua/ha.lua for TAG (empty if none).
 ha_ledger() { cat "$E2E_ROOT/tmp/switch-lua-e2e.$1.ledger" 2>/dev/null || true; }
+# ha_ledger_count TAG RE: how many lines of ha_ledger TAG match RE.
+ha_ledger_count() {
+	local n
+	n=$(ha_ledger "$1" | grep -cE "$2") || true
+	echo "${n:-0}"
+}
+_ha_ledger_at_least() { (($(ha_ledger_count "$1" "$2") >= $3)); }
+# wait_ha_ledger TAG RE N [TIMEOUT=60]: until at least N lines of ha_ledger TAG
+# match RE (t0911, t0912).
+wait_ha_ledger() {
+	wait_for "${4:-60}" _ha_ledger_at_least "$1" "$2" "$3" ||
+		fail "ledger of $1: fewer than $3 lines /$2/ after ${4:-60}s: $(ha_ledger "$1" | tr '\n' ';')"
+}
 
 # ha_ledger_check TAG ID...: the ledger of ha.lua obeys, for every attempt
 # (JobId, attempt) of the jobs ID...: a job_start that returned ("started")

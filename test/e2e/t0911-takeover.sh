@@ -26,18 +26,6 @@ HOLDS='switch/lua: this slurmctld holds control at epoch [0-9]+: journal read as
 
 ha_cleanup() { rm -f "$E2E_ROOT"/tmp/switch-lua-e2e."$1".*; }
 
-# ledger_count TAG RE: how many ledger lines match RE.
-ledger_count() {
-	local n
-	n=$(ha_ledger "$1" | grep -cE "$2") || true
-	echo "${n:-0}"
-}
-_ledger_at_least() { (($(ledger_count "$1" "$2") >= $3)); }
-# wait_ledger TAG RE N [TIMEOUT=60]: until at least N lines match RE.
-wait_ledger() {
-	wait_for "${4:-60}" _ledger_at_least "$1" "$2" "$3" ||
-		fail "ledger of $1: fewer than $3 lines /$2/ after ${4:-60}s: $(ha_ledger "$1" | tr '\n' ';')"
-}
 
 # run_all_to_the_end TAG TIMEOUT ID...: start every PENDING job of IDs now
 # (Slurm makes a requeued job wait 2 minutes: BeginTime), wait up to
@@ -53,7 +41,7 @@ run_all_to_the_end() {
 		fi
 	done
 	wait_all_done "$timeout" "$@"
-	for id in "$@"; do wait_ledger "$tag" "^completed $id " 1 60; done
+	for id in "$@"; do wait_ha_ledger "$tag" "^completed $id " 1 60; done
 	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
 	ha_ledger_check "$tag" "$@" >&2 || fail "the ledger breaks the rules (above)"
 	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside)')" "journal lines set aside"
@@ -104,24 +92,24 @@ t_standby_then_kill9() {
 		ids+=("$(submit -n1 --network="e2e:s2e1:$tag" --wrap="sleep 25")")
 	done
 	# The standby starts while the primary sets up, and restarts.
-	wait_ledger "$tag" '^start ' 1 30
+	wait_ha_ledger "$tag" '^start ' 1 30
 	ctld start backup
-	wait_ledger "$tag" '^started ' 4 60
+	wait_ha_ledger "$tag" '^started ' 4 60
 	ctld stop backup
 	ctld start backup
-	wait_ledger "$tag" '^started ' 10 60
+	wait_ha_ledger "$tag" '^started ' 10 60
 	for id in "${ids[@]}"; do wait_job "$id" RUNNING 30; done
 	wait_state_saved
 	# Written by the primary after both starts of the standby.
-	note "ledger before the kill: $(ledger_count "$tag" '^started ') setups returned"
+	note "ledger before the kill: $(ha_ledger_count "$tag" '^started ') setups returned"
 	ctld kill9 primary
 	wait_backup_control 40
 	wait_all_done 90 "${ids[@]}"
-	wait_ledger "$tag" '^completed ' 10 60
+	wait_ha_ledger "$tag" '^completed ' 10 60
 	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
 	ha_ledger_check "$tag" "${ids[@]}" >&2 || fail "the ledger breaks the rules (above)"
-	assert_eq 10 "$(ledger_count "$tag" '^start ')" "job_start calls begun"
-	assert_eq 10 "$(ledger_count "$tag" '^complete ')" "job_complete calls begun"
+	assert_eq 10 "$(ha_ledger_count "$tag" '^start ')" "job_start calls begun"
+	assert_eq 10 "$(ha_ledger_count "$tag" '^complete ')" "job_complete calls begun"
 	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside|another slurmctld holds)')" "journal lines set aside or refused"
 	# The standby's two starts took nothing: the backup took control once.
 	assert_eq 1 "$(ctld_count "$HOLDS")" "controllers taking control"
@@ -150,21 +138,21 @@ t_takeover_cycles() {
 			id_t=$(submit -n1 --network="e2e:s0e$secs:$tag" --wrap=true)
 			id_s=$(submit -n1 --network="e2e:s${secs}e0:$tag" --wrap="sleep 1")
 			ids+=("$id_t" "$id_s")
-			wait_ledger "$tag" "^complete $id_t " 1 40
-			wait_ledger "$tag" "^start $id_s " 1 40
+			wait_ha_ledger "$tag" "^complete $id_t " 1 40
+			wait_ha_ledger "$tag" "^start $id_s " 1 40
 			note "cycle $cycle: control to the $to, JobId=$id_t tearing down, JobId=$id_s setting up"
 			if [ "$to" = backup ]; then takeover; else ctld start primary; fi
 		done
 	done
 	wait_all_done 150 "${ids[@]}"
 	# Every job has its completed teardown (the last ones may still run).
-	for id in "${ids[@]}"; do wait_ledger "$tag" "^completed $id " 1 60; done
+	for id in "${ids[@]}"; do wait_ha_ledger "$tag" "^completed $id " 1 60; done
 	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
 	ha_ledger_check "$tag" "${ids[@]}" >&2 || fail "the ledger breaks the rules (above)"
 	# The switches did find calls in flight: they were begun again.
-	(($(ledger_count "$tag" '^start ') >= $(ledger_count "$tag" '^started ') + 6)) ||
+	(($(ha_ledger_count "$tag" '^start ') >= $(ha_ledger_count "$tag" '^started ') + 6)) ||
 		fail "fewer than 6 job_start calls killed in flight by the 6 switches"
-	(($(ledger_count "$tag" '^complete ') >= $(ledger_count "$tag" '^completed ') + 6)) ||
+	(($(ha_ledger_count "$tag" '^complete ') >= $(ha_ledger_count "$tag" '^completed ') + 6)) ||
 		fail "fewer than 6 job_complete calls killed in flight by the 6 switches"
 	assert_eq 6 "$(ctld_count "$HOLDS")" "controllers taking control (3 takeovers, 3 hand-backs)"
 	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside|another slurmctld holds)')" "journal lines set aside or refused"
@@ -195,8 +183,8 @@ t_failed_reconfigure() {
 	# A teardown and a setup in flight (8 s each) at the reconfigure.
 	id_t=$(submit -n1 --network="e2e:s0e8:$tag" --wrap=true)
 	id_s=$(submit -n1 --network="e2e:s8e0:$tag" --wrap="sleep 1")
-	wait_ledger "$tag" "^complete $id_t " 1 40
-	wait_ledger "$tag" "^start $id_s " 1 40
+	wait_ha_ledger "$tag" "^complete $id_t " 1 40
+	wait_ha_ledger "$tag" "^start $id_s " 1 40
 	echo "JobCompType=jobcomp/e2e_no_such_plugin" >>"$conf"
 	c_root scontrol reconfigure || note "scontrol reconfigure: exit $? (the reply may be lost)"
 	wait_log "$(ctld_log)" "Resuming operation, reconfigure failed" 60
@@ -215,7 +203,7 @@ t_failed_reconfigure() {
 		"the old slurmctld taking control again"
 	id_n=$(submit -n1 --network="e2e:s1e1:$tag" --wrap=true)
 	wait_all_done 90 "$id_r" "$id_t" "$id_s" "$id_n"
-	for id in "$id_r" "$id_t" "$id_s" "$id_n"; do wait_ledger "$tag" "^completed $id " 1 60; done
+	for id in "$id_r" "$id_t" "$id_s" "$id_n"; do wait_ha_ledger "$tag" "^completed $id " 1 60; done
 	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
 	ha_ledger_check "$tag" "$id_r" "$id_t" "$id_s" "$id_n" >&2 || fail "the ledger breaks the rules (above)"
 	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside|another slurmctld holds)')" "journal lines set aside or refused"
@@ -342,7 +330,7 @@ t_failed_fsync() {
 	for ((n = 0; n < 4; n++)); do held+=("$(submit -H -n1 --network="e2e:s1e1:$tag" --wrap=true)"); done
 	b=${held[0]} c=${held[1]} d=${held[2]} e=${held[3]}
 	wait_job "$id_r" RUNNING 30
-	wait_ledger "$tag" "^started $id_r " 1 30
+	wait_ha_ledger "$tag" "^started $id_r " 1 30
 	sleep 1 # its launch record written
 	[ -n "$(shim_log)" ] || fail "the shim saw no sync of the journal: $(ls -l "$E2E_CLH/state")"
 	ino0=$(stat -c %i "$j")
@@ -366,7 +354,7 @@ t_failed_fsync() {
 	fsync_fault off
 	wait_log "$(ctld_log)" "$again" 30
 	wait_log "$(ctld_log)" "switch/lua: journal [^ ]+: written again: running the 1 teardown that waited for it" 10
-	wait_ledger "$tag" "^completed $id_r " 1 30
+	wait_ha_ledger "$tag" "^completed $id_r " 1 30
 	[ "$(stat -c %i "$j")" != "$ino0" ] || fail "the journal is trusted again, but no snapshot replaced the file"
 	wait_for 10 _status_is '^Journal: +writable$' || fail "switch-lua status after the failure: '$(status_journal)'"
 

@@ -32,18 +32,6 @@ stall_cleanup() {
 	rm -f "$E2E_ROOT"/tmp/switch-lua-e2e."$1".*
 }
 
-# ledger_count TAG RE: how many ledger lines match RE.
-ledger_count() {
-	local n
-	n=$(ha_ledger "$1" | grep -cE "$2") || true
-	echo "${n:-0}"
-}
-_ledger_at_least() { (($(ledger_count "$1" "$2") >= $3)); }
-# wait_ledger TAG RE N [TIMEOUT=60]: until at least N lines match RE.
-wait_ledger() {
-	wait_for "${4:-60}" _ledger_at_least "$1" "$2" "$3" ||
-		fail "ledger of $1: fewer than $3 lines /$2/ after ${4:-60}s: $(ha_ledger "$1" | tr '\n' ';')"
-}
 
 primary_pid() { head -n1 "$E2E_CLH/run/slurmctld.slurm.pid"; }
 
@@ -59,7 +47,7 @@ t_stall() {
 	for ((i = 0; i < 4; i++)); do
 		ids+=("$(submit -n1 --network="e2e:gate:$tag" --wrap="sleep 2")")
 	done
-	wait_ledger "$tag" '^start ' 4 60
+	wait_ha_ledger "$tag" '^start ' 4 60
 	# The backup must load these jobs from the state the primary saved.
 	wait_state_saved
 	kill -STOP "$pid"
@@ -77,7 +65,7 @@ t_stall() {
 		fail "the backup did not say it holds control at epoch $new_epoch"
 	# The backup undoes the 4 killed-in-flight setups with nil and runs
 	# them again: they wait at the gate too.
-	wait_ledger "$tag" "^start .* e=$new_epoch\$" 4 90
+	wait_ha_ledger "$tag" "^start .* e=$new_epoch\$" 4 90
 	kill -CONT "$pid"
 	note "primary slurmctld $pid continued"
 	wait_log "$(ctld_log)" 'switch/lua: this slurmctld is no longer in control \(epoch [0-9]+, now [0-9]+\)' 60 ||
@@ -95,19 +83,19 @@ t_stall() {
 	# Each run ends (Slurm may also requeue one for a node failure after the
 	# switch of controllers: its own HA, not this test's); the ledger is the
 	# fabric's word: each allocation released once, with its own token.
-	for id in "${ids[@]}"; do wait_ledger "$tag" "^completed $id [0-9]+ tok-" 1 150; done
+	for id in "${ids[@]}"; do wait_ha_ledger "$tag" "^completed $id [0-9]+ tok-" 1 150; done
 	note "ledger: $(ha_ledger "$tag" | tr '\n' ';')"
 	ha_ledger_check "$tag" "${ids[@]}" >&2 || fail "the ledger breaks the rules (above)"
 	# Allocations: 4, all made by the backup; the stopped primary's calls
 	# are its 4 first job_start lines, none after it ran again.
-	assert_eq 4 "$(ledger_count "$tag" '^started ')" "allocations made"
-	assert_eq 4 "$(ledger_count "$tag" "^started .* e=$new_epoch\$")" "allocations made by the backup"
+	assert_eq 4 "$(ha_ledger_count "$tag" '^started ')" "allocations made"
+	assert_eq 4 "$(ha_ledger_count "$tag" "^started .* e=$new_epoch\$")" "allocations made by the backup"
 	# Released once each, by a controller after the stopped one (the backup,
 	# at its epoch or a later one: Slurm may hand control back and forth
 	# once the primary runs again, before it is killed).
-	assert_eq 4 "$(ledger_count "$tag" '^completed [0-9]+ [0-9]+ tok-')" "releases"
-	assert_eq 0 "$(ledger_count "$tag" "^complete.* e=$old_epoch\$")" "teardowns by the stopped primary"
-	assert_eq 4 "$(ledger_count "$tag" " e=$old_epoch\$")" "calls of the stopped primary (its 4 first job_start)"
+	assert_eq 4 "$(ha_ledger_count "$tag" '^completed [0-9]+ [0-9]+ tok-')" "releases"
+	assert_eq 0 "$(ha_ledger_count "$tag" "^complete.* e=$old_epoch\$")" "teardowns by the stopped primary"
+	assert_eq 4 "$(ha_ledger_count "$tag" " e=$old_epoch\$")" "calls of the stopped primary (its 4 first job_start)"
 	# The backup stays up and in control.
 	c_root scontrol ping | grep -E 'ctld2 is UP' >/dev/null ||
 		fail "the backup is not up: $(c_root scontrol ping 2>&1 | tr '\n' ' ')"
