@@ -102,6 +102,9 @@ struct CoreOptions {
   /// as a stall (one error line, the status file, two metrics; issue 40;
   /// switch_lua.conf(5), STATESAVELOCATION).  Checked every 500 ms.
   std::chrono::milliseconds journal_stall_after{5000};
+  /// How long one segment of the supervisor's results file lasts (issue
+  /// 40; supervisor/results_log.hpp); shorter in tests.
+  std::chrono::milliseconds results_segment{30000};
 };
 
 /// Asks the script a boolean hook (block_job_complete / setup_special_steps)

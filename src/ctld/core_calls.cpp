@@ -50,13 +50,7 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
                   .jobinfo = std::move(jobinfo),
                   .timeout = cfg.switch_timeout,
                   .kill_grace = cfg.switch_kill_grace};
-  if (fence) {
-    req.job.epoch = static_cast<std::uint32_t>(fence->epoch()); // job.epoch (issue 40)
-    // The supervisor keeps starting queued calls while this slurmctld is
-    // stopped: it checks the epoch file before each (issue 40).
-    req.epoch = fence->epoch();
-    req.epoch_file = fence->epoch_path();
-  }
+  const std::uint64_t seg = fence_request(req);
   std::uint32_t job_id = s.job.job_id;
   std::uint64_t gen = s.generation;
   const std::string late =
@@ -76,13 +70,14 @@ void CtldCore::Impl::submit(const JobSwitchState &s, Hook h, std::optional<Msgpa
   };
   auto id = client.submit(
       std::move(req),
-      [this, job_id, gen, result_kind, h, waited](CallId cid, const Outcome &out) {
+      [this, job_id, gen, result_kind, h, waited, seg](CallId cid, const Outcome &out) {
         Outcome o = out;
         o.queued += waited;
-        call_ended(cid, {job_id, gen, result_kind, std::move(o)}, h);
+        call_ended(cid, {job_id, gen, result_kind, std::move(o), 0, seg}, h);
       },
       on_started);
   if (!id) {
+    results_call_done(seg);
     Outcome o{.kind = OutcomeKind::SpawnFailed, .message = id.error().message};
     stats.call_refused(h, o);
     enqueue({job_id, gen, result_kind, o});
@@ -113,7 +108,36 @@ void CtldCore::Impl::call_ended(CallId cid, Queued q, Hook h) {
                       "next slurmctld recovers the call"));
   else if (h != Hook::JobComplete || o.kind != OutcomeKind::Returned) // the rule says it
     log_outcome(q.job_id, h, o);
+  const std::uint64_t seg = q.results_seg;
   enqueue(std::move(q));
+  // Only now: until it is queued, its results file segment must stay.
+  std::lock_guard g(mu);
+  results_call_done(seg);
+}
+
+std::uint64_t CtldCore::Impl::fence_request(CallRequest &req) {
+  if (!fence)
+    return 0;
+  req.job.epoch = static_cast<std::uint32_t>(fence->epoch()); // job.epoch (issue 40)
+  // The supervisor keeps starting queued calls while this slurmctld is
+  // stopped: it checks the epoch file before each (issue 40) ...
+  req.epoch = fence->epoch();
+  req.epoch_file = fence->epoch_path();
+  if (req.hook != Hook::JobStart && req.hook != Hook::JobComplete)
+    return 0;
+  // ... and records the result of each call that ends meanwhile, which the
+  // next controller adopts should this one be killed before reading it.
+  req.results_file = results_file_path(opts.journal_path, fence->epoch(), results_seg);
+  ++results_calls[results_seg];
+  return results_seg;
+}
+
+void CtldCore::Impl::results_call_done(std::uint64_t seg) {
+  if (seg == 0)
+    return;
+  auto it = results_calls.find(seg);
+  if (it != results_calls.end() && it->second > 0)
+    --it->second;
 }
 
 void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o) {

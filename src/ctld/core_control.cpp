@@ -72,6 +72,16 @@ Expected<void> CtldCore::Impl::take_journal() {
       },
       opts.journal_io);
   journal->set_while_failing(journal_while_failing());
+  // Issue 40: what the supervisors recorded of calls that ended while
+  // their slurmctld was stopped, before Slurm's saved states are adopted
+  // against the journal.  This period's own results start a new file.
+  adopt_supervisor_results();
+  // Never a segment number of an earlier period of this process: an
+  // outcome of one of its calls may still come in, and must not count
+  // against a segment of this one.
+  ++results_seg;
+  results_seg_since = std::chrono::steady_clock::now();
+  results_calls.clear();
   return {};
 }
 

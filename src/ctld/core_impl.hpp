@@ -32,6 +32,7 @@
 #include "ctld/core.hpp"
 #include "ctld/fence.hpp"
 #include "ctld/setup_failures.hpp"
+#include "supervisor/results_log.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -54,6 +55,10 @@ struct Queued {
   EventKind kind;
   Outcome outcome;
   std::int64_t orphan = 0; // the attempt of an orphan teardown, else 0
+  /// The segment of the supervisor's results file its call recorded its
+  /// result in (Impl::results_seg), 0 for none: that segment is kept while
+  /// this waits to be applied.
+  std::uint64_t results_seg = 0;
 };
 
 /// A setup attempt the journal says is not over and whose job record no
@@ -215,6 +220,19 @@ struct CtldCore::Impl {
   bool sync_stall_reported = false;
   bool journal_timer_armed = false; ///< a Timer{.journal = true} is pending
   std::map<CallId, std::pair<std::uint32_t, Hook>> calls;
+  /// The supervisor's results files of this control period (issue 40;
+  /// supervisor/results_log.hpp): the segment new calls record their
+  /// results in (a new one at each take_control(), never reused in the
+  /// process), since when, and per segment the
+  /// calls submitted in it whose outcome has not reached the worker's queue
+  /// yet.  A segment older than the current one, with no such call and no
+  /// queued outcome of it, once the journal is all durable, holds nothing
+  /// the journal does not: its file is removed (results_unlink, by the
+  /// syncer, outside every lock).  Under mu.
+  std::uint64_t results_seg = 1;
+  std::chrono::steady_clock::time_point results_seg_since{};
+  std::map<std::uint64_t, std::size_t> results_calls;
+  std::vector<std::string> results_unlink;
   CtldConfig cfg;
   /// Set by stop_children() (switch_p_save before a restart or reconfigure):
   /// outcomes of the calls it killed are dropped, not applied, so the saved
@@ -435,8 +453,8 @@ struct CtldCore::Impl {
     check_sync_stall();
     {
       std::lock_guard g(mu);
-      if (in_control)
-        fence_ok();
+      if (in_control && fence_ok())
+        rotate_results();
     }
     lk.lock();
     return std::chrono::steady_clock::now() + core_detail::kFenceCheck;
@@ -533,6 +551,22 @@ struct CtldCore::Impl {
   /// A submitted call's outcome (the client's thread, no lock held): the
   /// call forgotten, its outcome counted and logged, `q` to the worker.
   void call_ended(CallId cid, Queued q, Hook h);
+  /// The control fence's fields of a request (issue 40): job.epoch, the
+  /// epoch file, and, for job_start and job_complete, the results file of
+  /// the current segment, counted in results_calls.  Returns that segment
+  /// (0: none, no fence).  mu held.
+  std::uint64_t fence_request(CallRequest &req);
+  /// A call of segment `seg` has had its outcome queued (mu held).
+  void results_call_done(std::uint64_t seg);
+  /// From the worker's fence tick (mu held): starts a new segment every
+  /// opts.results_segment and moves the files of the segments that hold
+  /// nothing the journal lacks to results_unlink (the syncer removes them).
+  void rotate_results();
+  /// take_control(), after the journal is read (mu held): the results the
+  /// supervisors recorded (supervisor/results_log.hpp; any epoch) that the
+  /// journal lacks are added to it (ctld/adopt_results.hpp), one line each;
+  /// once durable, the files are removed.
+  void adopt_supervisor_results();
   /// execute() of RunJobStart: job_start now; with `refuse` non-empty (its
   /// journal record could not be made durable, issue 24) the call fails at
   /// once as SpawnFailed with that message, and R_START_FAIL's line says

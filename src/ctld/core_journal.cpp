@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <utility>
 
 namespace switchlua {
@@ -290,13 +291,21 @@ void CtldCore::Impl::run_syncer() {
       sync_wanted = false;
     }
     Journal::SyncTicket t;
+    std::vector<std::string> remove;
+    bool sync = false;
     {
       std::lock_guard g(mu);
-      if (pending_calls.empty() && pending_effects.empty())
-        continue;
-      if (journal)
+      remove.swap(results_unlink);
+      sync = !pending_calls.empty() || !pending_effects.empty();
+      if (sync && journal)
         t = journal->sync_ticket(); // records written from now on wait for the next round
     }
+    // Results files whose every record the journal holds (rotate_results()):
+    // removed here, outside every lock, as the fdatasync below.
+    for (const std::string &p : remove)
+      ::unlink(p.c_str());
+    if (!sync)
+      continue;
     const int err = timed_sync(t); // no lock held: Slurm's threads go on
     std::lock_guard g(mu);
     if (journal && t.journal != 0) {

@@ -5,18 +5,36 @@
 // Slurm's saved job states (adopt, recover_job, reconcile_journal), and the
 // teardown of attempts no job record carries any more (R_ORPHAN_*).  What
 // the journal gets written: core_journal.cpp.
+#include "ctld/adopt_results.hpp"
 #include "ctld/core_impl.hpp"
 #include "ctld/recovery_fsm.hpp"
 
 #include "common/log_stamp.hpp"
+#include "common/safe_file.hpp"
 #include "lua/runtime.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 namespace switchlua {
 
 using namespace core_detail;
+
+namespace {
+/// "2026-12-07 06:31:02.120" for Unix milliseconds.
+std::string utc_ms(std::int64_t ms) {
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03}", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
+}
+} // namespace
 
 void CtldCore::Impl::run_orphan(std::int64_t attempt) {
   auto it = orphans.find(attempt);
@@ -40,7 +58,8 @@ void CtldCore::Impl::run_orphan(std::int64_t attempt) {
                   .job = o.job,
                   .jobinfo = o.jobinfo,
                   .timeout = cfg.switch_timeout};
-  auto id = client.submit(req, [this, job_id, attempt](CallId cid, const Outcome &out) {
+  const std::uint64_t seg = fence_request(req);
+  auto id = client.submit(req, [this, job_id, attempt, seg](CallId cid, const Outcome &out) {
     {
       std::lock_guard g(mu);
       calls.erase(cid);
@@ -48,9 +67,12 @@ void CtldCore::Impl::run_orphan(std::int64_t attempt) {
     }
     port.log(LogLevel::Verbose, log_line({.job_id = job_id, .hook = "job_complete"},
                                          "(attempt {}) {}", attempt, describe(out)));
-    enqueue({job_id, 0, EventKind::TeardownResult, out, attempt});
+    enqueue({job_id, 0, EventKind::TeardownResult, out, attempt, seg});
+    std::lock_guard g(mu); // queued: its results file segment may go
+    results_call_done(seg);
   });
   if (!id) {
+    results_call_done(seg);
     Outcome out{.kind = OutcomeKind::SpawnFailed, .message = id.error().message};
     stats.call_refused(Hook::JobComplete, out);
     enqueue({job_id, 0, EventKind::TeardownResult, out, attempt});
@@ -321,6 +343,114 @@ void CtldCore::reconcile_orphans() {
   for (std::int64_t a : start)
     impl_->run_orphan(a);
   impl_->wake_orphan_waiters(); // after a restart: a waiting start whose orphan is gone
+}
+
+void CtldCore::Impl::adopt_supervisor_results() {
+  if (!journal || !journal->active())
+    return;
+  const std::vector<std::string> files = list_results_files(opts.journal_path);
+  if (files.empty())
+    return;
+  JournalTable t = journal->table(); // as the records found so far change it
+  std::vector<JournalRecord> recs;
+  std::vector<std::string> lines;
+  std::vector<std::string> read;
+  std::size_t results = 0;
+  for (const std::string &path : files) {
+    auto bytes = [&]() -> Expected<std::string, FileError> {
+      auto fd = open_own_file(path, O_RDONLY); // ours, a regular file, no link
+      if (!fd)
+        return Unexpected<FileError>{fd.error()};
+      auto b = read_fd_bounded(*fd, kResultsMaxFile, path);
+      ::close(*fd);
+      return b;
+    }();
+    if (!bytes) {
+      port.log(LogLevel::Error,
+               log_line({},
+                        "recovery: supervisor results file not read, left in place: {}; the "
+                        "calls it recorded run again if the journal says they are not over",
+                        bytes.error().message));
+      continue;
+    }
+    read.push_back(path);
+    const ResultsScan scan = scan_results(*bytes);
+    if (!scan.error.empty()) // a supervisor that died during an append
+      port.log(LogLevel::Info,
+               log_line({},
+                        "recovery: supervisor results file {}: {}; the {} record(s) before "
+                        "it are read",
+                        path, scan.error, scan.records.size()));
+    results += scan.records.size();
+    for (const ResultRecord &r : scan.records) {
+      auto rec = adopt_result(t, r);
+      if (!rec)
+        continue;
+      t.apply(*rec);
+      recs.push_back(*rec);
+      const bool start = r.hook == Hook::JobStart;
+      lines.push_back(
+          log_line({.job_id = r.job_id, .hook = hook_name(r.hook)},
+                   "recovery: {} {} returned {} at {} UTC (control epoch {}), after its "
+                   "slurmctld had stopped reading; the result never reached the journal, the "
+                   "supervisor's record of it ({}) did: adopted, {} is not run again",
+                   start ? "attempt" : "the teardown of attempt", r.attempt,
+                   start ? "SUCCESS with a jobinfo" : "success", utc_ms(r.ended_unix_ms), r.epoch,
+                   path, hook_name(r.hook)));
+    }
+  }
+  const bool durable = recs.empty() || journal->append(recs);
+  for (const std::string &l : lines)
+    port.log(LogLevel::Info, l);
+  if (!durable) {
+    port.log(LogLevel::Error,
+             log_line({},
+                      "recovery: {} adopted supervisor result(s) not written to the journal "
+                      "({}): the results files are kept for the next controller",
+                      recs.size(), journal->failure()));
+    return;
+  }
+  for (const std::string &path : read)
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      port.log(LogLevel::Error,
+               log_line({}, "recovery: cannot remove {}: {}", path, std::strerror(errno)));
+  port.log(LogLevel::Info,
+           log_line({},
+                    "recovery: {} supervisor results file(s), {} result(s): {} adopted into "
+                    "the journal, the others were already in it or are of attempts it no "
+                    "longer holds (switch.lua(5), HIGH AVAILABILITY)",
+                    read.size(), results, recs.size()));
+}
+
+void CtldCore::Impl::rotate_results() {
+  if (!in_control || frozen || stale || !journal || !fence)
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - results_seg_since >= opts.results_segment) {
+    ++results_seg;
+    results_seg_since = now;
+  }
+  if (!journal->all_durable() || !journal->failure().empty())
+    return;
+  std::set<std::uint64_t> queued;
+  {
+    std::lock_guard q(qmu);
+    for (const Queued &x : queue)
+      if (x.results_seg != 0)
+        queued.insert(x.results_seg);
+  }
+  bool removed = false;
+  for (auto it = results_calls.begin(); it != results_calls.end() && it->first < results_seg;) {
+    if (it->second > 0 || queued.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    results_unlink.push_back(results_file_path(opts.journal_path, fence->epoch(), it->first));
+    it = results_calls.erase(it);
+    removed = true;
+  }
+  if (removed)
+    wake_syncer();
 }
 
 } // namespace switchlua

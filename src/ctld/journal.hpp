@@ -60,6 +60,7 @@
 // the next write() and written again from the table in memory.
 #pragma once
 
+#include "common/crc32.hpp"
 #include "common/expected.hpp"
 #include "lua/contract.hpp"
 
@@ -143,8 +144,6 @@ std::string encode_journal_body(const JournalRecord &r);
 Expected<JournalRecord> decode_journal_body(std::string_view bytes);
 /// One framed record: length, CRC-32, body.
 std::string frame_journal_record(const JournalRecord &r);
-/// CRC-32 (IEEE 802.3, as zlib's crc32) of `bytes`.
-std::uint32_t crc32_of(std::string_view bytes);
 
 /// What scan_journal() found in a journal image.
 struct JournalScan {

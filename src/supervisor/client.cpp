@@ -288,6 +288,7 @@ Expected<CallId> SupervisorClient::submit(CallRequest req, CallDone done, CallSt
       static_cast<std::uint32_t>(std::max<std::int64_t>(0, req.kill_grace.count()));
   frame.epoch = req.epoch;
   frame.epoch_file = std::move(req.epoch_file);
+  frame.results_file = std::move(req.results_file);
   std::lock_guard lock(impl_->mu);
   if (impl_->stopped)
     return fail("submit: the supervisor client is stopped");

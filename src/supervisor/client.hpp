@@ -65,6 +65,9 @@ struct CallRequest {
   /// file holds a greater epoch.  0: no fence.
   std::uint64_t epoch = 0;
   std::string epoch_file;
+  /// RequestFrame::results_file: the supervisor's results file for this
+  /// call ("": none).
+  std::string results_file;
 };
 
 /// Options of the client.

@@ -86,7 +86,8 @@ std::string_view result_kind_name(ResultFrame::Kind k) {
 
 void pack_frame(Packer &pk, const RequestFrame &f) {
   pack_header(pk, "request",
-              8 + (f.source ? 1 : 0) + (f.validate_only ? 1 : 0) + (f.epoch != 0 ? 2 : 0));
+              8 + (f.source ? 1 : 0) + (f.validate_only ? 1 : 0) + (f.epoch != 0 ? 2 : 0) +
+                  (f.results_file.empty() ? 0 : 1));
   pack_str(pk, "id");
   pk.pack(f.id);
   pack_str(pk, "script");
@@ -116,6 +117,10 @@ void pack_frame(Packer &pk, const RequestFrame &f) {
     pk.pack(f.epoch);
     pack_str(pk, "epoch_file");
     pack_str(pk, f.epoch_file);
+  }
+  if (!f.results_file.empty()) {
+    pack_str(pk, "results_file");
+    pack_str(pk, f.results_file);
   }
 }
 
@@ -311,6 +316,8 @@ Expected<Frame> read_request(MapReader &r) {
     f.epoch = r.u64("epoch");
     f.epoch_file = r.str("epoch_file");
   }
+  if (r.get("results_file", false) != nullptr)
+    f.results_file = r.str("results_file");
   const std::string lane = r.str("lane");
   bool known = false;
   for (Lane l : {Lane::Teardown, Lane::Interactive, Lane::Batch})

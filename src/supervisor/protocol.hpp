@@ -107,6 +107,13 @@ struct RequestFrame {
   /// sent only when non-zero.
   std::uint64_t epoch = 0;
   std::string epoch_file;
+  /// client -> supervisor: where the supervisor records the result of a
+  /// job_start or job_complete that returned, durably, before it sends the
+  /// outcome (supervisor/results_log.hpp; issue 40: a call that ends while
+  /// its slurmctld is stopped is not run again by the next controller).
+  /// Empty: not recorded (no journal).  Optional on the wire, sent only when
+  /// non-empty.
+  std::string results_file;
 };
 
 /// supervisor -> client: call `id` left its lane and its process got the

@@ -37,6 +37,8 @@
 #include "supervisor/channel.hpp"
 #include "supervisor/proc_scan.hpp"
 
+#include "common/content_hash.hpp"
+
 #include <boost/asio/post.hpp>
 
 #include <fmt/format.h>
@@ -173,13 +175,14 @@ bool Server::refuse_if_fenced(const RequestFrame &req) {
     client_->send(encode_frame(
         LogFrame{req.id, LogLevel::Error,
                  fmt::format("supervisor: queued calls of epoch {} not started: {} says epoch {}, "
-                             "another slurmctld took control (switch.lua(5), HIGH AVAILABILITY)",
+                             "a later period of control began (another slurmctld took control, "
+                             "or this one took it again) (switch.lua(5), HIGH AVAILABILITY)",
                              req.epoch, req.epoch_file, now)}));
   }
   Outcome o;
   o.kind = OutcomeKind::SpawnFailed;
-  o.message = fmt::format("not started: {} says epoch {}, this call's is {}: another slurmctld "
-                          "took control",
+  o.message = fmt::format("not started: {} says epoch {}, this call's is {}: a later period of "
+                          "control began",
                           req.epoch_file, now, req.epoch);
   client_->send(encode_frame(OutcomeFrame{req.id, std::move(o)}));
   return true;
@@ -204,10 +207,44 @@ void Server::dispatch(RequestFrame req, Clock::time_point queued_at, std::string
     }
     client_->send(encode_frame(LogFrame{cid, level, std::string(text)}));
   };
-  cb.on_done = [this, queued, script_hash = std::move(script_hash)](CallId cid, Outcome o) {
+  // Issue 40: a job_start or job_complete that returned is recorded in the
+  // controller's results file, durably, before slurmctld hears of it.
+  std::optional<ResultRecord> record;
+  if (!req.results_file.empty() && (req.hook == Hook::JobStart || req.hook == Hook::JobComplete))
+    if (auto job = JobArgs::from_msgpack(req.job))
+      record = ResultRecord{.hook = req.hook,
+                            .attempt = job->attempt,
+                            .job_id = job->job_id,
+                            .submit_time = job->submit_time,
+                            .epoch = req.epoch,
+                            .jobinfo_given = req.jobinfo ? content_hash(*req.jobinfo) : "",
+                            .ended_unix_ms = 0,
+                            .outcome = {}};
+  cb.on_done = [this, queued, script_hash = std::move(script_hash), record,
+                path = req.results_file](CallId cid, Outcome o) mutable {
     o.queued = queued;
     o.script_hash = script_hash;
-    on_call_outcome(cid, std::move(o));
+    if (!record || o.kind != OutcomeKind::Returned) {
+      on_call_outcome(cid, std::move(o));
+      return;
+    }
+    record->outcome = o;
+    record->ended_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    results_.write(path, frame_result_record(*record),
+                   [this, cid, o = std::move(o)](const std::string &error) mutable {
+                     asio::post(io_, [this, cid, o = std::move(o), error]() mutable {
+                       if (!error.empty() && !stopping_)
+                         client_->send(encode_frame(LogFrame{
+                             cid, LogLevel::Error,
+                             fmt::format("supervisor: result not recorded ({}); should this "
+                                         "slurmctld stop before it reaches the journal, the "
+                                         "next controller runs the call again",
+                                         error)}));
+                       on_call_outcome(cid, std::move(o));
+                     });
+                   });
   };
   cb.sweep = [this](const Call &c) { return sweep(c); };
   cb.alone = [this](const Call &) { return only_runners_left(); };

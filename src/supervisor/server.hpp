@@ -45,6 +45,15 @@
 // already started cannot be recalled: job.epoch lets a fabric manager refuse
 // it (switch.lua(5), HIGH AVAILABILITY).
 //
+// The results file.  A job_start or job_complete that returned is appended
+// to the file its request names (RequestFrame::results_file) and
+// fdatasync'ed by a thread of its own (ResultsWriter, group commit) before
+// its outcome frame is sent: a slurmctld killed while it was stopped, whose
+// calls ended meanwhile, loses no result; the controller that takes over
+// adds them to its journal instead of running the calls again
+// (supervisor/results_log.hpp).  A record that cannot be written is named
+// in an error line of the call, and the outcome is sent all the same.
+//
 // The process must be a child subreaper (PR_SET_CHILD_SUBREAPER) so that a
 // call's orphans, and processes that left a call's group with setsid(), are
 // reparented to it; main() sets it.
@@ -54,6 +63,7 @@
 #include "supervisor/call.hpp"
 #include "supervisor/fork_server.hpp"
 #include "supervisor/proc_scan.hpp"
+#include "supervisor/results_log.hpp"
 #include "supervisor/script_guard.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -165,6 +175,9 @@ private:
   CallId next_validation_id_ = CallId{1} << 63; ///< ids of checks, apart from the client's
   EpochWatch epoch_watch_;         ///< the epoch files of the requests (refuse_if_fenced)
   std::uint64_t fenced_epoch_ = 0; ///< the epoch last reported as fencing calls out
+  /// The results files' writer (issue 40): declared last, so it is joined
+  /// first, before anything its completions touch is gone.
+  ResultsWriter results_;
 };
 
 } // namespace switchlua

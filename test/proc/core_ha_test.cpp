@@ -11,6 +11,7 @@
 #include "ctld/persist.hpp"
 #include "fake_slurm.hpp"
 #include "harness.hpp"
+#include "supervisor/results_log.hpp"
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <future>
 #include <memory>
@@ -901,4 +903,88 @@ TEST(CoreHa, AWaitingStartWithNothingLeftToWaitForIsWokenByThePeriodicCheck) {
     return core.state_of(9) && core.state_of(9)->state == JobState::Running;
   })) << slurm.all_logs();
   EXPECT_EQ(slurm.count_logged(setups_of(9)), 1);
+}
+
+// Issue 40, item 3: the supervisor runs on while its slurmctld is stopped,
+// and records each result before sending it.  A setup and a teardown that
+// end while their controller is stopped (halt(): it applies nothing, as a
+// stopped and then killed process) are adopted by the controller that
+// takes control: neither runs again, nothing is undone with nil.
+TEST(CoreHa, CallsThatEndedWhileTheirControllerWasStoppedAreAdoptedNotRunAgain) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  CoreOptions oa = options(d, true), ob = options(d, false);
+  oa.script = ob.script = test::fixture("core_flow");
+  CtldCore a(oa, sa);
+  CtldCore b(ob, sb);
+  JobArgs ends = job(31);
+  ends.name = "slowend"; // job_complete takes 0.3 s
+  sa.lock();
+  ASSERT_TRUE(a.job_start(ends, false));
+  sa.unlock();
+  ASSERT_TRUE(settle(a, [&] { return a.state_of(31)->state == JobState::Running; }))
+      << sa.all_logs();
+  sa.lock();
+  a.job_complete(31);
+  const JobSwitchState saved31 = saved_running(a, 31);
+  JobArgs starts = job(32);
+  starts.name = "slow"; // job_start takes 0.3 s
+  ASSERT_TRUE(a.job_start(starts, false));
+  const JobSwitchState saved32 = saved_running(a, 32);
+  sa.unlock();
+  // Both running (not waiting for their records' sync), then stopped: both
+  // calls end, their outcomes are never applied.
+  ASSERT_TRUE(settle(a, [&] {
+    return sa.logged("JobId=32 job_start started") && sa.logged("JobId=31 job_complete started");
+  })) << sa.all_logs();
+  a.halt();
+  ASSERT_TRUE(settle(a, [&] { return a.calls_in_flight() == 0; })) << sa.all_logs();
+  EXPECT_EQ(saved31.state, JobState::TeardownRunning);
+  EXPECT_EQ(saved32.state, JobState::SetupRunning);
+
+  ASSERT_TRUE(b.take_control(false)); // a still holds its lock: fenced out
+  b.adopt(saved31);
+  b.adopt(saved32);
+  EXPECT_EQ(b.recover_job(32, true), Recovery::LaunchNow) << sb.all_logs();
+  b.recover_job(31, false);
+  b.reconcile_journal();
+  ASSERT_TRUE(settle(b, [&] {
+    return b.state_of(32) && b.state_of(32)->state == JobState::Running && !b.state_of(31);
+  })) << sb.all_logs();
+  EXPECT_TRUE(sb.logged("JobId=32 job_start recovery: attempt ")) << sb.all_logs();
+  EXPECT_TRUE(sb.logged("adopted, job_start is not run again")) << sb.all_logs();
+  EXPECT_TRUE(sb.logged("JobId=31 job_complete recovery: the teardown of attempt "))
+      << sb.all_logs();
+  EXPECT_TRUE(sb.logged("results file(s), 3 result(s): 2 adopted")) << sb.all_logs();
+  EXPECT_TRUE(
+      sb.logged("job_start is not run again; the launch was not released: launching it now"))
+      << sb.all_logs(); // R_RECOVER_ACCEPTED_LAUNCH_NOW
+  EXPECT_EQ(sb.count_logged("job_start started"), 0) << "no setup runs again";
+  EXPECT_EQ(sb.count_logged("job_complete started"), 0) << "no teardown runs again, no undo";
+  EXPECT_TRUE(list_results_files(d.journal()).empty()) << "removed once in the journal";
+}
+
+// The controller in control keeps only the segments its journal does not
+// hold yet: with a short segment, every file is gone once the jobs are
+// quiet.
+TEST(CoreHa, TheControllerRemovesTheResultsFilesItsJournalHolds) {
+  TempDir d;
+  FakeSlurm sa;
+  CoreOptions oa = options(d, true);
+  oa.script = test::fixture("core_flow");
+  oa.results_segment = std::chrono::milliseconds(50);
+  CtldCore a(oa, sa);
+  for (std::uint32_t id = 41; id <= 43; ++id)
+    set_up(a, sa, id);
+  EXPECT_TRUE(settle(a, [&] { return list_results_files(d.journal()).empty(); }))
+      << fmt::format("left: {}", fmt::join(list_results_files(d.journal()), " "));
+  for (std::uint32_t id = 41; id <= 43; ++id) {
+    sa.lock();
+    a.job_complete(id);
+    sa.unlock();
+  }
+  EXPECT_TRUE(settle(a, [&] {
+    return !a.state_of(41) && !a.state_of(42) && !a.state_of(43) &&
+           list_results_files(d.journal()).empty();
+  })) << fmt::format("left: {}", fmt::join(list_results_files(d.journal()), " "));
 }

@@ -7,6 +7,8 @@
 -- --network=e2e:gate:TAG: job_start waits until the file
 -- /tmp/switch-lua-e2e.TAG.gate exists (in the chroot; polled, at most about
 -- 110 s), so the test decides when a setup returns.
+-- --network=e2e:cgate:TAG: job_start returns at once; job_complete waits
+-- in the same way for /tmp/switch-lua-e2e.TAG.cgate (t0913).
 --
 -- Every call appends to the ledger /tmp/switch-lua-e2e.TAG.ledger the lines
 -- of test/e2e/lua/ha.lua (lib.sh: ha_ledger_check), each ending with the
@@ -20,7 +22,8 @@ function slurm_switch_block_job_complete()
 end
 
 local function tag_of(job)
-	return string.match(job.network or "", "^e2e:gate:(%d+)$") or "0"
+	local kind, tag = string.match(job.network or "", "^e2e:(c?gate):(%d+)$")
+	return tag or "0", kind
 end
 
 local function append(tag, line, job)
@@ -29,8 +32,8 @@ local function append(tag, line, job)
 	f:close()
 end
 
-local function wait_gate(tag)
-	local path = string.format("/tmp/switch-lua-e2e.%s.gate", tag)
+local function wait_gate(tag, suffix)
+	local path = string.format("/tmp/switch-lua-e2e.%s.%s", tag, suffix)
 	for _ = 1, 550 do
 		local f = io.open(path, "r")
 		if f then
@@ -42,19 +45,24 @@ local function wait_gate(tag)
 end
 
 function slurm_switch_job_start(job)
-	local tag = tag_of(job)
+	local tag, kind = tag_of(job)
 	local attempt = job.attempt or 0
 	append(tag, string.format("start %d %d", job.job_id, attempt), job)
-	wait_gate(tag)
+	if kind == "gate" then
+		wait_gate(tag, "gate")
+	end
 	local token = string.format("tok-%s-%d-%d", tag, job.job_id, attempt)
 	append(tag, string.format("started %d %d %s", job.job_id, attempt, token), job)
 	return slurm.SUCCESS, { token = token }
 end
 
 function slurm_switch_job_complete(job, jobinfo)
-	local tag = tag_of(job)
+	local tag, kind = tag_of(job)
 	local token = jobinfo and jobinfo.token or "nil"
 	append(tag, string.format("complete %d %d %s", job.job_id, job.attempt or 0, token), job)
+	if kind == "cgate" then
+		wait_gate(tag, "cgate")
+	end
 	append(tag, string.format("completed %d %d %s", job.job_id, job.attempt or 0, token), job)
 	return slurm.SUCCESS
 end
