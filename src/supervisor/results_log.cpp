@@ -296,10 +296,12 @@ std::string ResultsWriter::write_file(const std::string &path, const std::vector
       continue;
     if (n <= 0) {
       const int err = n < 0 ? errno : ENOSPC;
-      if (before >= 0) // no later record may follow a partial one
-        (void)::ftruncate(fd, before);
+      // No later record may follow a partial one.  Should the cut fail
+      // too, the scan stops at the partial record (results_log.hpp).
+      if (before >= 0 && ::ftruncate(fd, before) != 0)
+        error = fmt::format("; cannot cut {} back: {}", path, std::strerror(errno));
       close_file(path);
-      return fmt::format("cannot append to {}: {}", path, std::strerror(err));
+      return fmt::format("cannot append to {}: {}{}", path, std::strerror(err), error);
     }
     done += static_cast<std::size_t>(n);
   }
