@@ -312,6 +312,10 @@ bool cabi::slurm_special_steps() noexcept {
   return g_slurm_special_steps;
 }
 
+bool cabi::stepmgr_active() noexcept {
+  return g_stepmgr.active;
+}
+
 } // namespace switchlua
 
 using namespace switchlua;

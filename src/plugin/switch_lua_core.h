@@ -314,15 +314,20 @@ const char *slc_log_subject(char *buf, size_t len, uint32_t job_id,
 			    uint32_t step_id, const char *hook);
 
 /* slurmstepd side.  Loads the script once per process; RET 0 / -1 (script
- * refused: logged; the hooks then do nothing).  With
+ * refused: logged; then a managed step, one with a stepinfo, fails in
+ * preinit and init, and an unmanaged one is left alone: switch.lua(5),
+ * "When the script does not load").  With
  * slc_set_slurm_special_steps(true), then asks the script's
  * block_job_complete() and setup_special_steps() (switch.lua contract:
  * every slurmstepd asks both when it starts; an error or a non-boolean is
  * logged and taken as false). */
 int slc_stepd_init(const char *script_path, slc_log_fn log);
 /* setup_special_steps as this slurmstepd's script answered at
- * slc_stepd_init; false without a script or without
- * slc_set_slurm_special_steps(true). */
+ * slc_stepd_init; false without slc_set_slurm_special_steps(true) or
+ * before slc_stepd_init.  True when the script did not load here (outside
+ * the job's stepmgr): Slurm then calls job_init for the batch and
+ * interactive steps, and slc_stepd_init_step fails those that carry a
+ * stepinfo (a managed step never runs without its step hooks). */
 bool slc_stepd_setup_special_steps(void);
 /* stepinfo = the record built by slc_ctld_stepinfo (NULL/0: none; the
  * hooks do not run for a job without stepinfo: contract).
