@@ -155,8 +155,14 @@ void slc_set_slurm_user(uint32_t uid);
  * ignored and slurmstepd does not ask; with true, slurmctld keeps the
  * answer for slc_ctld_setup_special_steps() and every slurmstepd asks
  * block_job_complete() and setup_special_steps() when it loads the script.
- * Set by the glue from slurm_compat.h; the core reads no Slurm version. */
+ * Tests set it directly; the glue calls slc_set_slurm_series(). */
 void slc_set_slurm_special_steps(bool supported);
+/* The Slurm series the glue was compiled for (slurm_compat.h:
+ * SLURM_COMPAT_SERIES, e.g. 2411), from init() in every process before
+ * slc_ctld_init / slc_stepd_init: sets slc_set_slurm_special_steps() from
+ * the core's one table of per-series facts (common/slurm_series.hpp).
+ * RET 0, or -1 for a series the table does not know (special steps off). */
+int slc_set_slurm_series(unsigned series);
 
 /* `state_dir`: StateSaveLocation, where the journal switch_lua.journal
  * lives (NULL: no journal).
