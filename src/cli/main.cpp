@@ -18,6 +18,7 @@
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -71,6 +72,7 @@ struct CliArgs {
   bool status_json = false;
   std::string status_format = "table";
   std::string settings_params;
+  std::string slurm_series{switchlua::newest_slurm_series().name};
 };
 
 /// switch_drain_on_failure's words, {off, on}.
@@ -207,6 +209,14 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   sim->add_option("--block-job-complete", a.bjc, "override the script's block_job_complete")
       ->check(CLI::IsMember({"auto", "true", "false"}))
       ->capture_default_str();
+  std::vector<std::string> series;
+  for (const switchlua::SlurmSeries &s : switchlua::kSlurmSeries)
+    series.emplace_back(s.name);
+  sim->add_option("--slurm", a.slurm_series,
+                  "the Slurm series to behave as (special steps, who asks the start-up "
+                  "questions)")
+      ->check(CLI::IsMember(series))
+      ->capture_default_str();
   add_simulate_faults(*sim, so);
   sim->add_flag("--json", so.json, "machine-readable output");
   sim->add_option("--slurm-user", a.slurm_user, kSlurmUserHelp);
@@ -264,6 +274,7 @@ int main(int argc, char **argv) {
     so.batch = true;
   if (a.bjc != "auto")
     so.block_job_complete = a.bjc == "true";
+  so.slurm = switchlua::find_slurm_series(a.slurm_series); // checked by IsMember
   if (!set_helpers(so))
     return 2;
   return switchlua::run_simulate(so);

@@ -81,6 +81,20 @@ void SimCluster::end_job(const std::string &how) {
       n.state = "IDLE";
 }
 
+void SimCluster::batch_launch_failed(const std::string &node, bool requeue) {
+  std::lock_guard g(mu_);
+  note("slurmd", "step",
+       fmt::format("step {}.batch: batch launch failed on {}: Error configuring interconnect",
+                   job_.job_id, node),
+       true);
+  nodes_[node] = {.state = "DRAINED", .reason = "batch job complete failure"};
+  note("slurmctld", "action",
+       fmt::format("node {} drained: Reason=batch job complete failure", node), true);
+  job_state_ = requeue ? "PENDING (requeued)" : "FAILED";
+  end_job(requeue ? "requeue of the job after its failed batch launch"
+                  : "the job ends FAILED after its failed batch launch");
+}
+
 std::string SimCluster::fail_after_steps(const std::string &nodes) {
   auto names = expand_hostlist(nodes);
   if (!names)

@@ -77,6 +77,11 @@ public:
   /// NODE_FAIL (a requeue-able batch job is requeued, as slurmctld does),
   /// job_complete told which (JobEnd).
   void end_after_steps(bool batch, bool requeue, bool step_failed);
+  /// Slurm 25.11+: the batch step's step_init failed on `node`, the batch
+  /// host (switch.lua(5), step_init): slurmctld drains the node with the
+  /// reason "batch job complete failure" and requeues the job if it may be
+  /// (`requeue`), else the job ends FAILED; job_complete follows.
+  void batch_launch_failed(const std::string &node, bool requeue);
   /// --fail-node: the nodes of the job (a host list) that fail after its
   /// steps (end_after_steps).  Returns why not ("": they will), e.g. "node9
   /// is not a node of the job (node[1-2])".

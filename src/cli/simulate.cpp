@@ -29,11 +29,8 @@
 namespace switchlua {
 namespace {
 
-/// The plugin's line (plugin/ctld_abi.cpp, slurmctld init) for a script
-/// whose setup_special_steps returns true.
-constexpr const char *kSetupSpecialStepsIgnored =
-    "switch/lua: setup_special_steps() returned true, but a Slurm older than 25.11 never calls the "
-    "step init for batch or interactive steps: ignored";
+/// Slurm's step id of the batch step (slurm.h: SLURM_BATCH_SCRIPT).
+constexpr std::uint32_t kBatchStepId = 0xFFFFFFFB;
 
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
@@ -101,14 +98,111 @@ std::string jobinfo_json(const std::optional<MsgpackBytes> &ji) {
 }
 
 struct StepReport {
-  std::uint32_t step_id = 0;
+  std::uint32_t step_id = 0; ///< kBatchStepId for the batch step
   bool failed = false;
   std::map<std::string, std::vector<EnvOp>> env; // per node
 };
 
+/// The script as one slurmstepd on `node` loads it (a fresh Lua state: each
+/// slurmstepd loads the script for itself, so module-level variables are not
+/// shared), with its log lines in the timeline.  On a series whose
+/// slurmstepd asks the start-up questions, asks both as the plugin does
+/// (plugin/stepd_abi.cpp: slc_stepd_init); `special_steps` gets the
+/// node's answer to setup_special_steps (false elsewhere).  A script that
+/// does not load: its line, why in `load_error`, and nullopt.
+std::optional<StepHooks> load_on_node(const SimulateOptions &o, const std::string &node,
+                                      SimCluster &sim, std::string &load_error,
+                                      bool *special_steps = nullptr) {
+  if (special_steps)
+    *special_steps = false;
+  auto hooks = StepHooks::load(o.script, [&sim, node](LogLevel l, std::string_view t) {
+    if (l <= LogLevel::Verbose) // debug lines (tracebacks) stay out of the timeline
+      sim.note(node, "log", log_line({}, t), l == LogLevel::Error);
+  });
+  if (!hooks) {
+    load_error = hooks.error().message;
+    sim.note(node, "log", log_line({}, "{}; the step hooks will not run", load_error), true);
+    return std::nullopt;
+  }
+  if (o.slurm->stepd_asks_start_questions)
+    for (Hook h : {Hook::BlockJobComplete, Hook::SetupSpecialSteps}) {
+      auto r = hooks->script().call(h, nullptr, nullptr, nullptr);
+      if (!r)
+        sim.note(node, "log",
+                 log_line({}, "{}: {}; taken as false", hook_name(h), r.error().message), true);
+      else if (h == Hook::SetupSpecialSteps && special_steps)
+        *special_steps = r->flag;
+    }
+  return std::move(*hooks);
+}
+
+/// A step of the managed job on a node whose script did not load: the
+/// plugin's line, and the step fails (switch.lua(5), "When the script does
+/// not load": a managed step never runs without its step hooks).
+void fail_unloaded(const JobArgs &job, std::uint32_t step, const std::string &node,
+                   std::string_view hook, const std::string &load_error, SimCluster &sim) {
+  sim.note(node, "log",
+           log_line({}, "{}",
+                    managed_step_cannot_run(
+                        job.job_id, step, node, hook,
+                        fmt::format("this node's script did not load ({})", load_error), true)),
+           true);
+}
+
+/// Slurm 25.11+ with setup_special_steps true (slurmctld's answer,
+/// `special_steps`): the batch step's step_init on the batch host, node1,
+/// before the batch script starts (mgr.c: job_manager; no preinit, no
+/// postfini).  A failed init is a failed batch launch: slurmctld drains
+/// the node ("batch job complete failure") and requeues the job if it may
+/// be requeued, else it ends FAILED; no other step runs.  nullopt on a
+/// series without special steps or when slurmctld's answer was false.
+std::optional<StepReport> run_batch_step(const SimulateOptions &o, const JobArgs &job,
+                                         const MsgpackBytes &jobinfo, bool special_steps,
+                                         SimCluster &sim) {
+  if (!o.batch || !o.slurm->special_steps || !special_steps)
+    return std::nullopt;
+  const std::string node = job.node_names[0];
+  StepReport rep{.step_id = kBatchStepId};
+  bool node_says = false;
+  std::string load_error;
+  auto hooks = load_on_node(o, node, sim, load_error, &node_says);
+  if (!hooks) {
+    fail_unloaded(job, kBatchStepId, node, "step_init", load_error, sim);
+    rep.failed = true;
+  } else if (node_says) {
+    StepArgs a{.job_id = job.job_id,
+               .step_id = kBatchStepId,
+               .id = step_id_text(job.job_id, kBatchStepId),
+               .sluid = job.sluid,
+               .partition = std::nullopt, // nil on a batch step (switch.lua(5))
+               .node_name = node,
+               .node_id = 0,
+               .num_nodes = job.num_nodes,
+               .num_tasks = job.num_tasks,
+               .user_id = job.user_id,
+               .user_name = job.user_name,
+               .nodes = job.nodes,
+               .network = job.network,
+               .batch = true,
+               .attempt = job.attempt,
+               .cluster_name = job.cluster_name};
+    StepVerdict in = hooks->init(a, &jobinfo);
+    if (in.kind == StepVerdict::Kind::FailStep)
+      rep.failed = true;
+    else
+      rep.env[node] = in.env;
+  }
+  if (rep.failed)
+    sim.batch_launch_failed(node, o.batch && !o.no_requeue);
+  else
+    sim.note("slurmd", "step",
+             fmt::format("step {}: the batch script starts on {}",
+                         step_id_text(job.job_id, kBatchStepId), node));
+  return rep;
+}
+
 /// Runs each step's preinit / init / postfini on each node, in-process as
-/// slurmstepd does: one fresh Lua state per step and node (each slurmstepd
-/// loads the script for itself), so module-level variables are not shared.
+/// slurmstepd does: one fresh Lua state per step and node (load_on_node()).
 std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
                                   const MsgpackBytes &jobinfo, SimCluster &sim) {
   std::vector<StepReport> out;
@@ -116,13 +210,11 @@ std::vector<StepReport> run_steps(const SimulateOptions &o, const JobArgs &job,
     StepReport rep{.step_id = s};
     for (std::size_t i = 0; i < job.node_names.size(); ++i) {
       const std::string node = job.node_names[i];
-      auto hooks = StepHooks::load(o.script, [&](LogLevel l, std::string_view t) {
-        if (l <= LogLevel::Verbose) // debug lines (tracebacks) stay out of the timeline
-          sim.note(node, "log", log_line({}, t), l == LogLevel::Error);
-      });
+      std::string load_error;
+      auto hooks = load_on_node(o, node, sim, load_error);
       if (!hooks) {
-        sim.note(node, "log",
-                 log_line({}, "{}; the step hooks will not run", hooks.error().message), true);
+        fail_unloaded(job, s, node, "step_preinit", load_error, sim);
+        rep.failed = true; // mgr.c: a failed preinit skips init and postfini
         continue;
       }
       StepArgs a{.job_id = job.job_id,
@@ -220,10 +312,11 @@ bool teardown_pending(const CtldCore &core, std::uint32_t id) {
 }
 
 void print_header(const SimulateOptions &o, const JobArgs &job) {
-  fmt::print("switch-lua simulate {}\n  JobId={} SLUID={} Network={} Nodes={} ({}) {} {}\n  {}\n\n",
+  fmt::print("switch-lua simulate {}\n  JobId={} SLUID={} Network={} Nodes={} ({}) {} {} Slurm "
+             "{}\n  {}\n\n",
              o.script, job.job_id, *job.sluid, o.network, *job.nodes, job.num_nodes,
              o.batch ? "batch" : "interactive", o.no_requeue || !o.batch ? "no-requeue" : "requeue",
-             describe(o.config));
+             o.slurm->name, describe(o.config));
   std::fflush(stdout);
 }
 
@@ -240,8 +333,10 @@ void print_human(const SimulateOptions &, const JobArgs &job, bool bjc, SimClust
   for (const auto &[name, n] : sim.nodes())
     fmt::print("  {}: State={}{}\n", name, n.state, n.reason.empty() ? "" : " Reason=" + n.reason);
   for (const StepReport &s : steps) {
-    fmt::print("  step {}.{}: {}\n", job.job_id, s.step_id,
-               s.failed ? "FAILED (srun: Error configuring interconnect)" : "ran");
+    fmt::print("  step {}: {}\n", step_id_text(job.job_id, s.step_id),
+               !s.failed                   ? "ran"
+               : s.step_id == kBatchStepId ? "FAILED (batch launch: Error configuring interconnect)"
+                                           : "FAILED (srun: Error configuring interconnect)");
     for (const auto &[node, env] : s.env) {
       std::string line;
       for (const EnvOp &op : env)
@@ -260,6 +355,7 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
   j["script"] = o.script;
   j["job"] = {
       {"job_id", job.job_id}, {"network", o.network}, {"nodes", *job.nodes}, {"sluid", *job.sluid}};
+  j["slurm"] = o.slurm->name;
   j["config"] = {{"switch_timeout", o.config.switch_timeout.count()},
                  {"switch_kill_grace", o.config.switch_kill_grace.count()},
                  {"switch_retries", o.config.switch_retries},
@@ -277,7 +373,8 @@ void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimClust
     j["result"]["nodes"][name] = {{"state", n.state}, {"reason", n.reason}};
   j["result"]["steps"] = json::array();
   for (const StepReport &s : steps) {
-    json sj{{"step_id", s.step_id}, {"failed", s.failed}};
+    json sj{
+        {"step_id", s.step_id}, {"id", step_id_text(job.job_id, s.step_id)}, {"failed", s.failed}};
     for (const auto &[node, env] : s.env) {
       json ej = json::object();
       for (const EnvOp &op : env)
@@ -313,12 +410,21 @@ std::string join(const std::vector<std::string> &errors) {
 
 } // namespace
 
+/// slurmctld's answers to the start-up questions.
+struct StartAnswers {
+  bool block_job_complete = false;
+  /// setup_special_steps() true and the series honours it (the batch step
+  /// then carries a stepinfo and runs step_init).
+  bool special_steps = false;
+};
+
 /// --block-job-complete, or the script's answer asked as the plugin asks
 /// it at slurmctld start (switch.lua contract: block_job_complete).
-/// setup_special_steps is asked too, and its true answer logged as ignored,
-/// as the plugin does at slurmctld start (Slurm 24.11 never runs the step
-/// hooks of batch or interactive steps).
-static bool block_job_complete(const SimulateOptions &o, const CoreOptions &co, SimCluster &sim) {
+/// setup_special_steps is asked too, and a true answer logged, taken or
+/// ignored as the plugin does on the series simulated
+/// (common/slurm_series.hpp: setup_special_steps_line()).
+static StartAnswers start_answers(const SimulateOptions &o, const CoreOptions &co,
+                                  SimCluster &sim) {
   SupervisorClient probe(co.client, [&](CallId, LogLevel l, std::string_view t) {
     sim.note("script", "log", log_line({}, t), l == LogLevel::Error);
   });
@@ -329,11 +435,14 @@ static bool block_job_complete(const SimulateOptions &o, const CoreOptions &co, 
   else
     answer = ask_boolean_hook_or_false(probe, o.script, Hook::BlockJobComplete,
                                        o.config.switch_timeout, log_error);
+  StartAnswers out{.block_job_complete = answer};
   if (ask_boolean_hook_or_false(probe, o.script, Hook::SetupSpecialSteps, o.config.switch_timeout,
-                                log_error))
-    sim.note("slurmctld", "log", kSetupSpecialStepsIgnored);
+                                log_error)) {
+    sim.note("slurmctld", "log", std::string(setup_special_steps_line(*o.slurm)));
+    out.special_steps = o.slurm->special_steps;
+  }
   probe.shutdown();
-  return answer;
+  return out;
 }
 
 /// Preflight: a script the controller refuses (switch-lua check) is not
@@ -352,7 +461,8 @@ static bool controller_accepts(const std::string &script) {
 static void end_the_job(const SimulateOptions &o, const std::vector<StepReport> &steps,
                         SimCluster &sim) {
   sim.end_after_steps(o.batch, o.batch && !o.no_requeue,
-                      std::any_of(steps.begin(), steps.end(), [](auto &s) { return s.failed; }));
+                      std::any_of(steps.begin(), steps.end(),
+                                  [](auto &s) { return s.failed && s.step_id != kBatchStepId; }));
 }
 
 /// The journal's folder, as slurmctld keeps it under StateSaveLocation: a
@@ -404,14 +514,23 @@ static bool allocate(const SimulateOptions &o, const JobArgs &job, CtldCore &cor
 /// The job's steps, when its setup left it running with a jobinfo (the
 /// stepinfo); none otherwise (the contract: no stepinfo, no step hooks).
 static std::vector<StepReport> steps_of_a_set_up_job(const SimulateOptions &o, const JobArgs &job,
-                                                     CtldCore &core, SimCluster &sim) {
+                                                     bool special_steps, CtldCore &core,
+                                                     SimCluster &sim) {
   auto st = core.state_of(job.job_id);
   if (st && st->state == JobState::Running && st->jobinfo) {
     sim.note("slurmctld", "log",
              fmt::format("jobinfo (stepinfo of every step) = {}", jobinfo_json(st->jobinfo)));
     JobArgs run = job;
     run.attempt = st->job.attempt; // what the stepinfo carries (step.attempt)
-    return run_steps(o, run, *st->jobinfo, sim);
+    std::vector<StepReport> steps;
+    if (auto batch = run_batch_step(o, run, *st->jobinfo, special_steps, sim)) {
+      steps.push_back(*batch);
+      if (batch->failed)
+        return steps; // the batch script never started: no other step
+    }
+    for (StepReport &r : run_steps(o, run, *st->jobinfo, sim))
+      steps.push_back(std::move(r));
+    return steps;
   }
   if (!sim.job_ended())
     sim.note("slurmctld", "log", "no stepinfo: the step hooks do not run for this job");
@@ -512,11 +631,13 @@ int run_simulate(const SimulateOptions &o) {
   }
   StateDir state_dir;
   CoreOptions co = core_options(o, state_dir);
-  co.block_job_complete = block_job_complete(o, co, sim);
+  const StartAnswers answers = start_answers(o, co, sim);
+  co.block_job_complete = answers.block_job_complete;
   auto core = std::make_unique<CtldCore>(co, sim);
   sim.attach(core.get());
   set_up(o, job, core, co, sim);
-  const std::vector<StepReport> steps = steps_of_a_set_up_job(o, job, *core, sim);
+  const std::vector<StepReport> steps =
+      steps_of_a_set_up_job(o, job, answers.special_steps, *core, sim);
   tear_down(o, job, steps, core, co, sim);
   core.reset();
   if (o.json)

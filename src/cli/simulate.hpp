@@ -5,12 +5,14 @@
 // `switch-lua simulate`: one job through a switch.lua as slurmctld and
 // slurmstepd would run it: job_start in a supervised child (the real
 // supervisor), each step's preinit / init / postfini on each node
-// (in-process, as slurmstepd does), then job_complete in a supervised child,
+// (in-process, as slurmstepd does; on a series with special steps, the
+// batch step's init too), then job_complete in a supervised child,
 // with the controller's decisions taken by the same engine and state machine
 // as the plugin (ctld/core.hpp).  Prints a timeline and what an operator
 // would see; --json for machines.
 #pragma once
 
+#include "common/slurm_series.hpp"
 #include "ctld/config.hpp"
 
 #include <optional>
@@ -51,6 +53,9 @@ struct SimulateOptions {
   /// 20, job.failed_nodes); "": none.
   std::string fail_nodes;
   bool json = false;
+  /// --slurm: the series whose behaviour is simulated (common/slurm_series.hpp:
+  /// special steps, who asks the start-up questions); default the newest.
+  const SlurmSeries *slurm = &newest_slurm_series();
   std::string supervisor; ///< paths of the helper executables
   std::string runner;
 };

@@ -26,6 +26,9 @@ namespace switchlua::cabi {
 /// What slc_set_slurm_special_steps() was told (ctld_abi.cpp): whether the
 /// Slurm built for runs job_init for batch and interactive steps.
 bool slurm_special_steps() noexcept;
+/// Whether this process is the job's stepmgr slurmstepd now
+/// (slc_stepmgr_init .. slc_stepmgr_fini; ctld_abi.cpp).
+bool stepmgr_active() noexcept;
 
 /// Runs `body` for the extern "C" entry point `entry` (a string such as
 /// "reconfigure", or a callable making one, e.g. "JobId=42 job_start", so

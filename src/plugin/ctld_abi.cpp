@@ -8,6 +8,7 @@
 #include "plugin/switch_lua_core.h"
 
 #include "common/log_stamp.hpp"
+#include "common/slurm_series.hpp"
 #include "common/utf8.hpp"
 #include "ctld/core.hpp"
 #include "ctld/persist.hpp"
@@ -227,13 +228,12 @@ std::optional<CtldConfig> settings_at_init(const slc_ctld_ops_t *ops, const char
 }
 
 bool take_setup_special_steps(const slc_ctld_ops_t &ops, bool answer) {
-  if (answer && !g_slurm_special_steps)
-    ops.log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true, but a Slurm older "
-                          "than 25.11 never calls the step init for batch or interactive steps: "
-                          "ignored");
-  else if (answer)
-    ops.log(SLC_LOG_INFO, "switch/lua: setup_special_steps() returned true: batch and "
-                          "interactive steps get a stepinfo and run step_init");
+  // The line of the oldest or the newest series: the one table's words.
+  if (answer)
+    ops.log(SLC_LOG_INFO,
+            std::string(setup_special_steps_line(g_slurm_special_steps ? newest_slurm_series()
+                                                                       : kSlurmSeries.front()))
+                .c_str());
   return answer && g_slurm_special_steps;
 }
 
@@ -310,6 +310,10 @@ void ask_start_up_questions(Ctld &c, const slc_ctld_ops_t &ops, const char *scri
 
 bool cabi::slurm_special_steps() noexcept {
   return g_slurm_special_steps;
+}
+
+bool cabi::stepmgr_active() noexcept {
+  return g_stepmgr.active;
 }
 
 } // namespace switchlua
@@ -445,6 +449,12 @@ bool slc_ctld_setup_special_steps(void) {
 
 void slc_set_slurm_special_steps(bool supported) {
   g_slurm_special_steps = supported;
+}
+
+int slc_set_slurm_series(unsigned series) {
+  const SlurmSeries *s = find_slurm_series(series);
+  g_slurm_special_steps = s && s->special_steps;
+  return s ? 0 : -1;
 }
 
 void *slc_ctld_job_start(const slc_job_t *job) {

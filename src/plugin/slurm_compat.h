@@ -8,6 +8,10 @@
  * one export file each: switch_ops_2411.c, switch_ops_2505.c,
  * switch_ops_2511.c, switch_ops_2605.c, of which src/plugin/meson.build
  * compiles the one of the configured tree.  Every other glue file is the same for all series.
+ * What a series does differently for the script (special steps, who asks
+ * the start-up questions) is not here but in the core's one table,
+ * common/slurm_series.hpp, which init() selects with SLURM_COMPAT_SERIES
+ * (slc_set_slurm_series()).
  *
  * Read from the trees of 24.11.5, 25.11.7 and 26.05.3 ("=": as before):
  *
@@ -101,11 +105,6 @@
 /* Where stepd_drain_node() is declared (slurm_stepd.c). */
 #define SLURM_COMPAT_STEPD_DRAIN_H "src/slurmd/slurmstepd/slurmstepd.h"
 
-/* Whether slurmstepd runs job_init for batch and interactive steps when
- * setup_special_steps is true (slc_set_slurm_special_steps()): 24.11 and
- * 25.05 have no such hook and never do. */
-#define SLURM_COMPAT_SPECIAL_STEPS false
-
 /* slurm_load_job() of the job `job_id` (a job_info_msg_t in *resp, free
  * with slurm_free_job_info_msg()).  RET 0, or -1 with errno set
  * (ESLURM_INVALID_JOB_ID: no such job). */
@@ -127,8 +126,6 @@
 #define slurm_compat_job_sluid(job_ptr) ((job_ptr)->step_id.sluid)
 
 #define SLURM_COMPAT_STEPD_DRAIN_H "src/slurmd/slurmstepd/mgr.h"
-
-#define SLURM_COMPAT_SPECIAL_STEPS true
 
 #if SLURM_COMPAT_SERIES == 2511
 #define slurm_compat_load_job(resp, job_id, show_flags)                        \

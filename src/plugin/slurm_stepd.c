@@ -12,8 +12,10 @@
  * (the extern step has returned by then).  The same conditions are
  * checked here again, so a change on Slurm's side cannot make the hooks
  * run where the contract says they do not.  25.11+ also calls init for
- * the batch and interactive steps when setup_special_steps() is true;
- * that is still only the core's to allow (slc_stepd_init_step).
+ * the batch and interactive steps when setup_special_steps() is true
+ * (which it is on a node whose script did not load, so that such a step
+ * of a managed job fails instead of running without step_init); that is
+ * still only the core's to allow (slc_stepd_init_step).
  */
 
 #include "config.h"
@@ -66,8 +68,9 @@ extern int switchlua_stepd_init(const char *script_path)
 /*
  * The stepinfo of a normal step of a managed job, else NULL.  With
  * `special` (step_init only), also of its batch or interactive step when
- * the script's setup_special_steps() said true here and Slurm honours it
- * (slc_stepd_setup_special_steps(): 25.11+); never of the extern step.
+ * the script's setup_special_steps() said true here and Slurm honours it,
+ * or when the script did not load here (slc_stepd_setup_special_steps():
+ * 25.11+; the core then fails the step); never of the extern step.
  */
 static switchlua_stepinfo_t *_managed_step(stepd_step_rec_t *step, bool special)
 {

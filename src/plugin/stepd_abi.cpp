@@ -31,6 +31,8 @@ struct Stepd {
   /// Why this node's script did not load (slc_stepd_init), for the line of
   /// a managed step that therefore fails.
   std::string load_error;
+  /// slc_stepd_init ran and the script did not load (or loading threw).
+  bool load_failed = false;
 };
 Stepd g_stepd;
 
@@ -77,12 +79,9 @@ bool provenance_matches(const StepArgs &a, const Stepinfo &si) {
 /// the step, the node and why.  A managed step never runs without them.
 std::optional<StepVerdict> cannot_run(const slc_step_t *step, std::string_view hook,
                                       bool fails_step, const std::string &why) {
-  stepd_log(
-      LogLevel::Error,
-      fmt::format("{} on {}: the job is managed by switch/lua (its step has a stepinfo) "
-                  "but {}: {}",
-                  step_entry(step, hook), step->node_name ? step->node_name : "this node", why,
-                  fails_step ? "the step fails (Error configuring interconnect)" : "not run"));
+  stepd_log(LogLevel::Error,
+            managed_step_cannot_run(step->job_id, step->step_id,
+                                    step->node_name ? step->node_name : "", hook, why, fails_step));
   if (!fails_step)
     return std::nullopt;
   StepVerdict v;
@@ -201,6 +200,12 @@ int slc_stepd_init(const char *script_path, slc_log_fn log) {
       [&] { return fmt::format("loading {}", script_path ? script_path : "(null)"); },
       "the step hooks will not run", -1, stepd_line,
       [&] {
+        // Once per slurmstepd; a second call (tests) starts afresh.
+        g_stepd.hooks.reset();
+        g_stepd.setup_special_steps = false;
+        g_stepd.load_error.clear();
+        g_stepd.compared = g_stepd.mismatch_fails_step = false;
+        g_stepd.load_failed = true; // until it loaded, also if loading throws
         auto h =
             StepHooks::load(script_path, [](LogLevel l, std::string_view t) { stepd_log(l, t); });
         if (!h) {
@@ -210,6 +215,7 @@ int slc_stepd_init(const char *script_path, slc_log_fn log) {
           return -1;
         }
         g_stepd.hooks.emplace(std::move(*h));
+        g_stepd.load_failed = false;
         if (cabi::slurm_special_steps()) {
           (void)ask_boolean(Hook::BlockJobComplete); // asked, as every slurmstepd does; unused
           g_stepd.setup_special_steps = ask_boolean(Hook::SetupSpecialSteps);
@@ -219,7 +225,19 @@ int slc_stepd_init(const char *script_path, slc_log_fn log) {
 }
 
 bool slc_stepd_setup_special_steps(void) {
-  return g_stepd.hooks && g_stepd.setup_special_steps;
+  if (!cabi::slurm_special_steps())
+    return false;
+  if (g_stepd.hooks)
+    return g_stepd.setup_special_steps;
+  // switch.lua(5), "When the script does not load": a managed step never
+  // runs without its step hooks, special steps included.  This node cannot
+  // ask its script, so Slurm is told true and calls job_init for the batch
+  // and interactive steps; their stepinfo decides, as slurmctld put one
+  // there only when its own answer was true: a managed one fails
+  // (cannot_run()), one without stepinfo proceeds.  Not in the job's
+  // stepmgr, which would otherwise give interactive steps a stepinfo
+  // slurmctld did not ask for.
+  return g_stepd.load_failed && !cabi::stepmgr_active();
 }
 
 int slc_stepd_preinit(const slc_step_t *step, const char *info, size_t len) {

@@ -113,7 +113,10 @@ extern int init(void)
 	int rc = SLURM_SUCCESS;
 
 	slc_set_slurm_user(slurm_conf.slurm_user_id);
-	slc_set_slurm_special_steps(SLURM_COMPAT_SPECIAL_STEPS);
+	if (slc_set_slurm_series(SLURM_COMPAT_SERIES))
+		sl_error(
+			"Slurm series %d is not in the plugin's table: special steps off",
+			SLURM_COMPAT_SERIES);
 	if (running_in_slurmctld()) {
 		script = get_extra_conf_path("switch.lua");
 		rc = switchlua_ctld_init(script);

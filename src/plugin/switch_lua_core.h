@@ -155,8 +155,14 @@ void slc_set_slurm_user(uint32_t uid);
  * ignored and slurmstepd does not ask; with true, slurmctld keeps the
  * answer for slc_ctld_setup_special_steps() and every slurmstepd asks
  * block_job_complete() and setup_special_steps() when it loads the script.
- * Set by the glue from slurm_compat.h; the core reads no Slurm version. */
+ * Tests set it directly; the glue calls slc_set_slurm_series(). */
 void slc_set_slurm_special_steps(bool supported);
+/* The Slurm series the glue was compiled for (slurm_compat.h:
+ * SLURM_COMPAT_SERIES, e.g. 2411), from init() in every process before
+ * slc_ctld_init / slc_stepd_init: sets slc_set_slurm_special_steps() from
+ * the core's one table of per-series facts (common/slurm_series.hpp).
+ * RET 0, or -1 for a series the table does not know (special steps off). */
+int slc_set_slurm_series(unsigned series);
 
 /* `state_dir`: StateSaveLocation, where the journal switch_lua.journal
  * lives (NULL: no journal).
@@ -314,15 +320,20 @@ const char *slc_log_subject(char *buf, size_t len, uint32_t job_id,
 			    uint32_t step_id, const char *hook);
 
 /* slurmstepd side.  Loads the script once per process; RET 0 / -1 (script
- * refused: logged; the hooks then do nothing).  With
+ * refused: logged; then a managed step, one with a stepinfo, fails in
+ * preinit and init, and an unmanaged one is left alone: switch.lua(5),
+ * "When the script does not load").  With
  * slc_set_slurm_special_steps(true), then asks the script's
  * block_job_complete() and setup_special_steps() (switch.lua contract:
  * every slurmstepd asks both when it starts; an error or a non-boolean is
  * logged and taken as false). */
 int slc_stepd_init(const char *script_path, slc_log_fn log);
 /* setup_special_steps as this slurmstepd's script answered at
- * slc_stepd_init; false without a script or without
- * slc_set_slurm_special_steps(true). */
+ * slc_stepd_init; false without slc_set_slurm_special_steps(true) or
+ * before slc_stepd_init.  True when the script did not load here (outside
+ * the job's stepmgr): Slurm then calls job_init for the batch and
+ * interactive steps, and slc_stepd_init_step fails those that carry a
+ * stepinfo (a managed step never runs without its step hooks). */
 bool slc_stepd_setup_special_steps(void);
 /* stepinfo = the record built by slc_ctld_stepinfo (NULL/0: none; the
  * hooks do not run for a job without stepinfo: contract).

@@ -14,6 +14,16 @@ std::string step_tag(const StepArgs &s, std::string_view hook) {
                       .hook = hook});
 }
 
+std::string managed_step_cannot_run(std::uint32_t job_id, std::uint32_t step_id,
+                                    std::string_view node, std::string_view hook,
+                                    std::string_view why, bool fails_step) {
+  return fmt::format("{} on {}: the job is managed by switch/lua (its step has a stepinfo) but "
+                     "{}: {}",
+                     log_subject({.job_id = job_id, .step_id = step_id, .hook = hook}),
+                     node.empty() ? std::string_view("this node") : node, why,
+                     fails_step ? "the step fails (Error configuring interconnect)" : "not run");
+}
+
 namespace {
 /// script.call() under kStepHookUmask, whatever SLURM_UMASK slurmstepd took
 /// on (step_hooks.hpp: UmaskGuard).

@@ -102,6 +102,19 @@ private:
   std::shared_ptr<std::string> tag_;
 };
 
+/// The line (without the "switch/lua: " prefix) for a step of a managed job
+/// (it has a stepinfo) whose hook cannot run on this node, e.g. because
+/// the node's script did not load (switch.lua(5), "When the script does
+/// not load": a managed step never runs without its step hooks):
+/// "JobId=42 StepId=42.0 step_preinit on node7: the job is managed by
+/// switch/lua (its step has a stepinfo) but WHY: the step fails (Error
+/// configuring interconnect)"; `fails_step` false (step_postfini): "...:
+/// not run".  `node` empty: "this node".  The plugin's slurmstepd
+/// (plugin/stepd_abi.cpp) and `switch-lua simulate` both write it.
+std::string managed_step_cannot_run(std::uint32_t job_id, std::uint32_t step_id,
+                                    std::string_view node, std::string_view hook,
+                                    std::string_view why, bool fails_step);
+
 /// "JobId=42 StepId=42.0 node1 step_init" (hook empty: without it) for log
 /// lines: the subject of common/log_stamp.hpp, whose step_id_text() spells
 /// the special steps the way Slurm does ("42.batch").

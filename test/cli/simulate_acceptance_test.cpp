@@ -597,8 +597,8 @@ TEST(Simulate, SetupSpecialStepsTrueIsLoggedAsIgnoredAsThePluginDoes) {
   std::ofstream(p) << "function slurm_switch_setup_special_steps() return true end\n"
                       "function slurm_switch_job_start(job) return slurm.SUCCESS, {} end\n";
   for (const char *bjc : {"auto", "true"}) {
-    CmdResult r =
-        run("simulate " + p.string() + " --json --network fabric --block-job-complete " + bjc);
+    CmdResult r = run("simulate " + p.string() +
+                      " --json --slurm 24.11 --network fabric --block-job-complete " + bjc);
     ASSERT_EQ(r.status, 0) << r.out;
     json j = json::parse(r.out);
     int found = 0;
@@ -613,6 +613,79 @@ TEST(Simulate, SetupSpecialStepsTrueIsLoggedAsIgnoredAsThePluginDoes) {
                       "function slurm_switch_job_start(job) return slurm.SUCCESS, {} end\n";
   CmdResult r = run("simulate " + p.string() + " --json --network fabric");
   EXPECT_EQ(count_text(json::parse(r.out), "setup_special_steps"), 0) << r.out;
+}
+
+/// A script whose setup_special_steps() returns true and whose step_init
+/// returns `init` ("0, {STEP_BATCH = tostring(step.batch)}" by default).
+fs::path special_steps_script(const std::string &init = "0, {STEP_BATCH = tostring(step.batch)}") {
+  fs::path p = fs::temp_directory_path() / "switchlua-special.lua";
+  std::ofstream(p) << "function slurm_switch_setup_special_steps() return true end\n"
+                      "function slurm_switch_job_start(job) return slurm.SUCCESS, {} end\n"
+                      "function slurm_switch_step_init(step, si) return " +
+                          init + " end\n";
+  return p;
+}
+
+TEST(Simulate, SpecialStepsRunStepInitOnTheBatchStepOnlyOnTheSeriesThatHaveThem) {
+  // Issue 36 item 3: simulate behaves as the Slurm series it is given
+  // (common/slurm_series.hpp); the newest by default.
+  const fs::path p = special_steps_script();
+  const std::string batch_init = "switch/lua: JobId=1001 StepId=1001.batch node1 step_init "
+                                 "returned 0 with 1 environment change(s)";
+  for (const char *series : {"", " --slurm 26.05", " --slurm 25.11"}) {
+    CmdResult r = run("simulate " + p.string() + " --json --batch --network fabric" + series);
+    ASSERT_EQ(r.status, 0) << r.out;
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["slurm"], *series ? std::string(series).substr(9) : "26.05");
+    EXPECT_EQ(count_text(j, "switch/lua: setup_special_steps() returned true: batch and "
+                            "interactive steps get a stepinfo and run step_init"),
+              1)
+        << r.out;
+    EXPECT_EQ(count_text(j, batch_init), 1) << r.out;
+    ASSERT_EQ(j["result"]["steps"].size(), 2u) << r.out;
+    EXPECT_EQ(j["result"]["steps"][0]["id"], "1001.batch");
+    EXPECT_EQ(j["result"]["steps"][0]["env"]["node1"]["STEP_BATCH"], "true");
+    EXPECT_EQ(j["result"]["steps"][1]["env"]["node1"]["STEP_BATCH"], "false");
+  }
+  for (const char *series : {"24.11", "25.05"}) {
+    CmdResult r =
+        run("simulate " + p.string() + " --json --batch --network fabric --slurm " + series);
+    ASSERT_EQ(r.status, 0) << r.out;
+    json j = json::parse(r.out);
+    EXPECT_EQ(count_text(j, "switch/lua: setup_special_steps() returned true, but a Slurm older "
+                            "than 25.11 never calls the step init for batch or interactive "
+                            "steps: ignored"),
+              1)
+        << r.out;
+    EXPECT_EQ(count_text(j, batch_init), 0) << r.out;
+    ASSERT_EQ(j["result"]["steps"].size(), 1u) << r.out;
+    EXPECT_EQ(j["result"]["steps"][0]["id"], "1001.0");
+  }
+  // An interactive job has no batch step on any series.
+  CmdResult r = run("simulate " + p.string() + " --json --network fabric --slurm 26.05");
+  EXPECT_EQ(count_text(json::parse(r.out), batch_init), 0) << r.out;
+}
+
+TEST(Simulate, AFailedBatchStepInitDrainsTheBatchHostAndRequeuesAsSlurmDoes) {
+  // switch.lua(5) step_init: a failed batch step init is a failed batch
+  // launch: the node drains ("batch job complete failure"), the job is
+  // requeued if it may be, else FAILED; no other step runs.
+  const fs::path p = special_steps_script("-1, 'no fabric'");
+  CmdResult r = run("simulate " + p.string() + " --json --batch --network fabric --slurm 26.05");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["job_state"], "PENDING (requeued)") << r.out;
+  EXPECT_EQ(j["result"]["nodes"]["node1"]["state"], "DRAINED");
+  EXPECT_EQ(j["result"]["nodes"]["node1"]["reason"], "batch job complete failure");
+  EXPECT_EQ(j["result"]["nodes"]["node2"]["state"], "IDLE");
+  ASSERT_EQ(j["result"]["steps"].size(), 1u) << r.out;
+  EXPECT_TRUE(j["result"]["steps"][0]["failed"].get<bool>());
+  r = run("simulate " + p.string() + " --json --no-requeue --network fabric --slurm 26.05");
+  j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["job_state"], "FAILED") << r.out;
+  r = run("simulate " + p.string() + " --json --batch --network fabric --slurm 24.11");
+  j = json::parse(r.out);
+  EXPECT_EQ(j["result"]["nodes"]["node1"]["state"], "IDLE") << r.out; // no batch step init
 }
 
 TEST(Simulate, AFailedStepFailsAnInteractiveJobButNotABatchJob) {
@@ -673,6 +746,61 @@ TEST(Simulate, OutputIsTheExampleOfTheManPage) {
     got.append(buf.data(), n);
   EXPECT_EQ(pclose(p), 0);
   EXPECT_EQ(normalize_run(got), normalize_run(example));
+}
+
+TEST(Simulate, SpecialStepsExampleOfTheManPageIsSimulatesOutput) {
+  // Issue 36 item 3: switch-lua(1) SIMULATE shows what --slurm changes for
+  // the batch step; each "$ switch-lua ..." line of the example is run (in
+  // a folder holding the "$ cat FILE" script) and must print what follows it.
+  std::ifstream in(fs::path(SWITCHLUA_SOURCE_ROOT) / "man" / "switch-lua.1");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string man = ss.str();
+  const auto mark = man.find(".\\\" example: special steps by series");
+  ASSERT_NE(mark, std::string::npos);
+  const auto ex = man.find(".EX\n", mark) + 4;
+  std::string example = man.substr(ex, man.find(".EE\n", ex) - ex);
+  example = std::regex_replace(example, std::regex(R"(\\-)"), "-");
+  example = std::regex_replace(example, std::regex(R"(\\\.)"), ".");
+  const fs::path dir = fs::temp_directory_path() / "switchlua-man-special";
+  fs::create_directories(dir);
+  std::istringstream lines(example);
+  std::string line, file, cmd, want, script;
+  int commands = 0;
+  auto check = [&] {
+    if (cmd.empty())
+      return;
+    ++commands;
+    const std::string sh = "cd " + dir.string() + " && " +
+                           std::regex_replace(cmd, std::regex("^switch-lua "), SWITCHLUA_CLI " ");
+    FILE *p = popen(sh.c_str(), "r");
+    std::string got;
+    std::array<char, 4096> buf;
+    std::size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+      got.append(buf.data(), n);
+    pclose(p);
+    EXPECT_EQ(normalize_run(got), normalize_run(want)) << cmd;
+  };
+  while (std::getline(lines, line)) {
+    if (line.rfind("$ cat ", 0) == 0) {
+      file = line.substr(6);
+      continue;
+    }
+    if (line.rfind("$ ", 0) == 0) {
+      if (!file.empty()) {
+        std::ofstream(dir / file) << script;
+        file.clear();
+      }
+      check();
+      cmd = line.substr(2);
+      want.clear();
+      continue;
+    }
+    (file.empty() ? want : script) += line + "\n";
+  }
+  check();
+  EXPECT_EQ(commands, 2);
 }
 
 TEST(Simulate, MissingScriptIsAnError) {

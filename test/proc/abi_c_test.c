@@ -192,6 +192,55 @@ static void stepd_missing_script(void)
 	      "its postfini only logs");
 }
 
+static void no_set_env(void *ctx, const char *name, const char *value)
+{
+	(void) ctx;
+	(void) name;
+	(void) value;
+}
+
+static void no_unset_env(void *ctx, const char *name)
+{
+	(void) ctx;
+	(void) name;
+}
+
+/* Issue 36 item 4: on 25.11+ a node whose script did not load fails a
+ * managed batch step (it has a stepinfo) in step_init, as it fails a
+ * managed normal step, instead of running it without step_init; a batch
+ * step without stepinfo proceeds.  24.11 runs no hook in a batch step. */
+static void stepd_missing_script_batch_step(void)
+{
+	slc_step_t batch = {.job_id = 11,
+			    .step_id = 0xfffffffbu, /* SLURM_BATCH_SCRIPT */
+			    .num_nodes = 1,
+			    .num_tasks = 1,
+			    .node_name = "node9",
+			    .batch = true};
+
+	slc_set_slurm_special_steps(true);
+	CHECK(slc_stepd_init("/nonexistent/switch.lua", on_log) == -1,
+	      "25.11+: slurmstepd refuses a missing script");
+	CHECK(slc_stepd_setup_special_steps(),
+	      "25.11+: and tells Slurm to call step_init for the batch step");
+	CHECK(slc_stepd_init_step(&batch, NULL, 0, no_set_env, no_unset_env,
+				  NULL) == 0,
+	      "25.11+: a batch step without stepinfo proceeds");
+	CHECK(slc_stepd_init_step(&batch, "x", 1, no_set_env, no_unset_env,
+				  NULL) == -1,
+	      "25.11+: a managed batch step fails");
+	CHECK(logged("switch/lua: JobId=11 StepId=11.batch step_init on node9: "
+		     "the job is managed by switch/lua (its step has a "
+		     "stepinfo) but this node's script did not load "
+		     "(cannot open /nonexistent/switch.lua") &&
+		      logged("the step fails (Error configuring interconnect)"),
+	      "25.11+: with a line naming the hook, the job, the file and why");
+	slc_set_slurm_special_steps(false);
+	CHECK(slc_stepd_init("/nonexistent/switch.lua", on_log) == -1 &&
+		      !slc_stepd_setup_special_steps(),
+	      "24.11: no step_init for a batch step, loaded or not");
+}
+
 /* Issue 20: a stepinfo this node cannot read (a newer controller) fails a
  * managed step, naming what this node reads. */
 static void stepd_unreadable_stepinfo(void)
@@ -438,6 +487,7 @@ int main(int argc, char **argv)
 	log_subject_from_c();
 	records_outside_slurmctld();
 	stepd_missing_script();
+	stepd_missing_script_batch_step();
 	stepd_unreadable_stepinfo();
 	special_steps();
 	ctld_bad_parameter(script);
