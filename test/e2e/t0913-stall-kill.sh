@@ -55,18 +55,6 @@ t_stall_kill() {
 		fail "the backup did not take over"
 	wait_log "$(ctld_log)" 'switch/lua: this slurmctld holds control at epoch [0-9]+' 60 ||
 		fail "the backup did not say it holds control: $(ctld_grep 'switch/lua: ' | tail -n 20)"
-	line=$(wait_log "$(ctld_log)" 'switch/lua: recovery: [0-9]+ supervisor results file\(s\), [0-9]+ result\(s\): [0-9]+ adopted' 60 &&
-		ctld_grep 'supervisor results file\(s\)' | tail -n1) ||
-		fail "no line of the supervisor's results: $(ctld_grep 'switch/lua: ' | tail -n 20)"
-	note "backup: $line"
-	adopted=$(sed -E 's/.*result\(s\): ([0-9]+) adopted.*/\1/' <<<"$line")
-	assert_eq 8 "$adopted" "results adopted (4 setups, 4 teardowns)"
-	for id in "${setups[@]}"; do
-		assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_start recovery: attempt [0-9]+ returned SUCCESS with a jobinfo .* adopted, job_start is not run again")" "JobId=$id: its adopted setup's line"
-	done
-	for id in "${teardowns[@]}"; do
-		assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete recovery: the teardown of attempt [0-9]+ returned success .* adopted, job_complete is not run again")" "JobId=$id: its adopted teardown's line"
-	done
 	# The stopped primary is killed, never continued.
 	kill -KILL "$pid"
 	note "primary slurmctld $pid killed -9 while stopped"
@@ -79,6 +67,19 @@ t_stall_kill() {
 	assert_eq 8 "$(ha_ledger_count "$tag" '^completed [0-9]+ [0-9]+ tok-')" "releases: once per job"
 	for id in "${teardowns[@]}"; do
 		assert_eq 1 "$(ha_ledger_count "$tag" "^complete $id ")" "JobId=$id: teardowns begun"
+	done
+	# What the backup said of the results it adopted.
+	line=$(wait_log "$(ctld_log)" 'switch/lua: recovery: [0-9]+ supervisor results file\(s\), [0-9]+ result\(s\): [0-9]+ adopted' 60 &&
+		ctld_grep 'supervisor results file\(s\)' | tail -n1) ||
+		fail "no line of the supervisor's results: $(ctld_grep 'switch/lua: ' | tail -n 20)"
+	note "backup: $line"
+	adopted=$(sed -E 's/.*result\(s\): ([0-9]+) adopted.*/\1/' <<<"$line")
+	assert_eq 8 "$adopted" "results adopted (4 setups, 4 teardowns)"
+	for id in "${setups[@]}"; do
+		assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_start recovery: attempt [0-9]+ returned SUCCESS with a jobinfo .* adopted, job_start is not run again")" "JobId=$id: its adopted setup's line"
+	done
+	for id in "${teardowns[@]}"; do
+		assert_eq 1 "$(ctld_count "switch/lua: JobId=$id job_complete recovery: the teardown of attempt [0-9]+ returned success .* adopted, job_complete is not run again")" "JobId=$id: its adopted teardown's line"
 	done
 	c_root scontrol ping | grep -E 'ctld2 is UP' >/dev/null ||
 		fail "the backup is not up: $(c_root scontrol ping 2>&1 | tr '\n' ' ')"
