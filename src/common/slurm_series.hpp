@@ -40,11 +40,14 @@ struct SlurmSeries {
   bool job_start_test_only;
   /// Slurm frees a job record's jobinfo itself (switch_p_*jobinfo_free).
   bool frees_jobinfo;
+  /// A development snapshot of Slurm's master, not a release (the "kind"
+  /// column of src/plugin/slurm_series): never simulate's default.
+  bool snapshot = false;
 };
 
-/// Every series the plugin builds for, oldest first; the last is the
-/// newest (simulate's default).
-inline constexpr std::array<SlurmSeries, 4> kSlurmSeries{{
+/// Every series the plugin builds for, oldest first: the rows of
+/// src/plugin/slurm_series (a test checks they match).
+inline constexpr std::array<SlurmSeries, 5> kSlurmSeries{{
     {.name = "24.11",
      .number = 2411,
      .special_steps = false,
@@ -69,11 +72,21 @@ inline constexpr std::array<SlurmSeries, 4> kSlurmSeries{{
      .stepd_asks_start_questions = true,
      .job_start_test_only = true,
      .frees_jobinfo = true},
+    {.name = "26.11",
+     .number = 2611,
+     .special_steps = true,
+     .stepd_asks_start_questions = true,
+     .job_start_test_only = true,
+     .frees_jobinfo = true,
+     .snapshot = true},
 }};
 
-/// The newest series (simulate's default).
+/// The newest release (simulate's default): never a snapshot.
 inline constexpr const SlurmSeries &newest_slurm_series() {
-  return kSlurmSeries.back();
+  for (auto it = kSlurmSeries.rbegin(); it != kSlurmSeries.rend(); ++it)
+    if (!it->snapshot)
+      return *it;
+  return kSlurmSeries.front();
 }
 
 /// The series named `name` ("24.11"), or nullptr.

@@ -2,12 +2,14 @@
 /*
  * File: plugin/slurm_compat.h
  *
- * The one place where the Slurm series the glue supports differ in the
- * Slurm internals it calls.  The switch hooks themselves (names and
- * signatures of switch_p_*) differ per switch ABI generation and live in
- * one export file each: switch_ops_2411.c, switch_ops_2505.c,
- * switch_ops_2511.c, switch_ops_2605.c, of which src/plugin/meson.build
- * compiles the one of the configured tree.  Every other glue file is the same for all series.
+ * The one place where the Slurm series the glue supports differ: the
+ * Slurm internals it calls (the macros below) and the switch ABI, whose
+ * differences are named here (SLURM_COMPAT_SWITCH_*) and used by the one
+ * export file, switch_ops.c.  Every test is "this series or later"
+ * (SLURM_COMPAT_SINCE), so a new series that changes nothing compiles as
+ * the newest one before it; which series meson accepts, and which switch
+ * ABI (symbol list) each has, is the table src/plugin/slurm_series.
+ * Every other glue file is the same for all series.
  * What a series does differently for the script (special steps, who asks
  * the start-up questions) is not here but in the core's one table,
  * common/slurm_series.hpp, which init() selects with SLURM_COMPAT_SERIES
@@ -30,23 +32,25 @@
  *                                                                as the prolog
  *                                                                paths take)
  *   switch ABI: symbols        20               22               23
- *   (switch_ops_<gen>.c)       (with plugin_id)
+ *   (switch_ops.c; the macro)  (with plugin_id)
  *     record hooks named       pack_jobinfo,    jobinfo_pack,    =
- *                              build_stepinfo.. stepinfo_build..
+ *     (_RECORD_NAMES)          build_stepinfo.. stepinfo_build..
  *     Slurm frees the jobinfo  never            jobinfo_free(    =
- *                                               job_ptr)
+ *     (_FREES_JOBINFO)                          job_ptr)
  *     stepinfo build gets      step_layout,     jobinfo, step    =
- *                              step             (NULL: batch and
+ *     (_BUILD_GETS_JOBINFO)    step             (NULL: batch and
  *                                               extern creds)
  *     a NULL jobinfo packed    by the plugin    no (length 0)    =
  *     job_start                void (job)       int (job,        =
- *                                               test_only),
+ *     (_START_TEST_ONLY)                        test_only),
  *                                               called twice
  *     setup_special_steps,     absent           added            =
- *     job_channel
+ *     job_channel (_SPECIAL_
+ *     STEPS, _JOB_CHANNEL)
  *     extern_stepinfo          yes              dropped          -
+ *     (_EXTERN_STEPINFO)
  *     extern_step_fini(job_id) yes              yes              stepmgr_init,
- *                                                                stepmgr_fini(
+ *     (_STEPMGR_HOOKS)                                           stepmgr_fini(
  *                                                                job_id)
  *   slurm_load_job() of one    (resp, job_id,   =                (resp, slurm_
  *   job (slurm_stepd.c)        show_flags)                       step_id_t, show_
@@ -61,8 +65,8 @@
  *                              job's, minus the
  *                              excised ones)
  * 25.05 (read from the tag slurm-25-05-8-1; built here, not run live) is
- * 24.11 in every row but one: its switch ABI (switch_ops_2505.c, 21
- * symbols) adds switch_p_free_jobinfo(job_ptr), as 25.11's jobinfo_free.
+ * 24.11 in every row but one: its switch ABI (21 symbols) adds
+ * switch_p_free_jobinfo(job_ptr), as 25.11's jobinfo_free.
  *
  * Include after Slurm's headers (it names their types).  Nothing here is
  * exported.
@@ -74,17 +78,61 @@
 
 #include "slurm/slurm_version.h"
 
+/* The series of the tree as a number, e.g. 2605 (common/slurm_series.hpp). */
 #define SLURM_COMPAT_SERIES                                                    \
 	(SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER) * 100 +                     \
 	 SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER))
 
-#if SLURM_COMPAT_SERIES != 2411 && SLURM_COMPAT_SERIES != 2505 &&              \
-	SLURM_COMPAT_SERIES != 2511 && SLURM_COMPAT_SERIES != 2605
-#error "switch/lua supports the Slurm series 24.11, 25.05, 25.11 and 26.05 only"
+/* True when the tree is Slurm major.minor or a later series. */
+#define SLURM_COMPAT_SINCE(major, minor)                                       \
+	(SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM((major), (minor), 0))
+
+/* The oldest series; the newest is whatever src/plugin/slurm_series lists
+ * (meson refuses any series not in it). */
+#if !SLURM_COMPAT_SINCE(24, 11)
+#error "switch/lua supports Slurm 24.11 and later only (src/plugin/slurm_series)"
 #endif
 
+/* ---- the switch ABI (switch_ops.c) ------------------------------------ */
+
+/* 25.05: Slurm frees the jobinfo with the job record (switch_p_free_jobinfo,
+ * named switch_p_jobinfo_free from 25.11 on). */
+#define SLURM_COMPAT_SWITCH_FREES_JOBINFO SLURM_COMPAT_SINCE(25, 5)
+
+/* 25.11: the record hooks are renamed (pack_jobinfo -> jobinfo_pack,
+ * build_stepinfo -> stepinfo_build, ...). */
+#define SLURM_COMPAT_SWITCH_RECORD_NAMES SLURM_COMPAT_SINCE(25, 11)
+
+/* 25.11: stepinfo_build gets the job's jobinfo and the step (NULL for the
+ * batch and extern credentials), not the step layout and the step. */
+#define SLURM_COMPAT_SWITCH_BUILD_GETS_JOBINFO SLURM_COMPAT_SINCE(25, 11)
+
+/* 25.11: job_start(job, test_only) returns int and is called twice. */
+#define SLURM_COMPAT_SWITCH_START_TEST_ONLY SLURM_COMPAT_SINCE(25, 11)
+
+/* 25.11: setup_special_steps() is a hook (and slurmstepd runs job_init of
+ * the batch and interactive steps when it answers true). */
+#define SLURM_COMPAT_SWITCH_SPECIAL_STEPS SLURM_COMPAT_SINCE(25, 11)
+
+/* 25.11: job_channel(job, node_name) is a hook. */
+#define SLURM_COMPAT_SWITCH_JOB_CHANNEL SLURM_COMPAT_SINCE(25, 11)
+
+/* 24.11 and 25.05 only: extern_stepinfo (dropped in 25.11). */
+#define SLURM_COMPAT_SWITCH_EXTERN_STEPINFO (!SLURM_COMPAT_SINCE(25, 11))
+
+/* 26.05: stepmgr_init() and stepmgr_fini(job_id) replace
+ * extern_step_fini(job_id). */
+#define SLURM_COMPAT_SWITCH_STEPMGR_HOOKS SLURM_COMPAT_SINCE(26, 5)
+
+/* 25.11 only: no stepmgr hooks, so the plugin enters stepmgr mode at the
+ * first stepinfo_build in a slurmstepd and leaves it at extern_step_fini. */
+#define SLURM_COMPAT_SWITCH_STEPMGR_BY_BUILD                                   \
+	(SLURM_COMPAT_SINCE(25, 11) && !SLURM_COMPAT_SINCE(26, 5))
+
+/* ---- the Slurm internals the other glue files call -------------------- */
+
 /* ---- 24.11 and 25.05 -------------------------------------------------- */
-#if SLURM_COMPAT_SERIES == 2411 || SLURM_COMPAT_SERIES == 2505
+#if !SLURM_COMPAT_SINCE(25, 11)
 
 /*
  * job_requeue() of the job `job_id` (its het job leader for a het job) by
@@ -111,7 +159,7 @@
 #define slurm_compat_load_job(resp, job_id, show_flags)                        \
 	slurm_load_job((resp), (job_id), (show_flags))
 
-/* ---- 25.11 and 26.05 -------------------------------------------------- */
+/* ---- 25.11 and later -------------------------------------------------- */
 #else
 
 #define slurm_compat_job_requeue(job_id, flags)                                \
@@ -127,11 +175,12 @@
 
 #define SLURM_COMPAT_STEPD_DRAIN_H "src/slurmd/slurmstepd/mgr.h"
 
-#if SLURM_COMPAT_SERIES == 2511
+#if !SLURM_COMPAT_SINCE(26, 5)
 #define slurm_compat_load_job(resp, job_id, show_flags)                        \
 	slurm_load_job((resp), (job_id), (show_flags))
 #else
-/* 26.05 names the job by a slurm_step_id_t (its job_id, the rest unset). */
+/* 26.05 and later name the job by a slurm_step_id_t (its job_id, the rest
+ * unset). */
 #define slurm_compat_load_job(resp, job_id, show_flags)                        \
 	({                                                                     \
 		slurm_step_id_t compat_id_ = SLURM_STEP_ID_INITIALIZER;        \

@@ -4,7 +4,7 @@
  *
  * The slurmctld half of switch/lua, every supported Slurm series: the
  * glue of job_start, job_complete, restore and save (called by the
- * switch_p_* of switch_ops_<gen>.c), the slurmctld half of init()/fini(),
+ * switch_p_* of switch_ops.c), the slurmctld half of init()/fini(),
  * and the table of the actions the core asks of slurmctld
  * (slc_ctld_ops_t).  Every decision is the core's; the glue only knows how
  * to make Slurm do it, one file per mechanism (see the 24.11 source notes;

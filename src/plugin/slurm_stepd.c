@@ -4,7 +4,7 @@
  *
  * The slurmstepd half of switch/lua, every supported Slurm series: the
  * glue of job_preinit, job_init and job_postfini (called by the switch_p_*
- * of switch_ops_<gen>.c), run as root in mgr.c: job_manager() for the
+ * of switch_ops.c), run as root in mgr.c: job_manager() for the
  * normal steps of a job the plugin manages (its steps carry stepinfo).
  *
  * 24.11 calls preinit for !batch && !extern && !interactive, init for

@@ -6,7 +6,7 @@
  * init()/fini(), and the glue of the hooks that only move bytes (jobinfo
  * and stepinfo packing, freeing) or answer a question every process asks
  * (setup_special_steps).  The switch_p_* symbols Slurm looks up are in the
- * export file of the tree's switch ABI generation (switch_ops_<gen>.c),
+ * one export file of every series (switch_ops.c, the tree's switch ABI),
  * which calls these; the slurmctld hooks are in slurm_ctld.c, the
  * slurmstepd hooks in slurm_stepd.c; everything with a decision in it is
  * in the C++ core behind switch_lua_core.h.

@@ -3,7 +3,7 @@
  * File: plugin/switch_lua_glue.h
  *
  * Private to the C files of the Slurm glue (switch_lua.c, slurm_ctld.c
- * and its ctld_*.c, slurm_stepd.c, switch_ops_<gen>.c).  Include it after
+ * and its ctld_*.c, slurm_stepd.c, switch_ops.c).  Include it after
  * Slurm's headers: the logging macros below expand to Slurm's
  * info()/error()/debug(), and the hook glue names Slurm's types.
  *
@@ -92,8 +92,8 @@ extern int switchlua_stepd_init(const char *script_path);
 
 /*
  * The hook glue, the same for every Slurm series: the switch_p_* symbols of
- * the tree's switch ABI generation (switch_ops_2411.c, switch_ops_2505.c,
- * switch_ops_2511.c, switch_ops_2605.c) call these with what their Slurm hands them.  Return
+ * the tree's switch ABI (switch_ops.c, one file for every series) call
+ * these with what their Slurm hands them.  Return
  * values are Slurm's (SLURM_SUCCESS / SLURM_ERROR) unless said.
  */
 /* switch_lua.c: jobinfo and stepinfo records (Slurm's pack/unpack/free). */

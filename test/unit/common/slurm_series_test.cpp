@@ -89,12 +89,32 @@ TEST(SlurmSeries, EachEntrySaysWhatTheTableSaysOfSpecialStepsAndStartUpQuestions
   }
 }
 
+TEST(SlurmSeries, TheRowsAreThoseOfThePluginsTable) {
+  // src/plugin/slurm_series: "series abi kind" rows, which meson builds for.
+  std::ifstream in(std::string(SWITCHLUA_SOURCE_ROOT) + "/src/plugin/slurm_series");
+  ASSERT_TRUE(in) << "src/plugin/slurm_series";
+  std::string line;
+  std::size_t rows = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    std::istringstream f(line);
+    std::string name, abi, kind;
+    f >> name >> abi >> kind;
+    ++rows;
+    const SlurmSeries *s = find_slurm_series(name);
+    ASSERT_NE(s, nullptr) << name << " is in src/plugin/slurm_series, not in kSlurmSeries";
+    EXPECT_EQ(s->snapshot, kind == "snapshot") << name;
+  }
+  EXPECT_EQ(rows, kSlurmSeries.size());
+}
+
 TEST(SlurmSeries, LookUpByNameAndNumberAndTheNewestIsTheDefault) {
   ASSERT_NE(find_slurm_series("25.11"), nullptr);
   EXPECT_EQ(find_slurm_series("25.11"), find_slurm_series(2511u));
   EXPECT_EQ(find_slurm_series("23.11"), nullptr);
   EXPECT_EQ(find_slurm_series(2311u), nullptr);
-  EXPECT_EQ(newest_slurm_series().name, "26.05");
+  EXPECT_EQ(newest_slurm_series().name, "26.05") << "the newest release, not a snapshot";
   EXPECT_NE(setup_special_steps_line(*find_slurm_series("24.11")),
             setup_special_steps_line(*find_slurm_series("26.05")));
 }

@@ -3,10 +3,11 @@
 #
 # The C glue of switch_lua.so compiles without a warning (-Werror) against
 # every configured Slurm tree beside the one this build uses: the trees of
-# the other supported series (24.11, 25.11, 26.05) that
+# the other supported series (the rows of src/plugin/slurm_series) that
 # `scripts/testbed slurm-tree VERSION` configured next to it.  Each tree
-# gets every version-free glue file and the export file of its switch ABI
-# generation (switch_ops_<gen>.c); a tree of another series is skipped.
+# gets every glue file, switch_ops.c (the switch_p_* hooks of every series)
+# included; a tree of a series not in slurm_series is skipped, and a tree
+# of a development snapshot (kind "snapshot") is named as one.
 #
 # usage: glue_compiles.sh PLUGIN_SRC_DIR LIBEXECDIR CC [CC_ARGS...]
 # Trees: $SWITCHLUA_GLUE_TREES (space-separated), else every configured
@@ -27,12 +28,12 @@ for tree in $trees; do
 	num=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-f]*\).*/\1/p' "$tree/slurm/slurm_version.h")
 	major=$(printf '%d' "0x$(echo "$num" | cut -c1-2)")
 	minor=$(printf '%02d' "0x$(echo "$num" | cut -c3-4)")
-	gen="$major$minor"
-	if [ ! -f "$src/switch_ops_$gen.c" ]; then
-		echo "$tree: Slurm $major.$minor is no supported series, skipped"
+	kind=$(awk -v s="$major.$minor" '$1 == s { print $3; exit }' "$src/slurm_series")
+	if [ -z "$kind" ]; then
+		echo "$tree: Slurm $major.$minor is no supported series (src/plugin/slurm_series), skipped"
 		continue
 	fi
-	for f in $glue switch_ops_$gen.c; do
+	for f in $glue switch_ops.c; do
 		if ! out=$("$@" -fsyntax-only -Werror -Wall -Wextra -Wno-sign-compare \
 			-Wno-missing-field-initializers -Wno-unused-parameter \
 			-DHAVE_CONFIG_H -fno-strict-aliasing -pthread \
@@ -43,7 +44,11 @@ for tree in $trees; do
 			rc=1
 		fi
 	done
-	done_trees="$done_trees $major.$minor"
+	if [ "$kind" = snapshot ]; then
+		done_trees="$done_trees $major.$minor (${tree##*/slurm-}, a development snapshot)"
+	else
+		done_trees="$done_trees $major.$minor"
+	fi
 done
 [ -n "$done_trees" ] || { echo "no tree of a supported series found: skipped"; exit 77; }
 [ "$rc" = 0 ] && echo "the glue compiles without a warning against:$done_trees"

@@ -25,7 +25,9 @@ if out=$("$meson" setup "$tmp/build" "$root" -Dslurm_src="$tree" -Dtests=false 2
 	echo "FAIL: meson setup accepted a 24.05 tree"
 	exit 1
 fi
-want="is Slurm 24.05.8 (series 24.05): switch/lua supports the Slurm series 24.11, 25.05, 25.11, 26.05 only"
+# The supported series: the rows of src/plugin/slurm_series, in order.
+series=$(awk '!/^#/ && NF { print $1 }' "$root/src/plugin/slurm_series" | sort | paste -sd, - | sed 's/,/, /g')
+want="is Slurm 24.05.8 (series 24.05): switch/lua supports the Slurm series $series only"
 if ! printf '%s\n' "$out" | grep -qF "$want"; then
 	echo "FAIL: meson setup failed without the expected message: $want"
 	printf '%s\n' "$out" | tail -n 20
