@@ -51,12 +51,19 @@ name to decide anything):
                    jobs held at the end because their launch failed
                    ("launch failed requeued held": Slurm's answer to such a
                    refusal)
+  stall faults without their lines
+                   --backup's stall, lock-loss and stall-kill faults whose
+                   FAULT line has a waited-for line as none: Slurm's backup
+                   taking over, its switch/lua holding control at a new
+                   epoch, the continued primary's "no longer in control"
+                   (not for stall-kill, never continued)
   journal refusal  a job whose last reason names the journal: its setup was
                    refused while StateSaveLocation could not be written
                    (--backup's disk faults; switch_lua.conf(5)), the
                    documented fail-safe, not a loss
-The last two of the gated figures below ('Duplicate jobid' drains, jobs held
-after a lost start) are gated in a --backup run (run.env backup=1) only.
+Some of the gated figures below ('Duplicate jobid' drains, jobs held after a
+lost start, failed hand-backs, stall faults without their lines) are gated in
+a --backup run (run.env backup=1) only.
 """
 import collections
 import glob
@@ -77,6 +84,8 @@ ALLOCATED = re.compile(r"(?:sched: Allocate|_start_job: Started|_slurm_rpc_alloc
 ACCEPTED = re.compile(r"switch/lua: JobId=(\d+) job_start accepted the job")
 # squeue %r of a job Slurm held after its launch failed on a node
 LAUNCH_FAILED_HELD = re.compile(r"launch failed requeued held", re.I)
+# --backup's faults of a stalled primary (scripts/chaos, issue 40)
+STALL_KINDS = ("stall", "lock-loss", "stall-kill")
 
 
 def read_lines(path):
@@ -407,6 +416,25 @@ class Run:
         done = collections.Counter(kind for _, kind, status, _ in self.faults if status == "done")
         return {k: n - done[k] for k, n in sorted(self.planned_faults.items()) if n > done[k]}
 
+    def stalls_without_lines(self):
+        """The stall faults of a --backup run (stall, lock-loss, stall-kill)
+        recorded as done whose FAULT line says that a line they waited for
+        never came: Slurm's backup taking over, its switch/lua holding
+        control, and (stall, lock-loss) the continued primary's "no longer
+        in control"."""
+        out = []
+        for t, kind, status, detail in self.faults:
+            if kind not in STALL_KINDS or status != "done":
+                continue
+            f = fields(detail.split())
+            want = ["backup_taking_over_s", "backup_holds_control_s"]
+            if kind != "stall-kill":
+                want.append("primary_stale_s")
+            missing = [w for w in want if f.get(w, "none") in ("none", "-", "")]
+            if missing:
+                out.append({"t": t, "kind": kind, "missing": missing, "detail": detail})
+        return out
+
     def stuck(self):
         end = max([s[0] for runs in self.seen.values() for s in runs], default=0.0)
         jobs = []
@@ -523,13 +551,17 @@ def analyze(run_dir, log_dir):
     figures["planned faults not injected, by kind"] = (
         " ".join(f"{k}={n}" for k, n in missing.items()) or "-")
 
+    stalls_missing = r.stalls_without_lines()
+    figures["stall faults without their lines"] = len(stalls_missing)
+
     gated = ["planned faults not injected", "leaked allocations", "double releases",
              "releases of another job's allocation",
              "adoptions of another job's allocation", "wrong drains (switch reason)",
              "duplicate launches by the plugin", "jobs stuck CONFIGURING/COMPLETING",
              "nodes stuck COMPLETING", "orphan processes at the end", "processes left after stop"]
     if r.env.get("backup") == "1":
-        gated += ["drains 'Duplicate jobid'", "jobs held after a lost start", "hand-backs that failed"]
+        gated += ["drains 'Duplicate jobid'", "jobs held after a lost start", "hand-backs that failed",
+                  "stall faults without their lines"]
     failed = [g for g in gated if figures[g]]
     faults = r.fault_counts()
     # Nothing submitted, or nothing started, is no evidence either way.
@@ -558,6 +590,7 @@ def analyze(run_dir, log_dir):
             "stuck_job_lines": {str(k): v for k, v in stuck_lines.items()},
             "orphans_end": orphans_end,
             "left_after_stop": orphans_after,
+            "stall_faults_without_lines": stalls_missing,
             "jobs": outcome_detail,
         },
     }
@@ -584,7 +617,8 @@ def print_table(res):
                        ("wrong drains", "wrong_drains"), ("'Duplicate jobid' drains", "duplicate_drains"),
                        ("stuck jobs", "stuck_jobs"),
                        ("stuck nodes", "stuck_nodes"), ("orphans", "orphans_end"),
-                       ("left after stop", "left_after_stop")):
+                       ("left after stop", "left_after_stop"),
+                       ("stall fault without its lines", "stall_faults_without_lines")):
         for item in d[key][:8]:
             print("  %s: %s" % (title, item if isinstance(item, str) else json.dumps(item, sort_keys=True)))
         if len(d[key]) > 8:
@@ -596,7 +630,8 @@ def print_table(res):
     if res["failed"]:
         print("chaos: FAILED: " + ", ".join(res["failed"]))
     else:
-        more = (", 'Duplicate jobid' drain, job held after a lost start, failed hand-back"
+        more = (", 'Duplicate jobid' drain, job held after a lost start, failed hand-back, "
+                "stall fault without its lines"
                 if "hand-backs that failed" in res["gated"] else "")
         print("chaos: passed (no leak, double or wrong-owner release, wrong drain, plugin duplicate launch, "
               "stuck job or node, orphan%s)" % more)

@@ -218,6 +218,52 @@ class Figures(unittest.TestCase):
         res = run(dict(changes, **{"run.env": CLEAN["run.env"] + "backup=1\n"}))
         self.assertEqual(res["failed"], gates)
 
+    def test_stall_faults_missing_from_the_log_fail_the_run(self):
+        # issue 40: two of each stall kind planned; the log has one of each
+        # (and a skipped lock-loss): each kind short by one fails the run.
+        plan = CLEAN["plan.txt"] + "".join("%d FAULT %s\n" % (500 + i, k) for i, k in enumerate(
+            ["stall", "stall", "lock-loss", "lock-loss", "stall-kill", "stall-kill"]))
+        lines = "backup_taking_over_s=11.20 backup_holds_control_s=15.90"
+        ev = CLEAN["events.log"] + (
+            "40.00 FAULT stall done pid=9 inflight=2 %s primary_stale_s=16.30\n"
+            "41.00 FAULT lock-loss skipped no call in flight within 20 s\n"
+            "42.00 FAULT lock-loss done pid=9 inflight=1 lock=removed %s primary_stale_s=16.10\n"
+            "43.00 FAULT stall-kill done pid=9 inflight=3 %s primary_stale_s=-\n") % (lines, lines, lines)
+        changes = {"run.env": CLEAN["run.env"] + "backup=1\n", "plan.txt": plan, "events.log": ev}
+        res = run(changes)
+        self.assertEqual(res["figures"]["planned faults not injected"], 3)
+        self.assertEqual(res["figures"]["planned faults not injected, by kind"],
+                         "lock-loss=1 stall=1 stall-kill=1")
+        self.assertEqual(res["figures"]["stall faults without their lines"], 0)
+        self.assertEqual(res["failed"], ["planned faults not injected"])
+        self.assertEqual(res["faults"], {"lock-loss": 1, "lock-loss (skipped: nothing to kill)": 1,
+                                         "stall": 1, "stall-kill": 1})
+        # Every one injected: the run passes.
+        ev2 = ev + "".join("5%d.00 FAULT %s done pid=9 inflight=1 %s primary_stale_s=%s\n" % (
+            i, k, lines, s) for i, (k, s) in enumerate(
+                [("stall", "16.00"), ("lock-loss", "16.00"), ("stall-kill", "-")]))
+        res = run(dict(changes, **{"events.log": ev2}))
+        self.assertEqual(res["figures"]["planned faults not injected"], 0)
+        self.assertEqual(res["failed"], [])
+
+    def test_stall_fault_without_its_lines_fails_the_run(self):
+        # A stall whose backup never said it holds control, a lock loss
+        # whose continued primary never said it is stale, a stall-kill
+        # with no takeover line: done, but not what they were for.
+        plan = CLEAN["plan.txt"] + "500 FAULT stall\n501 FAULT lock-loss\n502 FAULT stall-kill\n"
+        ev = CLEAN["events.log"] + (
+            "40.00 FAULT stall done pid=9 inflight=2 backup_taking_over_s=11.20 "
+            "backup_holds_control_s=none primary_stale_s=-\n"
+            "42.00 FAULT lock-loss done pid=9 inflight=1 lock=removed backup_taking_over_s=11.00 "
+            "backup_holds_control_s=12.00 primary_stale_s=none\n"
+            "43.00 FAULT stall-kill done pid=9 inflight=3 backup_taking_over_s=none "
+            "backup_holds_control_s=none primary_stale_s=-\n")
+        res = run({"run.env": CLEAN["run.env"] + "backup=1\n", "plan.txt": plan, "events.log": ev})
+        self.assertEqual(res["figures"]["planned faults not injected"], 0)
+        self.assertEqual(res["figures"]["stall faults without their lines"], 3)
+        self.assertEqual(res["failed"], ["stall faults without their lines"])
+        self.assertEqual(len(res["details"]["stall_faults_without_lines"]), 3)
+
     def test_journal_refusal_is_not_a_loss_of_the_plugin(self):
         # chaos-1 (--no-requeue) cancelled because the journal could not be
         # written: the documented fail-safe; a submission sent again.
