@@ -157,6 +157,34 @@ void add_simulate_faults(CLI::App &sim, switchlua::SimulateOptions &so) {
                  "the job ends NODE_FAIL, job_complete gets job.failed_nodes");
 }
 
+/// simulate's settings: the switch_* ones it honours, and the Slurm series.
+void add_simulate_settings(CLI::App &sim, CliArgs &a) {
+  sim.add_option("--timeout", a.timeout, "switch_timeout, seconds")
+      ->check(setting_range("switch_timeout"))
+      ->capture_default_str();
+  sim.add_option("--kill-grace", a.kill_grace,
+                 "switch_kill_grace, seconds between SIGTERM and SIGKILL at the deadline")
+      ->check(setting_range("switch_kill_grace"))
+      ->capture_default_str();
+  sim.add_option("--retries", a.retries, "switch_retries")
+      ->check(setting_range("switch_retries"))
+      ->capture_default_str();
+  sim.add_option("--drain-on-failure", a.drain, "switch_drain_on_failure")
+      ->check(CLI::IsMember({std::string(drain_words()[1]), std::string(drain_words()[0])}))
+      ->capture_default_str();
+  sim.add_option("--block-job-complete", a.bjc, "override the script's block_job_complete")
+      ->check(CLI::IsMember({"auto", "true", "false"}))
+      ->capture_default_str();
+  std::vector<std::string> series;
+  for (const switchlua::SlurmSeries &s : switchlua::kSlurmSeries)
+    series.emplace_back(s.name);
+  sim.add_option("--slurm", a.slurm_series,
+                 "the Slurm series to behave as (special steps, who asks the start-up "
+                 "questions)")
+      ->check(CLI::IsMember(series))
+      ->capture_default_str();
+}
+
 void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   auto *sim = app.add_subcommand("simulate", "run one job through the script");
   sim->add_option("FILE", so.script, "the script")->required();
@@ -193,30 +221,7 @@ void add_simulate(CLI::App &app, CliArgs &a, switchlua::SimulateOptions &so) {
   auto *ho = sim->add_option("--het-job-offset", so.het_job_offset, "job.het_job_offset");
   hj->needs(ho);
   ho->needs(hj);
-  sim->add_option("--timeout", a.timeout, "switch_timeout, seconds")
-      ->check(setting_range("switch_timeout"))
-      ->capture_default_str();
-  sim->add_option("--kill-grace", a.kill_grace,
-                  "switch_kill_grace, seconds between SIGTERM and SIGKILL at the deadline")
-      ->check(setting_range("switch_kill_grace"))
-      ->capture_default_str();
-  sim->add_option("--retries", a.retries, "switch_retries")
-      ->check(setting_range("switch_retries"))
-      ->capture_default_str();
-  sim->add_option("--drain-on-failure", a.drain, "switch_drain_on_failure")
-      ->check(CLI::IsMember({std::string(drain_words()[1]), std::string(drain_words()[0])}))
-      ->capture_default_str();
-  sim->add_option("--block-job-complete", a.bjc, "override the script's block_job_complete")
-      ->check(CLI::IsMember({"auto", "true", "false"}))
-      ->capture_default_str();
-  std::vector<std::string> series;
-  for (const switchlua::SlurmSeries &s : switchlua::kSlurmSeries)
-    series.emplace_back(s.name);
-  sim->add_option("--slurm", a.slurm_series,
-                  "the Slurm series to behave as (special steps, who asks the start-up "
-                  "questions)")
-      ->check(CLI::IsMember(series))
-      ->capture_default_str();
+  add_simulate_settings(*sim, a);
   add_simulate_faults(*sim, so);
   sim->add_flag("--json", so.json, "machine-readable output");
   sim->add_option("--slurm-user", a.slurm_user, kSlurmUserHelp);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/simulate.hpp"
+#include "cli/simulate_report.hpp"
 
 #include "lua/trust.hpp"
 
@@ -28,9 +29,6 @@
 
 namespace switchlua {
 namespace {
-
-/// Slurm's step id of the batch step (slurm.h: SLURM_BATCH_SCRIPT).
-constexpr std::uint32_t kBatchStepId = 0xFFFFFFFB;
 
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
@@ -96,12 +94,6 @@ std::string jobinfo_json(const std::optional<MsgpackBytes> &ji) {
   auto j = msgpack_to_json(*ji);
   return j ? *j : "<" + j.error().message + ">";
 }
-
-struct StepReport {
-  std::uint32_t step_id = 0; ///< kBatchStepId for the batch step
-  bool failed = false;
-  std::map<std::string, std::vector<EnvOp>> env; // per node
-};
 
 /// The script as one slurmstepd on `node` loads it (a fresh Lua state: each
 /// slurmstepd loads the script for itself, so module-level variables are not
@@ -323,89 +315,6 @@ void print_header(const SimulateOptions &o, const JobArgs &job) {
 void print_entry(const TimelineEntry &e) {
   fmt::print("{:>7} ms  {:<10} {}{}\n", e.t_ms, e.source, e.error ? "! " : "", e.text);
   std::fflush(stdout);
-}
-
-void print_human(const SimulateOptions &, const JobArgs &job, bool bjc, SimCluster &sim,
-                 const std::vector<StepReport> &steps) {
-  fmt::print("\nWhat an operator sees (block_job_complete={})\n  job:   State={}{}\n",
-             bjc ? "true" : "false", sim.job_state(),
-             sim.job_reason().empty() ? "" : " Reason=" + sim.job_reason());
-  for (const auto &[name, n] : sim.nodes())
-    fmt::print("  {}: State={}{}\n", name, n.state, n.reason.empty() ? "" : " Reason=" + n.reason);
-  for (const StepReport &s : steps) {
-    fmt::print("  step {}: {}\n", step_id_text(job.job_id, s.step_id),
-               !s.failed                   ? "ran"
-               : s.step_id == kBatchStepId ? "FAILED (batch launch: Error configuring interconnect)"
-                                           : "FAILED (srun: Error configuring interconnect)");
-    for (const auto &[node, env] : s.env) {
-      std::string line;
-      for (const EnvOp &op : env)
-        line += op.kind == EnvOp::Kind::Set ? fmt::format(" {}={}", op.name, op.value)
-                                            : fmt::format(" -{}", op.name);
-      fmt::print("    {} task environment:{}\n", node, line.empty() ? " (no changes)" : line);
-    }
-  }
-  if (!steps.empty())
-    fmt::print("  (NAME=VALUE: set for the tasks; -NAME: removed from their environment)\n");
-}
-
-void print_json(const SimulateOptions &o, const JobArgs &job, bool bjc, SimCluster &sim,
-                const std::vector<StepReport> &steps) {
-  json j;
-  j["script"] = o.script;
-  j["job"] = {
-      {"job_id", job.job_id}, {"network", o.network}, {"nodes", *job.nodes}, {"sluid", *job.sluid}};
-  j["slurm"] = o.slurm->name;
-  j["config"] = {{"switch_timeout", o.config.switch_timeout.count()},
-                 {"switch_kill_grace", o.config.switch_kill_grace.count()},
-                 {"switch_retries", o.config.switch_retries},
-                 {"switch_drain_on_failure", o.config.drain_on_failure},
-                 {"block_job_complete", bjc}};
-  for (const TimelineEntry &e : sim.timeline())
-    j["timeline"].push_back({{"t_ms", e.t_ms},
-                             {"source", e.source},
-                             {"kind", e.kind},
-                             {"text", e.text},
-                             {"error", e.error}});
-  j["result"]["job_state"] = sim.job_state();
-  j["result"]["job_reason"] = sim.job_reason();
-  for (const auto &[name, n] : sim.nodes())
-    j["result"]["nodes"][name] = {{"state", n.state}, {"reason", n.reason}};
-  j["result"]["steps"] = json::array();
-  for (const StepReport &s : steps) {
-    json sj{
-        {"step_id", s.step_id}, {"id", step_id_text(job.job_id, s.step_id)}, {"failed", s.failed}};
-    for (const auto &[node, env] : s.env) {
-      json ej = json::object();
-      for (const EnvOp &op : env)
-        ej[op.name] = op.kind == EnvOp::Kind::Set ? json(op.value) : json(nullptr);
-      sj["env"][node] = ej;
-    }
-    j["result"]["steps"].push_back(sj);
-  }
-  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-}
-
-/// content_hash() of the file (bounded, non-blocking: "" read if not a regular file).
-std::string file_content_hash(const std::string &path) {
-  auto bytes = read_file_bounded(path, kMaxScriptBytes);
-  return content_hash(bytes ? *bytes : std::string());
-}
-
-/// Why the controller refuses this script (supervisor/script_guard.hpp:
-/// load, chunk return, hook types), one message each; empty: it passes.
-std::vector<std::string> controller_errors(const Expected<Script> &s) {
-  if (!s)
-    return {s.error().message};
-  return s->hook_type_errors();
-}
-
-/// The messages joined as the controller logs them.
-std::string join(const std::vector<std::string> &errors) {
-  std::string out;
-  for (const std::string &e : errors)
-    out += (out.empty() ? "" : "; ") + e;
-  return out;
 }
 
 } // namespace
@@ -644,81 +553,6 @@ int run_simulate(const SimulateOptions &o) {
     print_json(o, job, co.block_job_complete, sim, steps);
   else
     print_human(o, job, co.block_job_complete, sim, steps);
-  return 0;
-}
-
-/// The Lua type of hook `h`'s global in the loaded script (LUA_TNIL: absent).
-static int hook_type(Script &s, Hook h) {
-  lua_State *L = s.state();
-  lua_getglobal(L, std::string(hook_function(h)).c_str());
-  const int type = lua_type(L, -1);
-  lua_pop(L, 1);
-  return type;
-}
-
-namespace {
-/// The luacheck lines of `switch-lua check`: advice, never its exit status.
-void print_lint(const LintResult &lint) {
-  if (!lint.ran) {
-    fmt::print("luacheck: not run: {}\n", lint.why_not);
-    return;
-  }
-  fmt::print("luacheck: {} warning{} ({})\n", lint.warnings.size(),
-             lint.warnings.size() == 1 ? "" : "s", lint.config);
-  for (const std::string &w : lint.warnings)
-    fmt::print("  {}\n", w);
-}
-} // namespace
-
-int run_check(const std::string &script, bool as_json) {
-  std::vector<std::string> lines;
-  auto s = Script::load(
-      script,
-      [&](LogLevel l, std::string_view t) {
-        lines.push_back(fmt::format("{}: {}", log_level_name(l), t));
-      },
-      Script::Host::InProcess);
-  // The same checks as the controller's before it lets calls use a changed
-  // script (supervisor/script_guard.hpp), with the same content hash and
-  // the same message.
-  const std::string content = file_content_hash(script);
-  const std::vector<std::string> errors = controller_errors(s);
-  const bool loaded = errors.empty();
-  const LintResult lint = run_luacheck(script);
-  if (as_json) {
-    json j{{"script", script}, {"loaded", loaded}, {"content", content}, {"errors", errors}};
-    j["luacheck"] = {{"ran", lint.ran}, {"config", lint.config}, {"warnings", lint.warnings}};
-    if (!lint.ran)
-      j["luacheck"]["why_not"] = lint.why_not;
-    if (!loaded)
-      j["error"] = join(errors);
-    if (s) {
-      std::vector<std::string> present, missing;
-      for (Hook h : kAllHooks)
-        if (const int type = hook_type(*s, h); type == LUA_TFUNCTION)
-          present.emplace_back(hook_function(h));
-        else if (type == LUA_TNIL)
-          missing.emplace_back(hook_function(h)); // a non-function is in "errors"
-      j["hooks"] = present;
-      j["missing"] = missing;
-      j["log"] = lines;
-    }
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return loaded ? 0 : 1;
-  }
-  if (!loaded) {
-    fmt::print(stderr, "switch-lua check: {} (content {})\n", join(errors), content);
-    return 1;
-  }
-  fmt::print("{}: loaded (content {})\n", script, content);
-  for (const std::string &l : lines)
-    fmt::print("  log {}\n", l);
-  for (Hook h : kAllHooks) // loaded: every hook global is a function or nil
-    if (hook_type(*s, h) == LUA_TFUNCTION)
-      fmt::print("  hook    {}\n", hook_function(h));
-    else
-      fmt::print("  missing {} (default: {})\n", hook_function(h), hook_info(h).when_absent);
-  print_lint(lint);
   return 0;
 }
 

@@ -245,13 +245,24 @@ bool CtldCore::job_start(JobArgs job, bool requeue_allowed) {
     impl_->parked.insert_or_assign(id, std::make_pair(std::move(job), requeue_allowed));
     return true;
   }
+  if (!impl_->in_control && impl_->stale) {
+    // Issue 40: a stale controller that Slurm still lets schedule (its own
+    // split brain after a stopped primary runs again) never launches a
+    // managed job without its setup: the job waits CONFIGURING here, where
+    // nothing sets it up, while the controller in control runs the job.
+    impl_->port.log(LogLevel::Error,
+                    log_line({.job_id = job.job_id, .hook = "job_start"},
+                             "not run: this slurmctld is no longer in control (another "
+                             "slurmctld took control since); the job waits CONFIGURING here "
+                             "and is never launched from this slurmctld without its setup "
+                             "(switch.lua(5), HIGH AVAILABILITY)"));
+    return true;
+  }
   if (!impl_->in_control) {
-    impl_->port.log(
-        LogLevel::Error,
-        log_line({.job_id = job.job_id, .hook = "job_start"},
-                 "not run: this slurmctld does not hold control ({}); the job is "
-                 "not managed by switch/lua",
-                 impl_->stale ? "another slurmctld took control since" : "standby, or stopping"));
+    impl_->port.log(LogLevel::Error,
+                    log_line({.job_id = job.job_id, .hook = "job_start"},
+                             "not run: this slurmctld does not hold control (standby, or "
+                             "stopping); the job is not managed by switch/lua"));
     return false;
   }
   impl_->frozen = false;

@@ -34,6 +34,28 @@ std::string utc_ms(std::int64_t ms) {
   return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03}", tm.tm_year + 1900, tm.tm_mon + 1,
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
 }
+/// A supervisor results file: ours, a regular file, no link followed, at
+/// most kResultsMaxFile bytes (common/safe_file.hpp).
+Expected<std::string, FileError> read_results_file(const std::string &path) {
+  auto fd = open_own_file(path, O_RDONLY);
+  if (!fd)
+    return Unexpected<FileError>{fd.error()};
+  auto b = read_fd_bounded(*fd, kResultsMaxFile, path);
+  ::close(*fd);
+  return b;
+}
+
+/// The line of one result adopted from the supervisor's results file `path`.
+std::string adopted_line(const ResultRecord &r, const std::string &path) {
+  const bool start = r.hook == Hook::JobStart;
+  return log_line({.job_id = r.job_id, .hook = hook_name(r.hook)},
+                  "recovery: {} {} returned {} at {} UTC (control epoch {}), after its "
+                  "slurmctld had stopped reading; the result never reached the journal, the "
+                  "supervisor's record of it ({}) did: adopted, {} is not run again",
+                  start ? "attempt" : "the teardown of attempt", r.attempt,
+                  start ? "SUCCESS with a jobinfo" : "success", utc_ms(r.ended_unix_ms), r.epoch,
+                  path, hook_name(r.hook));
+}
 } // namespace
 
 void CtldCore::Impl::run_orphan(std::int64_t attempt) {
@@ -353,18 +375,10 @@ void CtldCore::Impl::adopt_supervisor_results() {
     return;
   JournalTable t = journal->table(); // as the records found so far change it
   std::vector<JournalRecord> recs;
-  std::vector<std::string> lines;
-  std::vector<std::string> read;
+  std::vector<std::string> lines, read; // adopted results' lines, files read
   std::size_t results = 0;
   for (const std::string &path : files) {
-    auto bytes = [&]() -> Expected<std::string, FileError> {
-      auto fd = open_own_file(path, O_RDONLY); // ours, a regular file, no link
-      if (!fd)
-        return Unexpected<FileError>{fd.error()};
-      auto b = read_fd_bounded(*fd, kResultsMaxFile, path);
-      ::close(*fd);
-      return b;
-    }();
+    auto bytes = read_results_file(path);
     if (!bytes) {
       port.log(LogLevel::Error,
                log_line({},
@@ -388,15 +402,7 @@ void CtldCore::Impl::adopt_supervisor_results() {
         continue;
       t.apply(*rec);
       recs.push_back(*rec);
-      const bool start = r.hook == Hook::JobStart;
-      lines.push_back(
-          log_line({.job_id = r.job_id, .hook = hook_name(r.hook)},
-                   "recovery: {} {} returned {} at {} UTC (control epoch {}), after its "
-                   "slurmctld had stopped reading; the result never reached the journal, the "
-                   "supervisor's record of it ({}) did: adopted, {} is not run again",
-                   start ? "attempt" : "the teardown of attempt", r.attempt,
-                   start ? "SUCCESS with a jobinfo" : "success", utc_ms(r.ended_unix_ms), r.epoch,
-                   path, hook_name(r.hook)));
+      lines.push_back(adopted_line(r, path));
     }
   }
   const bool durable = recs.empty() || journal->append(recs);

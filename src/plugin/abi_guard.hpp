@@ -23,7 +23,7 @@
 
 namespace switchlua::cabi {
 
-/// What slc_set_slurm_special_steps() was told (ctld_abi.cpp): whether the
+/// What slc_set_slurm_special_steps() was told (series_abi.cpp): whether the
 /// Slurm built for runs job_init for batch and interactive steps.
 bool slurm_special_steps() noexcept;
 /// Whether this process is the job's stepmgr slurmstepd now

@@ -140,7 +140,6 @@ struct Stepmgr {
   slc_log_fn log = nullptr;
 };
 Stepmgr g_stepmgr;
-bool g_slurm_special_steps = false; ///< slc_set_slurm_special_steps
 
 void CPort::forget(std::uint32_t id) {
   ops_.forget(id);
@@ -230,11 +229,11 @@ std::optional<CtldConfig> settings_at_init(const slc_ctld_ops_t *ops, const char
 bool take_setup_special_steps(const slc_ctld_ops_t &ops, bool answer) {
   // The line of the oldest or the newest series: the one table's words.
   if (answer)
-    ops.log(SLC_LOG_INFO,
-            std::string(setup_special_steps_line(g_slurm_special_steps ? newest_slurm_series()
-                                                                       : kSlurmSeries.front()))
-                .c_str());
-  return answer && g_slurm_special_steps;
+    ops.log(SLC_LOG_INFO, std::string(setup_special_steps_line(cabi::slurm_special_steps()
+                                                                   ? newest_slurm_series()
+                                                                   : kSlurmSeries.front()))
+                              .c_str());
+  return answer && cabi::slurm_special_steps();
 }
 
 /// One error line of the stepmgr slurmstepd (slc_stepmgr_init's log).
@@ -307,10 +306,6 @@ void ask_start_up_questions(Ctld &c, const slc_ctld_ops_t &ops, const char *scri
 }
 
 } // namespace
-
-bool cabi::slurm_special_steps() noexcept {
-  return g_slurm_special_steps;
-}
 
 bool cabi::stepmgr_active() noexcept {
   return g_stepmgr.active;
@@ -445,16 +440,6 @@ bool slc_ctld_block_job_complete(void) {
 
 bool slc_ctld_setup_special_steps(void) {
   return g_ctld && g_ctld->setup_special_steps;
-}
-
-void slc_set_slurm_special_steps(bool supported) {
-  g_slurm_special_steps = supported;
-}
-
-int slc_set_slurm_series(unsigned series) {
-  const SlurmSeries *s = find_slurm_series(series);
-  g_slurm_special_steps = s && s->special_steps;
-  return s ? 0 : -1;
 }
 
 void *slc_ctld_job_start(const slc_job_t *job) {

@@ -188,6 +188,42 @@ bool Server::refuse_if_fenced(const RequestFrame &req) {
   return true;
 }
 
+std::optional<ResultRecord> Server::result_record_of(const RequestFrame &req) {
+  if (req.results_file.empty() || (req.hook != Hook::JobStart && req.hook != Hook::JobComplete))
+    return std::nullopt;
+  auto job = JobArgs::from_msgpack(req.job);
+  if (!job)
+    return std::nullopt;
+  return ResultRecord{.hook = req.hook,
+                      .attempt = job->attempt,
+                      .job_id = job->job_id,
+                      .submit_time = job->submit_time,
+                      .epoch = req.epoch,
+                      .jobinfo_given = req.jobinfo ? content_hash(*req.jobinfo) : "",
+                      .ended_unix_ms = 0,
+                      .outcome = {}};
+}
+
+void Server::record_then_send(CallId cid, Outcome o, ResultRecord record, const std::string &path) {
+  record.outcome = o;
+  record.ended_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  results_.write(path, frame_result_record(record),
+                 [this, cid, o = std::move(o)](const std::string &error) mutable {
+                   asio::post(io_, [this, cid, o = std::move(o), error]() mutable {
+                     if (!error.empty() && !stopping_)
+                       client_->send(encode_frame(
+                           LogFrame{cid, LogLevel::Error,
+                                    fmt::format("supervisor: result not recorded ({}); should this "
+                                                "slurmctld stop before it reaches the journal, the "
+                                                "next controller runs the call again",
+                                                error)}));
+                     on_call_outcome(cid, std::move(o));
+                   });
+                 });
+}
+
 void Server::dispatch(RequestFrame req, Clock::time_point queued_at, std::string script_hash) {
   const CallId id = req.id;
   if (active_.count(id) != 0) {
@@ -209,42 +245,14 @@ void Server::dispatch(RequestFrame req, Clock::time_point queued_at, std::string
   };
   // Issue 40: a job_start or job_complete that returned is recorded in the
   // controller's results file, durably, before slurmctld hears of it.
-  std::optional<ResultRecord> record;
-  if (!req.results_file.empty() && (req.hook == Hook::JobStart || req.hook == Hook::JobComplete))
-    if (auto job = JobArgs::from_msgpack(req.job))
-      record = ResultRecord{.hook = req.hook,
-                            .attempt = job->attempt,
-                            .job_id = job->job_id,
-                            .submit_time = job->submit_time,
-                            .epoch = req.epoch,
-                            .jobinfo_given = req.jobinfo ? content_hash(*req.jobinfo) : "",
-                            .ended_unix_ms = 0,
-                            .outcome = {}};
-  cb.on_done = [this, queued, script_hash = std::move(script_hash), record,
-                path = req.results_file](CallId cid, Outcome o) mutable {
+  cb.on_done = [this, queued, script_hash = std::move(script_hash), record = result_record_of(req),
+                path = req.results_file](CallId cid, Outcome o) {
     o.queued = queued;
     o.script_hash = script_hash;
-    if (!record || o.kind != OutcomeKind::Returned) {
+    if (!record || o.kind != OutcomeKind::Returned)
       on_call_outcome(cid, std::move(o));
-      return;
-    }
-    record->outcome = o;
-    record->ended_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
-    results_.write(path, frame_result_record(*record),
-                   [this, cid, o = std::move(o)](const std::string &error) mutable {
-                     asio::post(io_, [this, cid, o = std::move(o), error]() mutable {
-                       if (!error.empty() && !stopping_)
-                         client_->send(encode_frame(LogFrame{
-                             cid, LogLevel::Error,
-                             fmt::format("supervisor: result not recorded ({}); should this "
-                                         "slurmctld stop before it reaches the journal, the "
-                                         "next controller runs the call again",
-                                         error)}));
-                       on_call_outcome(cid, std::move(o));
-                     });
-                   });
+    else
+      record_then_send(cid, std::move(o), *record, path);
   };
   cb.sweep = [this](const Call &c) { return sweep(c); };
   cb.alone = [this](const Call &) { return only_runners_left(); };

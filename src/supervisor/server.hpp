@@ -132,6 +132,14 @@ private:
   /// once a call's outcome has been sent: never on a call's critical path.
   void post_refill();
   void refill_idle_runners();
+  /// The record of `req`'s result for its results file (issue 40), its
+  /// outcome filled in when it ends; nullopt when none is kept (no results
+  /// file, another hook, a job table that does not decode).
+  static std::optional<ResultRecord> result_record_of(const RequestFrame &req);
+  /// Appends `record` (with `o`) to `path` through results_, then sends `o`
+  /// from the loop; a record that could not be written is named in an
+  /// error line of the call first.
+  void record_then_send(CallId cid, Outcome o, ResultRecord record, const std::string &path);
   /// A call's outcome: to the client (with the note of its dropped lines).
   void on_call_outcome(CallId id, Outcome o);
   /// A call is over: its slot is free, the next calls and the refill start.

@@ -149,9 +149,13 @@ TEST(CoreFence, AStaleControllerRunsNoHookAndWritesNothing) {
   CtldCore b(options(d, false), sb);
   ASSERT_TRUE(b.take_control(false));
   const std::string journal_before = read_all(d.journal());
-  start(a, sa, 8);   // the stale primary's scheduler starts a job
+  // The stale primary's scheduler starts a job: it waits CONFIGURING
+  // there, never launched without its setup (chaos seed 2: launched
+  // unmanaged, then by the controller in control too: 'Duplicate jobid').
+  EXPECT_TRUE(start(a, sa, 8)) << "job_start false: Slurm launches the job unmanaged";
   a.job_complete(7); // and ends one
   a.drain_events();
+  EXPECT_FALSE(sa.did("end_configuring 8")) << sa.all_logs();
   EXPECT_EQ(sa.count_logged(setups_of(8)), 0) << sa.all_logs();
   EXPECT_EQ(sa.count_logged("teardown job_id=7"), 0) << sa.all_logs();
   EXPECT_EQ(read_all(d.journal()), journal_before) << "the stale controller wrote the journal";
