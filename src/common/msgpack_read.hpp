@@ -60,6 +60,18 @@ inline Expected<msgpack::object_handle> unpack_one(std::string_view bytes,
   }
 }
 
+/// An integer of either sign within int64_t into `out`; false (out
+/// untouched) for any other object.
+inline bool int64_of(const msgpack::object &o, std::int64_t &out) {
+  if (o.type == msgpack::type::POSITIVE_INTEGER && o.via.u64 <= INT64_MAX)
+    out = static_cast<std::int64_t>(o.via.u64);
+  else if (o.type == msgpack::type::NEGATIVE_INTEGER)
+    out = o.via.i64;
+  else
+    return false;
+  return true;
+}
+
 /// Limits no larger than `n` input bytes can describe (every container
 /// element takes at least one byte), and at most `max_depth` levels below
 /// the top.  For inputs whose size is the only bound.

@@ -22,18 +22,6 @@ Error bad(std::string what) {
   return Error{"switch/lua journal: " + std::move(what)};
 }
 
-void put_u32(std::string &out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-std::uint32_t get_u32(std::string_view b, std::size_t off) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i)
-    v |= static_cast<std::uint32_t>(static_cast<unsigned char>(b[off + i])) << (8 * i);
-  return v;
-}
-
 std::optional<std::string_view> bin_or_nil(const msgpack::object &o, bool &ok) {
   ok = true;
   if (o.type == msgpack::type::NIL)
@@ -46,16 +34,6 @@ std::optional<std::string_view> bin_or_nil(const msgpack::object &o, bool &ok) {
 }
 
 /// A msgpack integer that fits int64_t, into `out`; false if it is not one.
-bool int64_of(const msgpack::object &o, std::int64_t &out) {
-  if (o.type == msgpack::type::POSITIVE_INTEGER && o.via.u64 <= INT64_MAX)
-    out = static_cast<std::int64_t>(o.via.u64);
-  else if (o.type == msgpack::type::NEGATIVE_INTEGER)
-    out = o.via.i64;
-  else
-    return false;
-  return true;
-}
-
 /// The last slot of a kind-6 record (version 2): bin msgpack
 /// [failures, restart_count], into r.failures and r.restart_count.
 Expected<void> decode_failure_count(const std::optional<std::string_view> &bytes,
@@ -183,8 +161,8 @@ std::string frame_journal_record(const JournalRecord &r) {
   std::string body = encode_journal_body(r);
   std::string out;
   out.reserve(kFrameHead + body.size());
-  put_u32(out, static_cast<std::uint32_t>(body.size()));
-  put_u32(out, crc32_of(body));
+  put_u32_le(out, static_cast<std::uint32_t>(body.size()));
+  put_u32_le(out, crc32_of(body));
   out += body;
   return out;
 }
@@ -221,8 +199,8 @@ JournalScan scan_journal(std::string_view bytes) {
       stop(true, fmt::format("cut inside its length and checksum ({} bytes)", left));
       return s;
     }
-    std::uint32_t len = get_u32(bytes, off);
-    std::uint32_t crc = get_u32(bytes, off + 4);
+    std::uint32_t len = get_u32_le(bytes, off);
+    std::uint32_t crc = get_u32_le(bytes, off + 4);
     if (len > kJournalMaxRecord) {
       // A length that cannot be: the bytes after it cannot be trusted.
       stop(false, fmt::format("length {} exceeds {}", len, kJournalMaxRecord));

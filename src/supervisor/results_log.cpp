@@ -27,28 +27,6 @@ namespace {
 constexpr std::string_view kMagic = "swlr";
 constexpr std::size_t kFrameHead = 8; // u32 length + u32 crc
 
-void put_u32(std::string &out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-std::uint32_t get_u32(std::string_view b, std::size_t off) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i)
-    v |= static_cast<std::uint32_t>(static_cast<unsigned char>(b[off + i])) << (8 * i);
-  return v;
-}
-
-bool int64_of(const msgpack::object &o, std::int64_t &out) {
-  if (o.type == msgpack::type::POSITIVE_INTEGER && o.via.u64 <= INT64_MAX)
-    out = static_cast<std::int64_t>(o.via.u64);
-  else if (o.type == msgpack::type::NEGATIVE_INTEGER)
-    out = o.via.i64;
-  else
-    return false;
-  return true;
-}
-
 Expected<ResultRecord> decode_result_body(std::string_view bytes) {
   auto bad = [](std::string what) { return fail("switch/lua results file: " + what); };
   auto rec = unpack_record(
@@ -114,8 +92,8 @@ std::string frame_result_record(const ResultRecord &r) {
   const std::string_view body(buf.data(), buf.size());
   std::string out;
   out.reserve(kFrameHead + body.size());
-  put_u32(out, static_cast<std::uint32_t>(body.size()));
-  put_u32(out, crc32_of(body));
+  put_u32_le(out, static_cast<std::uint32_t>(body.size()));
+  put_u32_le(out, crc32_of(body));
   out += body;
   return out;
 }
@@ -132,8 +110,8 @@ ResultsScan scan_results(std::string_view bytes) {
       stop(fmt::format("cut inside its length and checksum ({} bytes)", left));
       return s;
     }
-    const std::uint32_t len = get_u32(bytes, off);
-    const std::uint32_t crc = get_u32(bytes, off + 4);
+    const std::uint32_t len = get_u32_le(bytes, off);
+    const std::uint32_t crc = get_u32_le(bytes, off + 4);
     if (len > kResultsMaxRecord) {
       stop(fmt::format("length {} exceeds {}", len, kResultsMaxRecord));
       return s;
