@@ -88,7 +88,12 @@ t_args() {
 	id=$(submit -N2 -n4 -c1 -t 7 --array=3 -A e2eacct -J "e2e-args-$tag" --network="guard:dump:$tag" \
 		--wrap='srun -l sh -c "echo \$SLURM_STEP_ID \$SLURM_STEP_NUM_TASKS \$SLURM_NODEID \$SLURM_STEP_NODELIST \$SLURMD_NODENAME"')
 	wait_job "$id" COMPLETED 40
+	# Everything read of the job record is read now: slurmctld forgets a
+	# finished job MinJobAge=30 s after its end, and the checks below take
+	# longer than that on a loaded machine.
 	line=$(job_line "$id")
+	local outfile
+	outfile=$E2E_ROOT$(field_of "$line" StdOut)
 	f=$(_dump "$tag" job)
 	[ -s "$f" ] || fail "job_start wrote no dump $f"
 	note "job table: $(cat "$f")"
@@ -124,7 +129,7 @@ t_args() {
 	# The step: each node's step_init table against what the step's tasks
 	# on that node were told by Slurm.
 	local out n sid ntasks nodeid nodelist node
-	out=$(cat "$(job_output "$id")")
+	out=$(cat "$outfile")
 	note "step output: $out"
 	for n in node1 node2; do
 		read -r sid ntasks nodeid nodelist node < <(grep " $n\$" <<<"$out" | head -1 | cut -d' ' -f2-)
