@@ -510,7 +510,10 @@ TEST(Simulate, HooksAllocatingWithoutEndFailAsTheContractSaysAndTheHostLives) {
                    << "if job.network == 'grow' then " << grow << "end "
                    << "return slurm.SUCCESS, {x = 1} end\n"
                    << "function slurm_switch_step_init(step, si) " << grow << "end\n";
-  CmdResult r = run("simulate " + p.string() + " --json --network grow --no-requeue");
+  // switch_timeout far beyond the growth's few CPU seconds: on a loaded
+  // machine (two CPU hogs and a test run beside it: 18 s of wall time for
+  // 1.1 s of CPU) the memory bound, not the clock, must be what ends it.
+  CmdResult r = run("simulate " + p.string() + " --json --network grow --no-requeue --timeout 600");
   ASSERT_EQ(r.status, 0) << r.out;
   json j = json::parse(r.out);
   EXPECT_EQ(j["result"]["job_reason"],

@@ -156,7 +156,20 @@ t_takeover_cycles() {
 		fail "fewer than 6 job_complete calls killed in flight by the 6 switches"
 	assert_eq 6 "$(ctld_count "$HOLDS")" "controllers taking control (3 takeovers, 3 hand-backs)"
 	assert_eq 0 "$(ctld_count 'switch/lua: .*(CORRUPT|set aside|another slurmctld holds)')" "journal lines set aside or refused"
+	# Issue 40, item 4: nothing of one period of control in the next.  The
+	# backup process took control three times; no hold of an earlier
+	# period is re-asserted on a node: none stays COMPLETING with no job,
+	# and a job with and one without --network both run to their end.
+	wait_for 60 _no_node_completing ||
+		fail "nodes left COMPLETING with no job: $(c_root sinfo -h -N -o '%N=%T' | tr '\n' ' ')"
+	id=$(submit -n1 --network="e2e:s0e0:$tag" --wrap=true)
+	id_s=$(submit -n1 --wrap=true)
+	wait_all_done 60 "$id" "$id_s"
+	_no_node_completing || fail "a node COMPLETING after the probes: $(c_root sinfo -h -N -o '%N=%T' | tr '\n' ' ')"
 }
+
+# _no_node_completing: no node's state says COMPLETING (sinfo %T "completing").
+_no_node_completing() { ! c_root sinfo -h -N -o '%T' | grep -q 'completing'; }
 
 # A reconfigure on a slurmctld run as a daemon (as under systemd: with -D
 # it execs itself in place and there is no old process to resume).  The new
