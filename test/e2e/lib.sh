@@ -34,6 +34,7 @@
 #                     job_field ID FIELD     job_state ID
 #                     wait_job ID STATE_RE [TIMEOUT]   wait_job_done ID [TIMEOUT]
 #                     job_output ID  (the job's stdout file)   cancel ID...
+#                     restarts_at_least ID N (Restarts >= N)
 #   nodes             node_state NODE (sinfo %T: idle, drained, mixed, idle*...)
 #                     node_field NODE FIELD (scontrol show node -o)
 #                     drain_reason NODE (sinfo -R; empty if not drained/down)
@@ -244,6 +245,12 @@ wait_job() {
 # wait_job_done ID [TIMEOUT=30]: until the job has ended (any final state).
 E2E_FINAL_STATES='COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED'
 wait_job_done() { wait_job "$1" "$E2E_FINAL_STATES" "${2:-30}"; }
+# restarts_at_least ID N: the job's Restarts is N or more (for wait_for).
+restarts_at_least() {
+	local r
+	r=$(job_field "$1" Restarts 2>/dev/null) || return 1
+	[ -n "$r" ] && [ "$r" -ge "$2" ]
+}
 
 # job_output ID: the host path of the job's stdout file.
 job_output() {

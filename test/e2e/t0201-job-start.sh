@@ -142,7 +142,7 @@ t_defer_requeue() {
 	need_seed
 	local id
 	id=$(submit -N1 --requeue --network=switchlua:defer --wrap='echo the batch script ran')
-	wait_for 20 _restarted "$id" || fail "job $id was not requeued: Restarts=$(job_field "$id" Restarts) $(job_state "$id")"
+	wait_for 20 restarts_at_least "$id" 1 || fail "job $id was not requeued: Restarts=$(job_field "$id" Restarts) $(job_state "$id")"
 	ctld_job "$id" ' requeued: switch setup failed: switch/lua job_start returned rc=-1' >/dev/null || fail "no 'requeued' line"
 	if ctld_job "$id" ' cancelled:'; then fail "a requeue-able job was cancelled"; fi
 	# Requeued jobs wait for a new begin time; the setup would fail again
@@ -155,11 +155,6 @@ t_defer_requeue() {
 	cancel "$id"
 	wait_job "$id" CANCELLED 10
 	expect_not_drained node1
-}
-_restarted() {
-	local r
-	r=$(job_field "$1" Restarts 2>/dev/null) || return 1
-	((r >= 1))
 }
 
 e2e_test "switch/lua: job_start: start_crash (a Lua error) cancels the job with \"switch setup failed: ... raised an error\"" t_start_crash

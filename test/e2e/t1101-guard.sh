@@ -12,13 +12,6 @@
 
 # e2e-config: --switch-type switch/lua --script test/e2e/lua/guard.lua --slurmctld-params switch_max_setup_failures=3 --extra AuthInfo=cred_expire=5
 
-# _restarts_at_least ID N: the job's Restarts is N or more.
-_restarts_at_least() {
-	local r
-	r=$(job_field "$1" Restarts 2>/dev/null) || return 1
-	[ "$r" -ge "$2" ]
-}
-
 # _waiting_with_comment ID COMMENT: Slurm shows Reason=BeginTime (the
 # requeue delay) and the job's SystemComment is COMMENT.
 _waiting_with_comment() {
@@ -33,7 +26,7 @@ t_guard() {
 	once="switch setup failed: switch/lua job_start returned rc=-1: fabric manager unreachable"
 	held="switch setup failed 3 times (switch_max_setup_failures=3): switch/lua job_start returned rc=-1: fabric manager unreachable"
 	id=$(submit -N1 --requeue --network=guard:fail --wrap='echo the batch script ran')
-	wait_for 30 _restarts_at_least "$id" 1 || fail "job $id was not requeued: $(job_line "$id")"
+	wait_for 30 restarts_at_least "$id" 1 || fail "job $id was not requeued: $(job_line "$id")"
 	ctld_job "$id" " requeued: $once" >/dev/null || fail "no 'requeued' line with the script's message"
 	# Slurm replaces the reason with BeginTime while the requeued job waits;
 	# the message stays readable in SystemComment.
@@ -42,7 +35,7 @@ t_guard() {
 	# The count is in the journal: a restart does not reset it.
 	wait_state_saved
 	restart_ctld
-	wait_for 60 _restarts_at_least "$id" 3 || fail "job $id was not requeued 3 times: $(job_line "$id")"
+	wait_for 60 restarts_at_least "$id" 3 || fail "job $id was not requeued 3 times: $(job_line "$id")"
 	wait_job "$id" PENDING 10
 	assert_eq "$held" "$(job_reason "$id")" "Reason of the held job (squeue %r)"
 	assert_eq "${held// /_}" "$(job_field "$id" Reason)" "Reason of the held job (scontrol)"
@@ -61,7 +54,7 @@ t_guard() {
 	assert_eq 3 "$(ctld_count "switch/lua: JobId=$id job_start started")" "job_start calls while held"
 	# An operator releases it: the count starts again (one plain requeue).
 	c_root scontrol release "$id" >/dev/null || fail "scontrol release $id failed"
-	wait_for 40 _restarts_at_least "$id" 4 || fail "job $id did not run again after the release: $(job_line "$id")"
+	wait_for 40 restarts_at_least "$id" 4 || fail "job $id did not run again after the release: $(job_line "$id")"
 	assert_eq 4 "$(ctld_count "switch/lua: JobId=$id job_start started")" "job_start calls after the release"
 	assert_eq 3 "$(ctld_count "switch/lua: JobId=$id requeued: $once")" "plain requeues after the release"
 	assert_eq "$once" "$(job_field "$id" SystemComment)" "SystemComment after the release"

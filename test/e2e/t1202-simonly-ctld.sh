@@ -47,19 +47,12 @@ t_cancel_during_setup() {
 	assert_eq "" "$(drain_reason node1)" "drain reason of node1"
 }
 
-# _restarts_at_least ID N: the job's Restarts is N or more.
-_restarts_at_least() {
-	local r
-	r=$(job_field "$1" Restarts 2>/dev/null) || return 1
-	[ "$r" -ge "$2" ]
-}
-
 e2e_test "switch/lua: job_start: with switch_max_setup_failures unset a batch job whose setup always fails is requeued again and again (3 times here), never held" t_requeue_loop
 t_requeue_loop() {
 	local id once line n
 	once="switch setup failed: switch/lua job_start returned rc=-1: fabric manager unreachable"
 	id=$(submit -N1 --requeue --network=e2e:fail:0 --wrap='echo the batch script ran')
-	wait_for 90 _restarts_at_least "$id" 3 || fail "job $id was not requeued 3 times: $(job_line "$id")"
+	wait_for 90 restarts_at_least "$id" 3 || fail "job $id was not requeued 3 times: $(job_line "$id")"
 	n=$(ctld_count "switch/lua: JobId=$id requeued: $once\$")
 	((n >= 3)) || fail "expected at least 3 'requeued' lines, got $n"
 	assert_eq 0 "$(ctld_count "switch/lua: JobId=$id (not requeued again|requeued held)")" "hold lines (R_SETUP_FAILURES_HELD)"

@@ -170,7 +170,7 @@ defer_batch() {
 	once="switch setup failed: switch/lua job_start returned rc=-1"
 	held="switch setup failed 1 time (switch_max_setup_failures=1): switch/lua job_start returned rc=-1"
 	id=$(submit -N2 --requeue --network=switchlua:defer --wrap='echo the batch script ran')
-	wait_for 20 _restarted "$id" || fail "job $id was not requeued: $(job_line "$id")"
+	wait_for 20 restarts_at_least "$id" 1 || fail "job $id was not requeued: $(job_line "$id")"
 	if [ "$1" = contract ]; then
 		ctld_job "$id" " requeued: $(ere_quote "$once")\$" >/dev/null || fail "no 'requeued' line"
 		if ctld_job "$id" " requeued held"; then fail "held under the contract's settings"; fi
@@ -189,11 +189,6 @@ defer_batch() {
 	for n in node1 node2 node3; do assert_eq "" "$(drain_reason "$n")" "drain reason of $n"; done
 	local outf=$E2E_CLH/out/slurm-$id.out
 	if [ -s "$outf" ] && grep -q 'the batch script ran' "$outf"; then fail "the batch script ran after a failed setup"; fi
-}
-_restarted() {
-	local r
-	r=$(job_field "$1" Restarts 2>/dev/null) || return 1
-	((r >= 1))
 }
 
 # e2e-config: --switch-type switch/lua --script "$E2E_GEN/seed.lua"
