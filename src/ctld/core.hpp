@@ -221,8 +221,8 @@ public:
   /// or without a journal.
   std::uint64_t epoch() const;
   /// Checks the control fence now (the worker does every 500 ms, and
-  /// before each journal write and hook launch): false when this core is not
-  /// (or no longer) in control.
+  /// before each journal write, hook launch and synced decision's effects):
+  /// false when this core is not (or no longer) in control.
   bool check_control();
   /// switch_p_save, before slurmctld exits or re-execs (reconfigure): kills
   /// every supervised child, and freezes the states so the killed calls'

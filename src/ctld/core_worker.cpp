@@ -145,11 +145,16 @@ std::size_t CtldCore::Impl::run_ready_effects(std::size_t most) {
       ~Done() { --running; }
     } done{effects_running};
     const std::uint32_t id = p.state.job.job_id;
-    if (!in_control) {
+    // Issue 40: the fence is checked again before the effects, not only
+    // before their records: another slurmctld may have taken control
+    // while the syncer's fdatasync ran (outside every lock), and a stale
+    // controller must not launch, requeue or drain what the controller in
+    // control recovers from the journal.
+    if (!fence_ok()) {
       port.log(LogLevel::Verbose, log_line({.job_id = id},
-                                           "{} action(s) not carried out: this slurmctld gave "
-                                           "up control; the controller that holds it recovers "
-                                           "the job from the journal",
+                                           "{} action(s) not carried out: this slurmctld does "
+                                           "not hold control (any more); the controller that "
+                                           "holds it recovers the job from the journal",
                                            p.actions.size()));
       continue;
     }
