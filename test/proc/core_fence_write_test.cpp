@@ -158,9 +158,10 @@ CoreOptions options(const TempDir &d, bool in_control) {
   return o;
 }
 
-/// Waits (generously) until `pred` holds; false if it never does.
+/// Waits (generously: 60 s, for a loaded machine) until `pred` holds;
+/// false if it never does.
 bool eventually(const std::function<bool()> &pred) {
-  for (int i = 0; i < 1500; ++i) {
+  for (int i = 0; i < 6000; ++i) {
     if (pred())
       return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
