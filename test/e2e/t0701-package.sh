@@ -12,6 +12,9 @@
 # the package for that Slurm (scripts/deb --slurm X.Y.Z, which scripts/test
 # installs before its e2e-26.05 section) is the one the cluster runs on.
 
+# Its upgrade case builds a package (a dpkg-buildpackage run, the
+# compiled tree reused): on a loaded machine more than the default 120 s.
+# e2e-timeout: 600
 # e2e-config: --switch-type switch/lua --script conf/switch.lua
 
 PKG_PLUGIN=/usr/lib/x86_64-linux-gnu/slurm-wlm/switch_lua.so
