@@ -9,6 +9,7 @@
 // one that waits takes control later without aborting; a lock lost at a
 // write damages nothing the controller in control reads.  Every wait is on
 // an event with a generous deadline; nothing asserts a duration.
+#include "core_testing.hpp"
 #include "ctld/core.hpp"
 #include "ctld/fence.hpp"
 #include "ctld/journal.hpp"
@@ -38,15 +39,7 @@ using switchlua::test::TempDir;
 namespace {
 
 CoreOptions options(const TempDir &d, bool in_control) {
-  CoreOptions o;
-  o.script = test::fixture("fence");
-  o.client = test::default_options();
-  o.journal_path = d.journal();
-  o.status_path = d.status();
-  o.retry_interval = std::chrono::milliseconds(100);
-  o.take_control_at_start = in_control;
-  o.lock_wait = std::chrono::milliseconds(300);
-  return o;
+  return test::ha_core_options(d, in_control, "fence");
 }
 
 JobArgs job(std::uint32_t id, const std::string &name = "plain",
@@ -73,12 +66,7 @@ bool start(CtldCore &core, FakeSlurm &slurm, std::uint32_t id, const std::string
 
 /// Waits (generously) until `pred` holds; false if it never does.
 bool eventually(const std::function<bool()> &pred) {
-  for (int i = 0; i < 1500; ++i) {
-    if (pred())
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
+  return test::eventually(pred, std::chrono::seconds(15));
 }
 
 std::string read_all(const std::string &path) {

@@ -22,6 +22,7 @@
 // (its periodic fence check runs every 500 ms on the worker and may find
 // the loss first, which only makes A do less).  Every wait is on an event
 // with a generous deadline; nothing asserts a duration.
+#include "core_testing.hpp"
 #include "ctld/core.hpp"
 #include "ctld/fence.hpp"
 #include "ctld/journal.hpp"
@@ -147,26 +148,13 @@ private:
 };
 
 CoreOptions options(const TempDir &d, bool in_control) {
-  CoreOptions o;
-  o.script = test::fixture("fence_write");
-  o.client = test::default_options();
-  o.journal_path = d.journal();
-  o.status_path = d.status();
-  o.retry_interval = std::chrono::milliseconds(100);
-  o.take_control_at_start = in_control;
-  o.lock_wait = std::chrono::milliseconds(300);
-  return o;
+  return test::ha_core_options(d, in_control, "fence_write");
 }
 
 /// Waits (generously: 60 s, for a loaded machine) until `pred` holds;
 /// false if it never does.
 bool eventually(const std::function<bool()> &pred) {
-  for (int i = 0; i < 6000; ++i) {
-    if (pred())
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
+  return test::eventually(pred, std::chrono::seconds(60));
 }
 
 /// The attempts not over in the journal on disk; -1 while it is not clean

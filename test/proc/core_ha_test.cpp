@@ -7,6 +7,7 @@
 // journal as the other controller left it (A->B->A->B), a second writer
 // fences the first out loudly, and a reconfigure's new process that dies after the
 // plugin's init (or after it took control) loses nothing.
+#include "core_testing.hpp"
 #include "ctld/core.hpp"
 #include "ctld/persist.hpp"
 #include "fake_slurm.hpp"
@@ -44,15 +45,7 @@ using switchlua::test::TempDir;
 /// A controller that holds control from its start (`in_control`), or a
 /// standby / a reconfigure's new process that only ran the plugin's init.
 CoreOptions options(const TempDir &d, bool in_control) {
-  CoreOptions o;
-  o.script = test::fixture("recovery");
-  o.client = test::default_options();
-  o.journal_path = d.journal();
-  o.status_path = d.status();
-  o.retry_interval = std::chrono::milliseconds(100);
-  o.take_control_at_start = in_control;
-  o.lock_wait = std::chrono::milliseconds(300);
-  return o;
+  return test::ha_core_options(d, in_control, "recovery");
 }
 
 JobArgs job(std::uint32_t id) {
