@@ -98,6 +98,12 @@ void FrameChannel::finish(std::optional<Error> why) {
     cb(std::move(why));
 }
 
+std::size_t FrameChannel::unread_bytes() {
+  boost::system::error_code ec;
+  const std::size_t n = closed_ ? 0 : socket_.available(ec);
+  return ec ? 0 : n;
+}
+
 void FrameChannel::close() {
   if (closed_)
     return;

@@ -54,6 +54,9 @@ public:
   void close();
   /// Bytes queued by send() and not yet written (for backlog bounds).
   std::size_t queued_bytes() const { return queued_bytes_; }
+  /// Bytes the peer wrote that the read loop has not taken yet (FIONREAD;
+  /// 0 on error): non-zero means this side is behind, not the peer silent.
+  std::size_t unread_bytes();
   /// Whether close() ran or the channel reported its end.
   bool closed() const { return closed_; }
 

@@ -33,9 +33,11 @@
 
 #include <atomic>
 #include <csignal>
+#include <fcntl.h>
 #include <future>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -70,6 +72,23 @@ std::string status_text(int status) {
     return fmt::format("killed by signal {} (SIG{})", WTERMSIG(status), abbrev ? abbrev : "?");
   }
   return fmt::format("exited with status {}", WEXITSTATUS(status));
+}
+
+/// The state letter of `pid` (R, S, D, T, Z, ...) from /proc/PID/stat, '?'
+/// when it cannot be read.  The letter follows the last ')': the command
+/// name before it may itself hold spaces or parentheses.
+char process_state(pid_t pid) {
+  char buf[512];
+  const int fd = ::open(fmt::format("/proc/{}/stat", pid).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return '?';
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0)
+    return '?';
+  const std::string_view line(buf, static_cast<std::size_t>(n));
+  const auto paren = line.rfind(')');
+  return paren == std::string_view::npos || paren + 2 >= line.size() ? '?' : line[paren + 2];
 }
 
 Outcome abandoned(std::string message) {
@@ -178,20 +197,36 @@ void SupervisorClient::Impl::arm_watchdog() {
   });
 }
 
+bool watchdog_kills(char state, std::chrono::steady_clock::duration silent,
+                    std::chrono::seconds runnable_bound) {
+  return silent >= (state == 'R' ? std::chrono::steady_clock::duration(runnable_bound)
+                                 : std::chrono::steady_clock::duration(kWatchdogBound));
+}
+
 void SupervisorClient::Impl::on_watchdog() {
   if (shutting_down || !channel || channel->closed())
     return; // the next supervisor arms its own
   const auto now = std::chrono::steady_clock::now();
   if (ping_outstanding && now - last_heard >= kWatchdogBound) {
-    // Stopped, stuck in D state, or live-locked: kill it.  Its channel then
-    // reaches EOF and on_supervisor_gone() fails the calls in flight and
-    // lets the next call start a new one.
+    // Its answer may be waiting in the socket while this thread was the one
+    // starved: the read handler runs next and the silence ends.
+    if (channel->unread_bytes() > 0)
+      return arm_watchdog();
     const pid_t p = pid.load();
+    // Runnable: waiting for a CPU on a starved host, or spinning.  Only the
+    // longer bound tells the two apart (kWatchdogRunnableBound).
+    const bool runnable = p > 0 && process_state(p) == 'R';
+    const auto runnable_bound = opts.watchdog_runnable_bound;
+    if (!watchdog_kills(runnable ? 'R' : '?', now - last_heard, runnable_bound))
+      return arm_watchdog();
+    // Stopped, stuck in D state, not reading its channel, or live-locked:
+    // kill it.  Its channel then reaches EOF and on_supervisor_gone() fails
+    // the calls in flight and lets the next call start a new one.
     hung_message = fmt::format(
-        "switch-lua-supervisor (pid {}) stopped answering for {} ms (watchdog bound {} s), "
+        "switch-lua-supervisor (pid {}) stopped answering for {} ms ({}watchdog bound {} s), "
         "killed",
         p, std::chrono::duration_cast<std::chrono::milliseconds>(now - last_heard).count(),
-        kWatchdogBound.count());
+        runnable ? "runnable, " : "", (runnable ? runnable_bound : kWatchdogBound).count());
     if (p > 0)
       ::kill(p, SIGKILL);
     return;

@@ -45,6 +45,24 @@ namespace switchlua {
 /// started, whatever happens to the supervisor.
 inline constexpr std::chrono::seconds kWatchdogInterval{1};
 inline constexpr std::chrono::seconds kWatchdogBound{5};
+/// The bound for a supervisor whose main thread is runnable (state R in
+/// /proc/PID/stat) while its ping goes unanswered: on a host starved for
+/// CPU it waits to be scheduled and is not hung (issue 39: at a load of 145
+/// on two cores one went 5.2 s without a pong, and killing it cost its
+/// calls and, after switch_retries, drained nodes).  A supervisor that spins
+/// without answering is killed at this bound instead; a stopped (T), stuck
+/// (D) or not-reading (S) one still at kWatchdogBound.
+inline constexpr std::chrono::seconds kWatchdogRunnableBound{60};
+
+/// The watchdog's rule: whether a supervisor that has answered nothing for
+/// `silent` with a ping outstanding, its main thread in /proc state `state`
+/// ('R', 'S', 'D', 'T', ..., '?' when unreadable), is killed now: at
+/// `runnable_bound` (kWatchdogRunnableBound unless a test shortens it) when
+/// runnable, else at kWatchdogBound.  The caller first lets the client read
+/// what the supervisor already wrote (FrameChannel::unread_bytes()): a
+/// controller starved itself hears late, and silence is measured by it.
+bool watchdog_kills(char state, std::chrono::steady_clock::duration silent,
+                    std::chrono::seconds runnable_bound = kWatchdogRunnableBound);
 
 /// Identifies one call for its lifetime in a client; never reused.
 using CallId = std::uint64_t;
@@ -95,6 +113,9 @@ struct ClientOptions {
   /// (supervisor/script_guard.hpp), e.g. "<StateSaveLocation>/switch_lua.good";
   /// "": kept in memory only.
   std::string good_copy;
+  /// The watchdog's bound for a runnable supervisor (watchdog_kills());
+  /// only the process tests change it, to see the rule in seconds.
+  std::chrono::seconds watchdog_runnable_bound = kWatchdogRunnableBound;
 };
 
 /// Completion callback: runs on the client's I/O thread; must not block long.

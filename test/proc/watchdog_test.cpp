@@ -36,3 +36,23 @@ TEST(Watchdog, StoppedSupervisorIsKilledAndReplacedAndItsCallsGetAnOutcome) {
   EXPECT_NE(c.client().supervisor_pid(), first);
   EXPECT_FALSE(process_exists(first)) << "the stopped supervisor was reaped";
 }
+
+// Issue 39: a supervisor that is runnable (state R, as one starved for CPU on
+// a loaded controller host) is not killed at the 5 s bound but at the
+// runnable one, here shortened to 8 s, and the message says which bound.
+TEST(Watchdog, RunnableSupervisorGetsTheRunnableBound) {
+  ClientOptions o = default_options();
+  o.supervisor = std::string(SWITCHLUA_FIXTURES) + "/spinning_supervisor.sh";
+  o.watchdog_runnable_bound = 8s;
+  SyncClient c(o);
+  const CallId id = c.submit(request("returns_normally", 60s));
+  auto r = c.wait(id, 50s);
+  ASSERT_TRUE(r.has_value()) << "the runnable supervisor was never killed";
+  EXPECT_EQ(r->outcome.kind, OutcomeKind::Abandoned) << describe(r->outcome);
+  const std::string &m = r->outcome.message;
+  const auto at = m.find(") stopped answering for ");
+  ASSERT_NE(at, std::string::npos) << m;
+  const long silent_ms = std::stol(m.substr(at + 24));
+  EXPECT_GE(silent_ms, 8000) << m;
+  EXPECT_NE(m.find(" ms (runnable, watchdog bound 8 s), killed"), std::string::npos) << m;
+}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
 // classify() and describe(): one rule of outcome.hpp per test.
+#include "supervisor/client.hpp"
 #include "supervisor/outcome.hpp"
 
 #include <gtest/gtest.h>
@@ -166,4 +167,24 @@ TEST(OutcomeKindName, EveryKindHasADistinctName) {
     names.insert(outcome_kind_name(static_cast<OutcomeKind>(i)));
   EXPECT_EQ(names.size(), 9u);
   EXPECT_EQ(names.count("unknown"), 0u);
+}
+
+// Issue 39: a supervisor that is runnable (waiting for a CPU on a starved
+// host) is not taken for a hung one at the 5 s bound; a stopped, stuck or
+// not-reading one is.
+TEST(Watchdog, ARunnableSupervisorGetsTheLongerBoundEveryOtherStateTheShortOne) {
+  using std::chrono::milliseconds;
+  EXPECT_FALSE(watchdog_kills('R', kWatchdogBound));
+  EXPECT_FALSE(watchdog_kills('R', kWatchdogRunnableBound - milliseconds(1)));
+  EXPECT_TRUE(watchdog_kills('R', kWatchdogRunnableBound));
+  for (char s : {'T', 't', 'D', 'S', 'Z', '?'}) {
+    EXPECT_FALSE(watchdog_kills(s, kWatchdogBound - milliseconds(1))) << s;
+    EXPECT_TRUE(watchdog_kills(s, kWatchdogBound)) << s;
+  }
+}
+
+TEST(Watchdog, ATestMayShortenTheRunnableBoundOnly) {
+  EXPECT_FALSE(watchdog_kills('R', std::chrono::seconds(7), std::chrono::seconds(8)));
+  EXPECT_TRUE(watchdog_kills('R', std::chrono::seconds(8), std::chrono::seconds(8)));
+  EXPECT_TRUE(watchdog_kills('S', kWatchdogBound, std::chrono::seconds(8)));
 }
