@@ -116,7 +116,9 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e, bool defer_effe
   annotate(e, it->second, r);
   const bool calls_only = deferrable(r.actions);
   const JournalStep js = journal_step(it->second, e, r, journal && (calls_only || defer_effects));
-  if (!in_control) // issue 40: found stale before its records: nothing of this step happens
+  // Issue 40: found stale before its records, or while they were synced
+  // here (under Slurm's locks): nothing of this step happens.
+  if (!in_control || (js.synced_here && !fence_ok()))
     return;
   if (auto rec = count_setup_failures(failures, cfg, e, r))
     journal_append({*rec});
@@ -300,7 +302,7 @@ bool CtldCore::settle_setup(std::uint32_t job_id) {
     generation = it->second.generation;
   }
   auto found = im.await_setup_result(job_id, generation, wait);
-  return found && im.apply_setup_inline(*found);
+  return found && im.apply_setup_inline(*found, wait);
 }
 
 void CtldCore::job_complete(std::uint32_t job_id, const JobEnd &end) {

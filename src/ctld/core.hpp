@@ -143,7 +143,9 @@ public:
   /// and srun's first readiness poll finds it ready (issue 8).  False: no
   /// outcome in time, an outcome that is not such a success (left to the
   /// worker: a requeue or cancel must not run inside Slurm's select_nodes()),
-  /// a wait of 0, slurmctld stopping, or waits being skipped: after a wait
+  /// a wait of 0, slurmctld stopping, this slurmctld found no longer in
+  /// control while the outcome's records were synced (issue 40: the
+  /// controller in control recovers the job), or waits being skipped: after a wait
   /// that ran out, the next kInlineSkip calls do not wait, so a slow
   /// job_start holds Slurm's locks for nothing at most once in
   /// kInlineSkip + 1 interactive jobs; a job_start that returns within the

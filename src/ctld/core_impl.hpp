@@ -326,9 +326,12 @@ struct CtldCore::Impl {
   std::optional<Queued> await_setup_result(std::uint32_t job_id, std::uint64_t generation,
                                            std::chrono::milliseconds wait);
   /// settle_setup(): applies `found` here when it leads to Running or
-  /// Declined with no action but ending the launch delay and logging, taking
-  /// it from the queue; false (left queued) otherwise.
-  bool apply_setup_inline(const Queued &found);
+  /// Declined with no action but ending the launch delay and logging (else
+  /// false, left queued); true only when the syncer made its records durable
+  /// within `wait` (issue 40 item 5) and this controller is in control.
+  bool apply_setup_inline(const Queued &found, std::chrono::milliseconds wait);
+  /// Its wait for write `seq` of `job_id`, then the effects (no lock held).
+  bool await_inline_effects(std::uint32_t job_id, std::uint64_t seq, std::chrono::milliseconds w);
 
   void fire_retries();
   /// Arms a Timer `delay` from now and wakes the worker.
@@ -376,6 +379,7 @@ struct CtldCore::Impl {
   struct JournalStep {
     bool durable = true;
     std::uint64_t seq = 0;
+    bool synced_here = false; ///< records synced here: apply() checks the fence again
   };
   /// The journal records of one transition, durable before its actions
   /// run: the durable record comes before the effect.  `defer`: the

@@ -131,6 +131,7 @@ CtldCore::Impl::JournalStep CtldCore::Impl::journal_step(const JobSwitchState &o
     return js;
   auto append = [&](const std::vector<JournalRecord> &recs) {
     js.durable = journal_append(recs, defer ? &js.seq : nullptr);
+    js.synced_here = !defer && !recs.empty();
     return js;
   };
   const JobSwitchState &n = r.next;

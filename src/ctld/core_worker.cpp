@@ -227,40 +227,90 @@ CtldCore::Impl::await_setup_result(std::uint32_t job_id, std::uint64_t generatio
   return std::nullopt;
 }
 
-bool CtldCore::Impl::apply_setup_inline(const Queued &found) {
-  // mu before qmu, the order submit() (under mu) -> enqueue() takes them in.
-  std::lock_guard g(mu);
+bool CtldCore::Impl::apply_setup_inline(const Queued &found, std::chrono::milliseconds wait) {
   const std::uint32_t job_id = found.job_id;
-  auto it = jobs.find(job_id);
-  if (frozen || it == jobs.end() || it->second.generation != found.generation)
-    return false; // slurmctld is stopping (stop_children), or the job moved on
-  const Event e{.kind = EventKind::SetupResult, .outcome = &found.outcome};
-  JobSwitchState s = it->second; // as apply() will step it
-  s.setup_failures = prior_setup_failures(failures, s.job);
-  const StepResult r = step(s, e, cfg);
-  if (r.next.state != JobState::Running && r.next.state != JobState::Declined)
-    return false; // a failure: its requeue, cancel or hold is the worker's
-  for (const Action &a : r.actions)
-    if (a.kind != ActionKind::EndConfiguring && a.kind != ActionKind::Log)
-      return false;
+  std::uint64_t seq = 0;
   {
-    std::lock_guard q(qmu);
-    auto at = std::find_if(queue.begin(), queue.end(), [&](const Queued &x) {
-      return is_setup_result(x, job_id, found.generation);
-    });
-    if (at == queue.end())
-      return false;
-    queue.erase(at);
+    // mu before qmu, the order submit() (under mu) -> enqueue() takes them in.
+    std::lock_guard g(mu);
+    auto it = jobs.find(job_id);
+    if (frozen || it == jobs.end() || it->second.generation != found.generation)
+      return false; // slurmctld is stopping (stop_children), or the job moved on
+    const Event e{.kind = EventKind::SetupResult, .outcome = &found.outcome};
+    JobSwitchState s = it->second; // as apply() will step it
+    s.setup_failures = prior_setup_failures(failures, s.job);
+    const StepResult r = step(s, e, cfg);
+    if (r.next.state != JobState::Running && r.next.state != JobState::Declined)
+      return false; // a failure: its requeue, cancel or hold is the worker's
+    for (const Action &a : r.actions)
+      if (a.kind != ActionKind::EndConfiguring && a.kind != ActionKind::Log)
+        return false;
+    {
+      std::lock_guard q(qmu);
+      auto at = std::find_if(queue.begin(), queue.end(), [&](const Queued &x) {
+        return is_setup_result(x, job_id, found.generation);
+      });
+      if (at == queue.end())
+        return false;
+      queue.erase(at);
+    }
+    // Taken from the queue: from here on the step is applied, whatever
+    // happens (an exception would otherwise leave the job CONFIGURING with
+    // nobody to end it).  Issue 40 item 5: its records are only written
+    // here; the syncer makes them durable outside every lock, and the
+    // launch is released here only if that is over within `wait`.
+    try {
+      apply(job_id, e, /*defer_effects=*/true);
+    } catch (const std::exception &ex) {
+      port.log(LogLevel::Error, log_line({.job_id = job_id, .hook = "job_start"},
+                                         "applying the setup's result failed: {}", ex.what()));
+    }
+    if (!in_control)
+      return false; // found stale: the controller in control recovers the job
+    if (pending_effects.empty() || pending_effects.back().state.job.job_id != job_id ||
+        pending_effects.back().state.generation != found.generation)
+      return true; // carried out in apply(): no journal, or its write failed
+    seq = pending_effects.back().seq;
   }
-  // Taken from the queue: from here on the launch is not delayed, whatever
-  // happens (an exception would otherwise leave the job CONFIGURING with
-  // nobody to end it).
-  try {
-    apply(job_id, e);
-  } catch (const std::exception &ex) {
-    port.log(LogLevel::Error, log_line({.job_id = job_id, .hook = "job_start"},
-                                       "applying the setup's result failed: {}", ex.what()));
+  return await_inline_effects(job_id, seq, wait);
+}
+
+bool CtldCore::Impl::await_inline_effects(std::uint32_t job_id, std::uint64_t seq,
+                                          std::chrono::milliseconds w) {
+  auto mine = [&](const PendingEffects &p) { return p.seq == seq && p.state.job.job_id == job_id; };
+  PendingEffects p;
+  {
+    std::unique_lock lk(qmu);
+    if (!qcv.wait_until(lk, std::chrono::steady_clock::now() + w, [&] {
+          return std::any_of(ready_effects.begin(), ready_effects.end(), mine);
+        })) {
+      lk.unlock(); // mu before qmu, never after
+      std::lock_guard g(mu);
+      inline_skip = kInlineSkip;
+      port.log(LogLevel::Debug,
+               log_line({.job_id = job_id, .hook = "job_start"},
+                        "its journal record not synced within switch_interactive_wait={} ms: the "
+                        "launch is delayed until it is, and the next {} interactive jobs do not "
+                        "wait",
+                        w.count(), kInlineSkip));
+      return false; // the worker carries the effects out once it is synced
+    }
+    auto at = std::find_if(ready_effects.begin(), ready_effects.end(), mine);
+    if (!at->durable)
+      return false; // the sync failed: the worker's, as any such decision
+    p = std::move(*at);
+    ready_effects.erase(at);
+    ++effects_running;
   }
+  std::lock_guard g(mu);
+  struct Done {
+    std::atomic<std::size_t> &running;
+    ~Done() { --running; }
+  } done{effects_running};
+  if (!fence_ok()) // issue 40: as run_ready_effects()
+    return false;
+  execute(p.state, p.actions, std::string());
+  port.save_state();
   return true;
 }
 

@@ -32,8 +32,10 @@
 // locked (another controller's fenced takeover, an operator who removed
 // it), or when <J>.epoch is no longer the file it wrote (another
 // controller took control since).  The core checks before each batch of
-// journal records, each hook launch and the effects of each decision whose
-// records the syncer made durable (core_worker.cpp), and every 500 ms.
+// journal records, each hook launch, the effects of each decision whose
+// records the syncer made durable (core_worker.cpp) or that were synced
+// under Slurm's locks (core.cpp, apply(): an interactive job's launch
+// among them), and every 500 ms.
 //
 // What this cannot see, and the man page says: a lock lost inside the
 // kernel or on the NFS server while the file stays (a lease expired, a

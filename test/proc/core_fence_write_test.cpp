@@ -176,7 +176,10 @@ long live_on_disk(const TempDir &d) {
 /// is armed for, and the step.
 struct Case {
   const char *name;
-  const char *flow;  ///< "ok", "fail" (setup fails, requeue), "broken" (teardown fails, drain)
+  /// "ok", "fail" (setup fails, requeue), "broken" (teardown fails, drain),
+  /// "inline" (an interactive job whose launch settle_setup() decides
+  /// under Slurm's locks, switch_interactive_wait)
+  const char *flow;
   const char *batch; ///< "setup", "launch", "requeue", "teardown", "forget", "drain"
   At at;
 };
@@ -201,6 +204,7 @@ struct Rig {
     g_loss = &loss;
     CoreOptions oa = options(d, true);
     oa.journal_io = {.write = lossy_write, .fdatasync = lossy_fdatasync, .fsync = lossy_fsync};
+    oa.config.interactive_wait_ms = 60000; // the "inline" flow: a loaded machine
     a = std::make_unique<CtldCore>(std::move(oa), pa);
     b = std::make_unique<CtldCore>(options(d, false), sb);
     epoch_a = a->epoch();
@@ -258,6 +262,14 @@ void run_flow(Rig &r, const Case &c) {
     r.loss.at(At::HookRunning);
   r.arm(c, flow == "fail" ? "requeue" : "launch");
   r.open(".start");
+  if (flow == "inline") {
+    // The launch's records are written and synced inside settle_setup():
+    // it releases the launch (true) only while A is still in control.
+    r.sa.lock();
+    const bool settled = r.a->settle_setup(kJob);
+    r.sa.unlock();
+    EXPECT_EQ(settled, !r.loss.has_fired()) << r.sa.all_logs();
+  }
   ASSERT_TRUE(eventually([&] {
     return r.sa.did(flow == "fail" ? "requeue 8" : "end_configuring 8") || r.a_stale();
   })) << r.sa.all_logs();
@@ -371,6 +383,9 @@ const Case kCases[] = {
     {"drain_in_fdatasync", "broken", "drain", At::Fdatasync},
     {"drain_after_fdatasync", "broken", "drain", At::Synced},
     {"drain_at_drain", "broken", "drain", At::Action},
+    {"inline_launch_in_write", "inline", "launch", At::Write},
+    {"inline_launch_in_fdatasync", "inline", "launch", At::Fdatasync},
+    {"inline_launch_after_fdatasync", "inline", "launch", At::Synced},
 };
 
 INSTANTIATE_TEST_SUITE_P(EachStep, LockLostDuringWrite, ::testing::ValuesIn(kCases),
