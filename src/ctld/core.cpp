@@ -362,14 +362,14 @@ CtldConfig CtldCore::config() const {
 }
 
 std::size_t CtldCore::drain_events() {
-  impl_->port.lock();
+  impl_->lock_port();
   std::size_t n = impl_->run_ready_effects() + impl_->apply_queued();
   impl_->port.unlock();
   return n;
 }
 
 void CtldCore::retry_now() {
-  impl_->port.lock();
+  impl_->lock_port();
   impl_->fire_retries();
   impl_->port.unlock();
 }

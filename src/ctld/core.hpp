@@ -68,6 +68,11 @@ public:
   }
   /// One log line (already prefixed "switch/lua: ").  Thread-safe.
   virtual void log(LogLevel level, const std::string &line) = 0;
+  /// Asked with the locks of lock() held: slurmctld has begun to stop (or
+  /// to re-exec for a reconfigure) and its job and node functions may no
+  /// longer be called (Slurm 25.05 and later close the accounting storage
+  /// before switch_p_save).  True freezes the core as stop_children() does.
+  virtual bool stopping() { return false; }
 };
 
 struct CoreOptions {

@@ -234,9 +234,10 @@ struct CtldCore::Impl {
   std::map<std::uint64_t, std::size_t> results_calls;
   std::vector<std::string> results_unlink;
   CtldConfig cfg;
-  /// Set by stop_children() (switch_p_save before a restart or reconfigure):
-  /// outcomes of the calls it killed are dropped, not applied, so the saved
-  /// state still says what was outstanding and the next slurmctld re-runs it.
+  /// Set by stop_children() (switch_p_save before a restart or reconfigure),
+  /// or by lock_port() once port.stopping(): outcomes are dropped, not
+  /// applied, so the saved state still says what was outstanding and the
+  /// next slurmctld re-runs it.
   bool frozen = false;
   std::unique_ptr<Journal> journal;
   /// The control fence (issue 40): the journal's lock and this control
@@ -334,6 +335,9 @@ struct CtldCore::Impl {
   bool await_inline_effects(std::uint32_t job_id, std::uint64_t seq, std::chrono::milliseconds w);
 
   void fire_retries();
+  /// port.lock(), then frozen = true (logged once) if port.stopping().
+  void lock_port();
+  bool effects_parked = false; ///< (qmu) frozen: ready_effects wait for a tick
   /// Arms a Timer `delay` from now and wakes the worker.
   void arm_timer(std::chrono::milliseconds delay, Timer t);
   /// Fires the due timers; slurmctld's locks held.

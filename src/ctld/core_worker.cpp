@@ -34,7 +34,7 @@ void CtldCore::Impl::run_worker() {
     auto wake = std::min(next_fence,
                          timers.empty() ? next_tick : std::min(next_tick, timers.begin()->first));
     qcv.wait_until(lk, wake, [&] {
-      return stopping || !queue.empty() || !ready_effects.empty() ||
+      return stopping || !queue.empty() || (!ready_effects.empty() && !effects_parked) ||
              (!timers.empty() && timers.begin()->first < wake); // an earlier timer
     });
     if (stopping)
@@ -43,6 +43,8 @@ void CtldCore::Impl::run_worker() {
       next_fence = fence_tick(lk);
     const auto now = SteadyClock::now();
     bool tick = now >= next_tick;
+    if (tick)
+      effects_parked = false; // tried again once a tick: frozen only while slurmctld stops
     std::vector<Timer> due;
     while (!timers.empty() && timers.begin()->first <= now) {
       due.push_back(timers.begin()->second);
@@ -58,7 +60,7 @@ void CtldCore::Impl::run_worker() {
     // 300 ms a step in a 1,000-job burst); and Slurm's locks are given up
     // after kWorkerBatch steps or kWorkerHold, so Slurm's own threads
     // (job_complete, squeue, the scheduler) get them between two batches.
-    port.lock();
+    lock_port();
     auto hold_start = SteadyClock::now();
     std::size_t in_hold = 0;
     for (;;) {
@@ -68,7 +70,7 @@ void CtldCore::Impl::run_worker() {
       in_hold += n;
       if (in_hold >= kWorkerBatch || SteadyClock::now() - hold_start >= kWorkerHold) {
         port.unlock();
-        port.lock();
+        lock_port();
         hold_start = SteadyClock::now();
         in_hold = 0;
       }
@@ -129,17 +131,18 @@ std::size_t CtldCore::Impl::apply_queued(std::size_t most, bool defer_effects) {
 std::size_t CtldCore::Impl::run_ready_effects(std::size_t most) {
   std::size_t n = 0;
   while (n < most) {
+    std::lock_guard g(mu); // mu before qmu
     PendingEffects p;
     {
       std::lock_guard q(qmu);
-      if (ready_effects.empty())
+      effects_parked = frozen; // slurmctld stops: kept for a failed reconfigure's resume
+      if (ready_effects.empty() || frozen)
         break;
       p = std::move(ready_effects.front());
       ready_effects.pop_front();
       ++effects_running;
     }
     ++n;
-    std::lock_guard g(mu);
     struct Done { // at the end of this body, under mu
       std::atomic<std::size_t> &running;
       ~Done() { --running; }
@@ -187,7 +190,7 @@ std::size_t CtldCore::Impl::run_ready_effects(std::size_t most) {
 }
 
 void CtldCore::Impl::flush_effects() {
-  port.lock();
+  lock_port();
   {
     std::lock_guard g(mu);
     if (journal && !pending_effects.empty())
@@ -316,7 +319,7 @@ bool CtldCore::Impl::await_inline_effects(std::uint32_t job_id, std::uint64_t se
 
 void CtldCore::Impl::fire_retries() {
   std::lock_guard g(mu);
-  if (!fence_ok())
+  if (frozen || !fence_ok())
     return;
   if (journal && !journal->failure().empty()) {
     journal->retry(); // recovers without waiting for the next record
@@ -329,6 +332,20 @@ void CtldCore::Impl::fire_retries() {
   due.swap(retry_wait);
   for (std::uint32_t id : due)
     apply(id, Event{.kind = EventKind::RetryTick});
+}
+
+void CtldCore::Impl::lock_port() {
+  port.lock();
+  if (!port.stopping())
+    return;
+  std::lock_guard g(mu);
+  if (frozen)
+    return;
+  frozen = true;
+  port.log(LogLevel::Info,
+           log_line({}, "slurmctld is stopping: no call's result and no decided action is "
+                        "carried out from now on; the next slurmctld (or this one, after a "
+                        "failed reconfigure) recovers them"));
 }
 
 void CtldCore::Impl::arm_timer(std::chrono::milliseconds delay, Timer t) {

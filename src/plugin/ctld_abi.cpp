@@ -82,6 +82,7 @@ public:
   bool job_may_run_on_nodes(std::uint32_t id, const std::string &nodes) override {
     return ops_.job_may_run && ops_.job_may_run(id, nodes.c_str());
   }
+  bool stopping() override { return ops_.stopping && ops_.stopping(); }
   void log(LogLevel l, const std::string &line) override {
     ops_.log(static_cast<int>(l), log_escape(line).c_str());
   }
@@ -161,8 +162,7 @@ void CPort::forget(std::uint32_t id) {
                                 ": jobinfo released (its teardown is over)"));
 }
 
-/// p as a handle if it is a live one of ours, else nullptr; never reads *p
-/// otherwise.
+/// p as a handle if it is a live one of ours, else nullptr (*p unread).
 Handle *handle_of(void *p) {
   auto *h = static_cast<Handle *>(p);
   if (!h)

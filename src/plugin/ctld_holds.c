@@ -244,7 +244,12 @@ static void *_svc_main(void *arg)
 
 	slurm_mutex_lock(&svc_mutex);
 	while (!svc_stop) {
-		if (epilog_queue_cnt) {
+		/* Once slurmctld stops (25.05 and later), the releases wait:
+		 * they would call into its accounting storage, closed from then
+		 * on; they run after a failed reconfigure's resume, else never. */
+		bool stopping = ctld_slurmctld_stopping();
+
+		if (epilog_queue_cnt && !stopping) {
 			jobs = epilog_queue;
 			cnt = epilog_queue_cnt;
 			epilog_queue = NULL;
@@ -263,7 +268,8 @@ static void *_svc_main(void *arg)
 		if (sl_mono_timedwait(&svc_cond, &svc_mutex, &deadline) ==
 		    ETIMEDOUT) {
 			slurm_mutex_unlock(&svc_mutex);
-			_reassert_holds();
+			if (!stopping)
+				_reassert_holds();
 			sl_mono_deadline(&deadline, REASSERT_PERIOD_SEC);
 			slurm_mutex_lock(&svc_mutex);
 		}

@@ -30,6 +30,7 @@ extern list_t *job_list __attribute__((weak));
 extern bitstr_t *idle_node_bitmap __attribute__((weak));
 extern bitstr_t *cg_node_bitmap __attribute__((weak));
 extern time_t last_node_update __attribute__((weak));
+extern slurmctld_config_t slurmctld_config __attribute__((weak));
 
 #pragma GCC visibility push(hidden)
 
@@ -56,6 +57,9 @@ extern void ctld_op_drain(const char *nodes, const char *reason);
 extern void ctld_op_forget(uint32_t job_id);
 extern void ctld_op_save_state(void);
 extern bool ctld_op_job_may_run(uint32_t job_id, const char *nodes);
+/* slurm_ctld.c: slurmctld has begun to stop or re-exec (shutdown_time
+ * set): no job or node function of Slurm may be called any more. */
+extern bool ctld_slurmctld_stopping(void);
 /* When this slurmctld last took control (switch_p_restore): wall clock, and
  * monotonic for the lost-start guard's bound (ctld_op_job_may_run), which a
  * step of the wall clock must not shorten. */

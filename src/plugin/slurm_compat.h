@@ -55,6 +55,12 @@
  *   slurm_load_job() of one    (resp, job_id,   =                (resp, slurm_
  *   job (slurm_stepd.c)        show_flags)                       step_id_t, show_
  *                                                                flags)
+ *   accounting storage closed  no (after         when it begins   =
+ *   while slurmctld stops      switch_p_save)   to stop, before
+ *   (_ACCT_CLOSED_AT_STOP;                      switch_p_save:
+ *   slurm_ctld.c: stopping)                     no job or node
+ *                                               change after
+ *                                               shutdown_time
  *   a job's failed nodes at    node_bitmap      =                =
  *   switch_p_job_complete      (all its nodes),
  *   (issue 20; slurm_ctld.c    IS_NODE_DOWN/
@@ -64,9 +70,10 @@
  *                              nodes (a --no-kill
  *                              job's, minus the
  *                              excised ones)
- * 25.05 (read from the tag slurm-25-05-8-1; built here, not run live) is
- * 24.11 in every row but one: its switch ABI (21 symbols) adds
- * switch_p_free_jobinfo(job_ptr), as 25.11's jobinfo_free.
+ * 25.05 (read from the tag slurm-25-05-8-1; run live on 25.05.8) is 24.11
+ * in every row but two: its switch ABI (21 symbols) adds
+ * switch_p_free_jobinfo(job_ptr), as 25.11's jobinfo_free; and it closes
+ * the accounting storage when slurmctld begins to stop, as 25.11 does.
  *
  * Include after Slurm's headers (it names their types).  Nothing here is
  * exported.
@@ -128,6 +135,12 @@
  * first stepinfo_build in a slurmstepd and leaves it at extern_step_fini. */
 #define SLURM_COMPAT_SWITCH_STEPMGR_BY_BUILD                                   \
 	(SLURM_COMPAT_SINCE(25, 11) && !SLURM_COMPAT_SINCE(26, 5))
+
+/* 25.05: slurmctld closes its accounting storage as soon as it begins to
+ * stop (shutdown_time set), before switch_p_save; a requeue, cancel, drain
+ * or job release from then on calls into it (a NULL function: e2e t0911,
+ * a backup handing control back).  24.11 closes it after switch_p_save. */
+#define SLURM_COMPAT_ACCT_CLOSED_AT_STOP SLURM_COMPAT_SINCE(25, 5)
 
 /* ---- the Slurm internals the other glue files call -------------------- */
 

@@ -86,6 +86,17 @@ static void _op_unlock(void)
 	unlock_slurmctld(ctld_job_node_write_lock);
 }
 
+/* Slurm 25.05 and later close the accounting storage as soon as slurmctld
+ * begins to stop (shutdown_time set: SIGTERM, a takeover or hand-back, a
+ * reconfigure), before switch_p_save: a requeue, a cancel, a drain or a
+ * job's end from then on would call into it (slurm_compat.h).  24.11 keeps
+ * it until after switch_p_save, which flushes the decided actions. */
+extern bool ctld_slurmctld_stopping(void)
+{
+	return SLURM_COMPAT_ACCT_CLOSED_AT_STOP &&
+	       (slurmctld_config.shutdown_time != 0);
+}
+
 static const slc_ctld_ops_t ctld_ops = {
 	.lock = _op_lock,
 	.unlock = _op_unlock,
@@ -100,6 +111,7 @@ static const slc_ctld_ops_t ctld_ops = {
 	.save_state = ctld_op_save_state,
 	.log = switchlua_log_line,
 	.job_may_run = ctld_op_job_may_run,
+	.stopping = ctld_slurmctld_stopping,
 };
 
 time_t ctld_control_time = 0;

@@ -139,6 +139,11 @@ typedef struct slc_ctld_ops {
 	 * instance of job_id that slurmctld no longer knows it launched.  NULL:
 	 * never (such an attempt is torn down at once). */
 	bool (*job_may_run)(uint32_t job_id, const char *nodes);
+	/* With lock() held: slurmctld has begun to stop or re-exec (its
+	 * shutdown_time is set) and no action may call into it any more
+	 * (Slurm 25.05 and later); the core then applies nothing until
+	 * switch_p_restore.  NULL: never. */
+	bool (*stopping)(void);
 } slc_ctld_ops_t;
 
 /* SlurmUser's uid (slurm_conf.slurm_user_id), from init() in every process

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
-# e2e-tiers: core=24.11,26.05 full=25.11
+# e2e-tiers: core=24.11,26.05 full=25.05,25.11
 #
 # t0201-job-start: slurm_switch_job_start in slurmctld, driven by the
 # directives of the contract script (a copy with ALLOW_DIRECTIVES = true):

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
-# e2e-tiers: core=24.11,26.05 full=25.11
+# e2e-tiers: core=24.11,26.05 full=25.05,25.11
 #
 # t0401-restart: slurmctld killed with SIGKILL while a job_start or a held
 # job_complete runs.  The restarted controller re-runs the call it lost:

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
-# e2e-tiers: core= full=24.11,26.05
+# e2e-tiers: core= full=24.11,25.05,26.05
 #
 # t0911-takeover: two controllers (scripts/cluster config --backup) sharing
 # one StateSaveLocation (switch_lua.conf(5), HIGH AVAILABILITY; issue 24),

@@ -1,32 +1,40 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
-# e2e-tiers: core= full=25.11
+# e2e-tiers: core= full=25.05,25.11
 #
 # t1401-upgrade: a Slurm upgrade with jobs in flight (issue 18), as a site
-# does it: the cluster runs Debian's Slurm 24.11.5 with the packaged plugin;
-# with a running job, a teardown held in COMPLETING (job_complete returning
-# slurm.EAGAIN), a setup still running and a requeued job, slurmctld and
-# the slurmd are stopped and Slurm 25.11.7 (SWITCHLUA_UPGRADE_TO), with the
-# plugin built for it, is started on the same StateSaveLocation (scripts/
-# cluster upgrade).  Every job then ends as the contract says: each setup
-# that returned ran once, each allocation is released once with its own
-# jobinfo (the jobinfo the 24.11 plugin packed, read by the 25.11 one), the
-# setup the stop killed is torn down with nil before it runs again (the
-# restart rules of switch.lua(5)), the journal the 24.11 plugin wrote is
-# read, not set aside, and no node is drained.  The fixture is
-# test/e2e/lua/upgrade.lua (a ledger of allocations).
+# does it: the cluster runs the old Slurm with the plugin built for it
+# (SWITCHLUA_UPGRADE_FROM: default Debian's 24.11.5 with the packaged
+# plugin; or X.Y.Z, a Slurm of `scripts/testbed slurm-install X.Y.Z` with
+# the plugin at /opt/switch-lua-X.Y.Z); with a running job, a teardown
+# held in COMPLETING (job_complete returning slurm.EAGAIN), a setup still
+# running and a requeued job, slurmctld and the slurmd are stopped and the
+# new Slurm (SWITCHLUA_UPGRADE_TO, default 25.11.7), with the plugin built
+# for it, is started on the same StateSaveLocation (scripts/cluster
+# upgrade).  Every job then ends as the contract says: each setup that
+# returned ran once, each allocation is released once with its own jobinfo
+# (the jobinfo the old plugin packed, read by the new one), the setup the
+# stop killed is torn down with nil before it runs again (the restart rules
+# of switch.lua(5)), the journal the old plugin wrote is read, not set
+# aside, and no node is drained.  The fixture is test/e2e/lua/upgrade.lua
+# (a ledger of allocations).
 #
 # AuthInfo=cred_expire=5 makes Slurm's requeue delay (the credential
-# lifetime) 5 s instead of 120.  Needs `scripts/testbed slurm-install 25.11.7` and `scripts/testbed
-# plugin-install 25.11.7`; skipped with that command otherwise, skipped
-# unless SWITCHLUA_SLURM=25.11.7 (a run for 25.11.7, after its plugin-install:
-# scripts/test's e2e-25.11 section), and skipped when the cluster does not
-# start on Debian's Slurm.
+# lifetime) 5 s instead of 120.  Needs `scripts/testbed slurm-install TO`
+# and `scripts/testbed plugin-install TO` (and the same for FROM when it is
+# not Debian's); skipped with that command otherwise, skipped unless
+# SWITCHLUA_SLURM is TO or FROM (a run for that Slurm, after its
+# plugin-install: scripts/test's e2e-25.11 section runs 24.11.5 -> 25.11.7,
+# its e2e-25.05 section 25.05.8 -> 26.05.3), and skipped when the cluster
+# does not start on the FROM Slurm.
 
 # e2e-timeout: 300
-# e2e-config: --slurm debian --switch-type switch/lua --script test/e2e/lua/upgrade.lua --slurmctld-params switch_timeout=120,switch_retries=100 --extra AuthInfo=cred_expire=5
+# e2e-config: --slurm "${SWITCHLUA_UPGRADE_FROM:-debian}" --switch-type switch/lua --script test/e2e/lua/upgrade.lua --slurmctld-params switch_timeout=120,switch_retries=100 --extra AuthInfo=cred_expire=5
 
+T1401_FROM=${SWITCHLUA_UPGRADE_FROM:-debian}
 T1401_TO=${SWITCHLUA_UPGRADE_TO:-25.11.7}
+# The from side as the title names it: Debian's is 24.11.5.
+T1401_FROM_V=${T1401_FROM/#debian/24.11.5}
 
 # ledger_count TAG RE: lines of TAG's ledger matching RE.
 ledger_count() { grep -c -E "$2" "$E2E_ROOT/tmp/switch-lua-e2e.$1.ledger" 2>/dev/null || true; }
@@ -38,18 +46,25 @@ ledger_balanced() {
 	[ "$(ledger_count "$1" "^FREE a=[0-9-]+ job=$2 ")" = "$(ledger_count "$1" "^ALLOC a=[0-9-]+ job=$2 ")" ]
 }
 
-e2e_test "switch/lua: upgrade 24.11.5 -> ${T1401_TO} with a running job, a held teardown, a running setup and a requeued job: each setup that returned runs once, each allocation is released once with its own jobinfo, the killed setup is undone with nil, the 24.11 journal is read, nothing drained" t_upgrade
+e2e_test "switch/lua: upgrade ${T1401_FROM_V} -> ${T1401_TO} with a running job, a held teardown, a running setup and a requeued job: each setup that returned runs once, each allocation is released once with its own jobinfo, the killed setup is undone with nil, the ${T1401_FROM_V%.*} journal is read, nothing drained" t_upgrade
 t_upgrade() {
-	[ "$(cluster_slurm)" = debian ] || skip "the upgrade starts on Debian's Slurm 24.11.5, this cluster runs $(cluster_slurm)"
-	# Only in a run for that Slurm: the plugin at /opt/switch-lua-X.Y.Z is
-	# built from this checkout by the plugin-install before such a run
-	# (scripts/test's e2e-25.11), and may be any older build in another.
-	[ "${SWITCHLUA_SLURM:-}" = "$T1401_TO" ] ||
+	local from_name="Slurm $T1401_FROM"
+	[ "$T1401_FROM" != debian ] || from_name="Debian's Slurm 24.11.5"
+	[ "$(cluster_slurm)" = "$T1401_FROM" ] || skip "the upgrade starts on $from_name, this cluster runs $(cluster_slurm)"
+	# Only in a run for one of its two Slurm: the plugins at
+	# /opt/switch-lua-X.Y.Z are built from this checkout by the
+	# plugin-install (or scripts/deb --slurm) before such a run (scripts/
+	# test's e2e-25.11 and e2e-25.05), and may be any older build in another.
+	[ "${SWITCHLUA_SLURM:-}" = "$T1401_TO" ] || [ "${SWITCHLUA_SLURM:-}" = "$T1401_FROM" ] ||
 		skip "runs with SWITCHLUA_SLURM=$T1401_TO, after scripts/testbed plugin-install $T1401_TO (scripts/test's e2e-25.11 section)"
-	[ -x "$E2E_ROOT/opt/slurm-$T1401_TO/sbin/slurmctld" ] ||
-		skip "Slurm $T1401_TO is not installed in the testbed: run scripts/testbed slurm-install $T1401_TO"
-	[ -e "$E2E_ROOT/opt/switch-lua-$T1401_TO/lib/slurm/switch_lua.so" ] ||
-		skip "switch/lua for Slurm $T1401_TO is not installed in the testbed: run scripts/testbed plugin-install $T1401_TO"
+	local v
+	for v in "$T1401_TO" "$T1401_FROM"; do
+		[ "$v" != debian ] || continue
+		[ -x "$E2E_ROOT/opt/slurm-$v/sbin/slurmctld" ] ||
+			skip "Slurm $v is not installed in the testbed: run scripts/testbed slurm-install $v"
+		[ -e "$E2E_ROOT/opt/switch-lua-$v/lib/slurm/switch_lua.so" ] ||
+			skip "switch/lua for Slurm $v is not installed in the testbed: run scripts/testbed plugin-install $v"
+	done
 	local tag go j_req j_run j_held j_slow j before after
 	tag=$(e2e_uniq)
 	go=/tmp/switch-lua-e2e.$tag.go
@@ -121,9 +136,9 @@ t_upgrade() {
 	assert_eq 0 "$(ledger_count "$tag" "^NIL job=($j_run|$j_held|$j_req) ")" "nil teardowns of the jobs whose setup returned"
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$j_run job_start started")" "job_start calls of JobId=$j_run"
 	assert_eq 1 "$(ctld_count "switch/lua: JobId=$j_held job_start started")" "job_start calls of JobId=$j_held"
-	# The journal and the job state the 24.11 plugin wrote were read.
+	# The journal and the job state the old plugin wrote were read.
 	if ctld_grep "switch/lua: .*(journal.*(set aside|CORRUPT|cannot be read|unreadable)|cannot unpack|cannot decode)" >&2; then
-		fail "the 25.11 plugin did not read what the 24.11 one wrote"
+		fail "the $T1401_TO plugin did not read what the $T1401_FROM_V one wrote"
 	fi
 	local n
 	for n in $(node_names); do

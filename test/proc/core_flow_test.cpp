@@ -91,6 +91,27 @@ TEST(CoreFlow, DeclinedSetupIsForgottenAndItsEndRunsNoTeardown) {
   EXPECT_FALSE(slurm.did("hold 3"));
 }
 
+// From the moment slurmctld begins to stop (Slurm 25.05 and later close the
+// accounting storage then, before switch_p_save), a call's result is not
+// applied: the teardown that ends now releases nothing (a release would call
+// into Slurm) and stays outstanding for the next slurmctld (e2e t0911 on
+// 25.05.8: the backup handing control back crashed in that release).
+TEST(CoreFlow, NoResultIsAppliedOnceSlurmctldStops) {
+  FakeSlurm slurm;
+  CtldCore core(options(), slurm);
+  ASSERT_TRUE(core.job_start(job(9, "slowend"), true));
+  ASSERT_TRUE(settle(core, [&] { return in_state(core, 9, JobState::Running); }));
+  core.job_complete(9); // its job_complete takes 0.3 s
+  ASSERT_TRUE(settle(core, [&] { return slurm.did("hold 9") && core.calls_in_flight() == 1; }))
+      << slurm.all_logs();
+  slurm.is_stopping = true;
+  ASSERT_TRUE(settle(core, [&] { return slurm.logged("TeardownResult not applied"); }))
+      << slurm.all_logs();
+  EXPECT_EQ(slurm.count_logged("slurmctld is stopping: no call's result"), 1) << slurm.all_logs();
+  EXPECT_FALSE(slurm.did("release 9")) << slurm.all_logs();
+  EXPECT_TRUE(in_state(core, 9, JobState::TeardownRunning)) << slurm.all_logs();
+}
+
 TEST(CoreFlow, FailedSetupRequeuesABatchJobThatMayBeRequeued) {
   FakeSlurm slurm;
   CtldCore core(options(), slurm);

@@ -59,6 +59,9 @@ public:
   bool job_may_run_on_nodes(std::uint32_t, const std::string &) override {
     return nodes_may_run.load();
   }
+  /// What stopping() answers: slurmctld has begun to stop (default false).
+  std::atomic<bool> is_stopping{false};
+  bool stopping() override { return is_stopping.load(); }
   void log(LogLevel l, const std::string &line) override {
     std::lock_guard g(mu);
     logs.push_back(line);
