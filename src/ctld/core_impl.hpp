@@ -185,12 +185,10 @@ struct CtldCore::Impl {
   };
   std::deque<PendingCall> pending_calls;
   /// A step's actions held back until its journal records are durable
-  /// (issue 22): an outcome the worker applies under Slurm's locks has its
-  /// records only written there; the syncer's fdatasync, outside every
-  /// lock, makes them durable (one sync for all written meanwhile), then
-  /// the worker carries the actions out, in order, in its next hold of
-  /// Slurm's locks.  So the worker's hold is the state machine's step, not
-  /// a disk write, and the record still comes before the effect.
+  /// (issue 22): written under Slurm's locks, synced by the syncer outside
+  /// them (one fdatasync for all written meanwhile), carried out in order in
+  /// the worker's next hold: the record comes before the effect, no hold
+  /// waits for the disk.
   struct PendingEffects {
     std::uint64_t seq = 0;       ///< Journal::write()'s, as PendingCall's
     JobSwitchState state;        ///< the step's next state, as execute() takes it
@@ -202,8 +200,7 @@ struct CtldCore::Impl {
   /// Durable (or failed): the worker's to carry out (under qmu).
   std::deque<PendingEffects> ready_effects;
   /// Taken from ready_effects (under qmu) and not yet carried out (mu):
-  /// counted by decisions_pending(), so a caller never sees 0 while the
-  /// worker holds one between the two locks.
+  /// counted by decisions_pending(), never 0 while one is between them.
   std::atomic<std::size_t> effects_running{0};
   std::mutex smu; ///< guards sync_wanted, sync_stop
   std::condition_variable scv;
@@ -333,7 +330,6 @@ struct CtldCore::Impl {
   bool apply_setup_inline(const Queued &found, std::chrono::milliseconds wait);
   /// Its wait for write `seq` of `job_id`, then the effects (no lock held).
   bool await_inline_effects(std::uint32_t job_id, std::uint64_t seq, std::chrono::milliseconds w);
-
   void fire_retries();
   /// port.lock(), then frozen = true (logged once) if port.stopping().
   void lock_port();
