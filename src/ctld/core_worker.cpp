@@ -281,35 +281,35 @@ bool CtldCore::Impl::apply_setup_inline(const Queued &found, std::chrono::millis
 bool CtldCore::Impl::await_inline_effects(std::uint32_t job_id, std::uint64_t seq,
                                           std::chrono::milliseconds w) {
   auto mine = [&](const PendingEffects &p) { return p.seq == seq && p.state.job.job_id == job_id; };
-  PendingEffects p;
+  bool synced;
   {
     std::unique_lock lk(qmu);
-    if (!qcv.wait_until(lk, std::chrono::steady_clock::now() + w, [&] {
-          return std::any_of(ready_effects.begin(), ready_effects.end(), mine);
-        })) {
-      lk.unlock(); // mu before qmu, never after
-      std::lock_guard g(mu);
-      inline_skip = kInlineSkip;
-      port.log(LogLevel::Debug,
-               log_line({.job_id = job_id, .hook = "job_start"},
-                        "its journal record not synced within switch_interactive_wait={} ms: the "
-                        "launch is delayed until it is, and the next {} interactive jobs do not "
-                        "wait",
-                        w.count(), kInlineSkip));
-      return false; // the worker carries the effects out once it is synced
-    }
+    synced = qcv.wait_until(lk, std::chrono::steady_clock::now() + w, [&] {
+      return std::any_of(ready_effects.begin(), ready_effects.end(), mine);
+    });
+  }
+  std::lock_guard g(mu); // mu before qmu, never after
+  if (!synced) {
+    inline_skip = kInlineSkip;
+    port.log(LogLevel::Debug,
+             log_line({.job_id = job_id, .hook = "job_start"},
+                      "its journal record not synced within switch_interactive_wait={} ms: the "
+                      "launch is delayed until it is, and the next {} interactive jobs do not "
+                      "wait",
+                      w.count(), kInlineSkip));
+    return false; // the worker carries the effects out once it is synced
+  }
+  PendingEffects p;
+  {
+    std::lock_guard q(qmu);
     auto at = std::find_if(ready_effects.begin(), ready_effects.end(), mine);
-    if (!at->durable)
-      return false; // the sync failed: the worker's, as any such decision
+    // A failed sync, or slurmctld stopping meanwhile: the worker's, as any
+    // such decision (run_ready_effects() keeps them while frozen).
+    if (at == ready_effects.end() || !at->durable || frozen)
+      return false;
     p = std::move(*at);
     ready_effects.erase(at);
-    ++effects_running;
   }
-  std::lock_guard g(mu);
-  struct Done {
-    std::atomic<std::size_t> &running;
-    ~Done() { --running; }
-  } done{effects_running};
   if (!fence_ok()) // issue 40: as run_ready_effects()
     return false;
   execute(p.state, p.actions, std::string());
