@@ -21,6 +21,7 @@
 #include "supervisor/client.hpp"
 
 #include "supervisor/channel.hpp"
+#include "supervisor/proc_scan.hpp"
 #include "supervisor/protocol.hpp"
 #include "supervisor/spawn.hpp"
 
@@ -33,11 +34,10 @@
 
 #include <atomic>
 #include <csignal>
-#include <fcntl.h>
 #include <future>
 #include <map>
 #include <mutex>
-#include <string_view>
+#include <optional>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -72,23 +72,6 @@ std::string status_text(int status) {
     return fmt::format("killed by signal {} (SIG{})", WTERMSIG(status), abbrev ? abbrev : "?");
   }
   return fmt::format("exited with status {}", WEXITSTATUS(status));
-}
-
-/// The state letter of `pid` (R, S, D, T, Z, ...) from /proc/PID/stat, '?'
-/// when it cannot be read.  The letter follows the last ')': the command
-/// name before it may itself hold spaces or parentheses.
-char process_state(pid_t pid) {
-  char buf[512];
-  const int fd = ::open(fmt::format("/proc/{}/stat", pid).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return '?';
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0)
-    return '?';
-  const std::string_view line(buf, static_cast<std::size_t>(n));
-  const auto paren = line.rfind(')');
-  return paren == std::string_view::npos || paren + 2 >= line.size() ? '?' : line[paren + 2];
 }
 
 Outcome abandoned(std::string message) {
@@ -215,7 +198,8 @@ void SupervisorClient::Impl::on_watchdog() {
     const pid_t p = pid.load();
     // Runnable: waiting for a CPU on a starved host, or spinning.  Only the
     // longer bound tells the two apart (kWatchdogRunnableBound).
-    const bool runnable = p > 0 && process_state(p) == 'R';
+    const std::optional<ProcEntry> entry = p > 0 ? read_proc_entry(p) : std::nullopt;
+    const bool runnable = entry && entry->state == 'R';
     const auto runnable_bound = opts.watchdog_runnable_bound;
     if (!watchdog_kills(runnable ? 'R' : '?', now - last_heard, runnable_bound))
       return arm_watchdog();
