@@ -313,8 +313,8 @@ struct CtldCore::Impl {
   std::size_t run_ready_effects(std::size_t most = SIZE_MAX);
   /// release_control() (no Slurm lock held by the caller): every pending
   /// or ready effect synced (fdatasync under mu) and carried out under
-  /// Slurm's locks, so what this controller decided is done before it
-  /// gives up control.
+  /// Slurm's locks, then frozen before they are let go: what this
+  /// controller decided is done before it gives up control, nothing after.
   void flush_effects();
   /// settle_setup(): whether `q` is the SetupResult of run `generation`.
   static bool is_setup_result(const Queued &q, std::uint32_t job_id, std::uint64_t generation);

@@ -198,6 +198,17 @@ void CtldCore::Impl::flush_effects() {
     ready_pending_effects();
   }
   run_ready_effects();
+  {
+    // Nothing is decided from here on: an outcome the worker would apply
+    // between this hold of Slurm's locks and stop_children() would write
+    // its records (a teardown's "forgotten") and leave its effects (the
+    // drain) to a sync that stop_children() then drops: the next slurmctld
+    // would read the attempt as over and never drain.  Dropped instead, the
+    // call runs again there (switch.lua(5): a teardown killed from outside
+    // is retried).
+    std::lock_guard g(mu);
+    frozen = true;
+  }
   port.unlock();
 }
 

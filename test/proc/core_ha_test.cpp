@@ -780,6 +780,58 @@ TEST(CoreHa, ACallInFlightAtTheHandOverIsKilledAndRunAgainByTheNewController) {
   EXPECT_FALSE(sb.logged("R_ORPHAN")) << "carried by the job: no orphan";
 }
 
+// A planned stop on 24.11 (switch_p_save: release_control): a teardown
+// that fails past its last hold of Slurm's locks, before its children are
+// stopped, is not applied there (its "forgotten" record written and its
+// drain dropped with the stop: the next controller would read the attempt
+// as over and never drain); it runs again on the next controller, which
+// drains.  The failure is let through right after that last unlock.
+TEST(CoreHa, ATeardownThatFailsWhileControlIsGivenUpIsDrainedByTheNextController) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  CoreOptions oa = options(d, true), ob = options(d, false);
+  oa.script = ob.script = test::fixture("fence_write");
+  CtldCore a(oa, sa);
+  CtldCore b(ob, sb);
+  const std::string gate = (d.dir / "gate").string();
+  std::ofstream(gate + ".start") << "go\n";
+  JobArgs broken = job(7);
+  broken.name = "broken"; // job_complete returns -1 once <gate>.end exists
+  broken.network = gate;
+  ASSERT_TRUE(a.job_start(broken, true));
+  ASSERT_TRUE(settle(a, [&] { return a.state_of(7)->state == JobState::Running; }))
+      << sa.all_logs();
+  a.job_complete(7);
+  ASSERT_TRUE(
+      test::eventually([&] { return sa.logged("teardown job_id=7 "); }, std::chrono::seconds(60)))
+      << sa.all_logs();
+  const JobSwitchState at_save = *a.state_of(7); // TeardownRunning
+  sa.after_next_unlock_here([&] {
+    std::ofstream(gate + ".end") << "go\n";
+    // The teardown's outcome reaches the worker: applied or dropped.
+    EXPECT_TRUE(
+        test::eventually([&] { return !a.state_of(7) || sa.logged("TeardownResult not applied"); },
+                         std::chrono::seconds(60)))
+        << sa.all_logs();
+  });
+  a.release_control();
+  EXPECT_TRUE(sa.logged("JobId=7 TeardownResult not applied: slurmctld is stopping"))
+      << sa.all_logs();
+  auto saved = decode_job_state(encode_job_state(&at_save));
+  ASSERT_TRUE(saved && saved->has_value());
+  ASSERT_TRUE(b.take_control(false));
+  b.adopt(**saved);
+  b.recover_job(7, false);
+  b.reconcile_journal();
+  ASSERT_TRUE(settle(b, [&] { return !b.state_of(7); })) << sb.all_logs();
+  const auto drains = [](FakeSlurm &s) {
+    const auto acts = s.all_actions();
+    return std::count_if(acts.begin(), acts.end(),
+                         [](const std::string &x) { return x.rfind("drain node1:", 0) == 0; });
+  };
+  EXPECT_EQ(drains(sa) + drains(sb), 1) << "A:\n" << sa.all_logs() << "\nB:\n" << sb.all_logs();
+}
+
 // The same when Slurm schedules the job's new start before the restore
 // thread reconciled the journal: the launched attempt in the journal makes
 // it wait all the same.

@@ -10,9 +10,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace switchlua::test {
@@ -26,7 +28,25 @@ public:
     slurm_locks.lock();
     holds.fetch_add(1);
   }
-  void unlock() override { slurm_locks.unlock(); }
+  void unlock() override {
+    slurm_locks.unlock();
+    std::function<void()> f;
+    {
+      std::lock_guard g(hook_mu);
+      if (after_unlock_ && std::this_thread::get_id() == hook_thread_)
+        f = std::exchange(after_unlock_, nullptr);
+    }
+    if (f)
+      f(); // the locks are free: the core's worker may take them meanwhile
+  }
+  /// Runs `f` once, right after the next unlock() made by the calling
+  /// thread (not by the core's worker): e.g. between the last hold of
+  /// Slurm's locks of a release_control() and what follows it.
+  void after_next_unlock_here(std::function<void()> f) {
+    std::lock_guard g(hook_mu);
+    hook_thread_ = std::this_thread::get_id();
+    after_unlock_ = std::move(f);
+  }
   void end_configuring(std::uint32_t id) override { add(fmt("end_configuring", id)); }
   void requeue(std::uint32_t id, const std::string &r) override { add(fmt("requeue", id), r); }
   void requeue_held(std::uint32_t id, const std::string &r) override {
@@ -147,6 +167,9 @@ private:
   }
   std::mutex mu;
   std::mutex slurm_locks;
+  std::mutex hook_mu;
+  std::function<void()> after_unlock_;
+  std::thread::id hook_thread_;
   std::vector<std::string> logs;
   std::vector<LogLevel> levels;
   std::vector<std::string> actions;
