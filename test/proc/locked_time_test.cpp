@@ -19,11 +19,20 @@
 //   job_complete slc_ctld_job_complete (switch_p_job_complete)
 //   apply td     the worker's longest lock hold until the teardown is applied
 //                (the handle is released there: jobinfo_free has nothing left)
+//   settle       slc_ctld_settle_setup (switch_p_job_start of an interactive
+//                job, right after its job_start: waits for the setup at most
+//                switch_interactive_wait, then for its record's sync at most
+//                as long again; issue 40)
 //
 // Prints the median of each (microseconds), per node, and its growth from
 // 1,000 to 10,000 nodes (10 is linear).  A benchmark: asserts only what
 // must hold at every size (the setup runs and ends, the records decode
-// with every node, the teardown ends).
+// with every node, the teardown ends).  It also counts every fsync(2) and
+// fdatasync(2) of the plugin's code by where the calling thread was
+// (inside an entry point, the worker holding Slurm's locks, the stop, or
+// outside them: the core's syncer thread), linked with
+// --wrap=fsync,--wrap=fdatasync (issue 40: StateSaveLocation's storage may
+// stall; Slurm alone does not wait for it under its locks).
 #include "ctld/persist.hpp"
 #include "plugin/switch_lua_core.h"
 #include "temp_dir.hpp"
@@ -55,6 +64,51 @@ double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
 
+/// Where the calling thread is when it calls fsync(2) or fdatasync(2).
+enum Place : int {
+  kOutside,  ///< no Slurm lock held: the core's syncer thread
+  kEntry,    ///< inside an entry point of the C ABI, as slurmctld calls them (its locks held)
+  kHold,     ///< holding the fake's locks: the core's worker, while slurmctld runs
+  kStopping, ///< holding them in slc_ctld_stop_children (switch_p_save: slurmctld stops)
+  kPlaces
+};
+thread_local Place t_place = kOutside;
+thread_local bool t_stopping = false;
+std::array<std::atomic<int>, kPlaces> g_syncs{};
+
+void count_sync() {
+  ++g_syncs[t_place];
+}
+
+/// Times one entry point called as slurmctld calls it (under its locks):
+/// `f()`'s result, its duration added to `us`.
+template <class F> auto entry(double &us, F f) {
+  t_place = kEntry;
+  const auto t0 = Clock::now();
+  auto r = f();
+  us = us_since(t0);
+  t_place = kOutside;
+  return r;
+}
+
+} // namespace
+
+// The linker's --wrap (meson.build): the plugin's own calls land here.
+extern "C" {
+int __real_fdatasync(int fd);
+int __real_fsync(int fd);
+int __wrap_fdatasync(int fd) {
+  count_sync();
+  return __real_fdatasync(fd);
+}
+int __wrap_fsync(int fd) {
+  count_sync();
+  return __real_fsync(fd);
+}
+}
+
+namespace {
+
 /// A fake slurmctld: its locks (a mutex whose holds by the worker are
 /// timed), and which jobs ended CONFIGURING or were forgotten.
 struct Fake {
@@ -71,8 +125,10 @@ Fake g_fake;
 void fake_lock() {
   g_fake.locks.lock();
   g_fake.locked_at = Clock::now();
+  t_place = t_stopping ? kStopping : kHold;
 }
 void fake_unlock() {
+  t_place = kOutside;
   const double held = us_since(g_fake.locked_at);
   {
     std::lock_guard g(g_fake.mu);
@@ -135,20 +191,26 @@ bool wait_in(const std::set<std::uint32_t> &set, std::uint32_t id, double &hold_
   return ok;
 }
 
-constexpr std::array kColumns = {"job_start", "apply setup",  "pack",    "stepinfo",
-                                 "unpack",    "job_complete", "apply td"};
+constexpr std::array kColumns = {"job_start", "apply setup",  "pack",     "stepinfo",
+                                 "unpack",    "job_complete", "apply td", "settle"};
 using Row = std::array<double, kColumns.size()>;
 
-/// One job of `n` nodes through every entry point; the times (us).
-Row one_job(std::uint32_t id, std::uint32_t n) {
+/// The job table of job `id` on `n` nodes (names and pointers kept by the
+/// caller while `job` is used).
+struct JobOf {
   std::vector<std::string> names;
+  std::vector<const char *> ptrs;
+  std::string nodes;
+  slc_job_t job{};
+  JobOf(std::uint32_t id, std::uint32_t n);
+};
+
+JobOf::JobOf(std::uint32_t id, std::uint32_t n) {
   for (std::uint32_t i = 1; i <= n; ++i)
     names.push_back(fmt::format("nid{:05}", i));
-  std::vector<const char *> ptrs;
   for (const std::string &s : names)
     ptrs.push_back(s.c_str());
-  const std::string nodes = n == 1 ? names[0] : fmt::format("nid[00001-{:05}]", n);
-  slc_job_t job{};
+  nodes = n == 1 ? names[0] : fmt::format("nid[00001-{:05}]", n);
   job.job_id = id;
   job.num_nodes = n;
   job.name = "large";
@@ -160,38 +222,67 @@ Row one_job(std::uint32_t id, std::uint32_t n) {
   job.batch = true;
   job.requeue_allowed = true;
   job.submit_time = 1000 + id;
+}
+
+/// An interactive job of `n` nodes: job_start, then settle_setup under the
+/// same locks, as switch_p_job_start; settle_setup's time (us).
+double interactive_job(std::uint32_t id, std::uint32_t n) {
+  JobOf of(id, n);
+  of.job.batch = false;
+  double us = 0, ignored = 0;
+  void *h = entry(ignored, [&] { return slc_ctld_job_start(&of.job); });
+  EXPECT_NE(h, nullptr) << n << " nodes: not managed";
+  if (!h)
+    return us;
+  entry(us, [&] { return slc_ctld_settle_setup(id); });
+  EXPECT_TRUE(wait_in(g_fake.ended, id, ignored)) << n << " nodes: the launch was never released";
+  entry(ignored, [&] {
+    slc_ctld_job_complete(id, h, nullptr);
+    return 0;
+  });
+  EXPECT_TRUE(wait_in(g_fake.forgotten, id, ignored)) << n << " nodes: the teardown never ended";
+  EXPECT_EQ(slc_jobinfo_free(h, id), 0);
+  return us;
+}
+
+/// One job of `n` nodes through every entry point, then an interactive one
+/// (`id` + kInteractive); the times (us).
+constexpr std::uint32_t kInteractive = 1000000;
+Row one_job(std::uint32_t id, std::uint32_t n) {
+  JobOf of(id, n);
+  const slc_job_t &job = of.job;
   Row r{};
-  auto t0 = Clock::now();
-  void *h = slc_ctld_job_start(&job);
-  r[0] = us_since(t0);
+  void *h = entry(r[0], [&] { return slc_ctld_job_start(&job); });
   EXPECT_NE(h, nullptr) << n << " nodes: not managed";
   if (!h)
     return r;
   EXPECT_TRUE(wait_in(g_fake.ended, id, r[1])) << n << " nodes: the setup never ended";
   char *buf = nullptr;
   std::size_t len = 0;
-  t0 = Clock::now();
-  slc_ctld_pack(h, &buf, &len);
-  r[2] = us_since(t0);
+  entry(r[2], [&] {
+    slc_ctld_pack(h, &buf, &len);
+    return 0;
+  });
   const std::string packed(buf ? buf : "", len);
   slc_free(buf);
   const slc_step_facts_t facts{.network = "vni", .num_tasks = n};
-  t0 = Clock::now();
-  EXPECT_EQ(slc_ctld_stepinfo(h, &facts, &buf, &len), 1) << n << " nodes: no stepinfo";
-  r[3] = us_since(t0);
+  EXPECT_EQ(entry(r[3], [&] { return slc_ctld_stepinfo(h, &facts, &buf, &len); }), 1)
+      << n << " nodes: no stepinfo";
   slc_free(buf);
-  t0 = Clock::now();
+  auto t0 = Clock::now();
   auto decoded = decode_job_state(packed);
   r[4] = us_since(t0);
   EXPECT_TRUE(decoded && *decoded && (*decoded)->job.node_names.size() == n)
       << n << " nodes: the packed state does not decode with every node";
-  t0 = Clock::now();
-  slc_ctld_job_complete(id, h, nullptr);
-  r[5] = us_since(t0);
+  entry(r[5], [&] {
+    slc_ctld_job_complete(id, h, nullptr);
+    return 0;
+  });
   EXPECT_TRUE(wait_in(g_fake.forgotten, id, r[6])) << n << " nodes: the teardown never ended";
   // The teardown's end released the handle (CPort::forget): Slurm's later
   // jobinfo_free leaves it alone.
   EXPECT_EQ(slc_jobinfo_free(h, id), 0);
+  r[7] = interactive_job(id + kInteractive, n);
   return r;
 }
 
@@ -206,7 +297,8 @@ using Table = std::map<std::uint32_t, Row>;
 /// Jobs per size (after one that warms up); the table shows their median.
 constexpr int kReps = 9;
 
-/// Every size, kReps jobs each after one that warms up; the medians.
+/// Every size, kReps jobs each after one that warms up; the medians (for
+/// settle, the longest).
 Table run_sizes(const char *state_dir, std::uint32_t &id) {
   const std::string script = std::string(SWITCHLUA_FIXTURES) + "/large_job.lua";
   Table median;
@@ -224,11 +316,15 @@ Table run_sizes(const char *state_dir, std::uint32_t &id) {
       for (const Row &r : rows)
         v.push_back(r[c]);
       std::sort(v.begin(), v.end());
-      m[c] = v[v.size() / 2];
+      // settle: its longest (a wait that ran out makes the next 15
+      // interactive jobs skip theirs, so its median is the skip's).
+      m[c] = kColumns[c] == std::string_view("settle") ? v.back() : v[v.size() / 2];
     }
     median[n] = m;
   }
+  t_stopping = true;
   slc_ctld_stop_children();
+  t_stopping = false;
   slc_ctld_fini();
   return median;
 }
@@ -260,11 +356,24 @@ TEST(LockedTime, EveryEntryPointUnderSlurmsLocksFor3To10000Nodes) {
   slc_set_slurm_user(::getuid());
   std::uint32_t id = 100;
   Table journal = run_sizes(state.dir.c_str(), id);
+  std::array<int, kPlaces> syncs{};
+  for (int p = 0; p < kPlaces; ++p)
+    syncs[p] = g_syncs[p].load();
   Table none = run_sizes(nullptr, id);
   {
     std::lock_guard g(g_fake.mu);
     EXPECT_TRUE(g_fake.errors.empty()) << g_fake.errors.front();
   }
+  // Counted, not asserted (but for the wrap's own check): a journal
+  // compaction (the file past 1 MiB: every few 10,000-node jobs) is
+  // written and fsync'ed by the worker while it holds Slurm's locks, and
+  // the stop's last sync is made under them too (issue 40, to be moved to
+  // the syncer thread).
+  std::printf("fsync/fdatasync calls with the journal, by where the thread was: %d outside "
+              "Slurm's locks (the syncer), %d inside an entry point, %d by the worker "
+              "holding Slurm's locks, %d at the stop (switch_p_save, holding them)\n",
+              syncs[kOutside], syncs[kEntry], syncs[kHold], syncs[kStopping]);
+  EXPECT_GT(syncs[kOutside], 0) << "the wrap counted nothing: the journal's syncs went elsewhere";
   std::printf("time under Slurm's locks, microseconds, median of %d jobs (and per node); "
               "10k/1k: growth from 1,000 to 10,000 nodes, 10 is linear\n",
               kReps);
