@@ -172,6 +172,66 @@ Expected<void, FileError> write_file_atomically(const std::string &path, std::st
       folder_of(path), slash == std::string::npos ? path : path.substr(slash + 1), data, opts);
 }
 
+Expected<StagedFile, FileError> stage_file(const std::string &path, std::string_view data,
+                                           const AtomicWriteOptions &opts) {
+  const auto slash = path.rfind('/');
+  StagedFile s{.dir = folder_of(path),
+               .name = slash == std::string::npos ? path : path.substr(slash + 1)};
+  const FdCloser d{::open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (d.fd < 0)
+    return failed("open the folder", s.dir, errno);
+  struct stat dst{};
+  if (::fstat(d.fd, &dst) != 0)
+    return failed("check the folder", s.dir, errno);
+  if (auto ok = folder_ok(s.dir, dst); !ok)
+    return Unexpected<FileError>{ok.error()};
+  s.fd = create_temp(d.fd, s.name, opts.mode, s.tmp);
+  if (s.fd < 0)
+    return failed("create", join(s.dir, s.tmp), errno);
+  const int fl = ::fcntl(s.fd, F_GETFL);
+  int err = 0;
+  if (!write_all(s.fd, data))
+    err = errno;
+  else if (::fchmod(s.fd, opts.mode) != 0)
+    err = errno;
+  else if ((opts.fsync_fn ? opts.fsync_fn(s.fd) : ::fsync(s.fd)) != 0)
+    err = errno;
+  else if (fl < 0 || ::fcntl(s.fd, F_SETFL, (fl & ~O_NONBLOCK) | O_APPEND) != 0)
+    err = errno;
+  if (err != 0) {
+    const std::string tmp_path = join(s.dir, s.tmp);
+    abandon_staged(s);
+    return failed("write and sync", tmp_path, err);
+  }
+  return s;
+}
+
+Expected<void, FileError> commit_staged(StagedFile &s) {
+  const std::string from = join(s.dir, s.tmp), to = join(s.dir, s.name);
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    const int err = errno;
+    abandon_staged(s);
+    return failed("rename", fmt::format("{} to {}", from, to), err);
+  }
+  return {};
+}
+
+void abandon_staged(StagedFile &s) {
+  if (s.fd >= 0)
+    ::close(s.fd);
+  s.fd = -1;
+  if (!s.tmp.empty())
+    ::unlink(join(s.dir, s.tmp).c_str());
+  s.tmp.clear();
+}
+
+int fsync_folder(const std::string &dir, int (*fsync_fn)(int fd)) {
+  const FdCloser d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (d.fd < 0)
+    return errno;
+  return (fsync_fn ? fsync_fn(d.fd) : ::fsync(d.fd)) == 0 ? 0 : errno;
+}
+
 Expected<int, FileError> open_own_file(const std::string &path, int flags, mode_t mode) {
   const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
   if (fd < 0)

@@ -82,6 +82,33 @@ Expected<void, FileError> write_file_atomically(const std::string &dir, const st
 Expected<void, FileError> write_file_atomically(const std::string &path, std::string_view data,
                                                 const AtomicWriteOptions &opts = {});
 
+/// A file written and fsync'ed beside its final name but not yet renamed
+/// onto it (stage_file()): the first two steps of write_file_atomically,
+/// so that a caller can do them without its locks and the rename under
+/// them.  `fd` stays open (O_WRONLY|O_APPEND), for what the caller appends
+/// before the rename.
+struct StagedFile {
+  int fd = -1;
+  std::string dir;  ///< folder_of(path)
+  std::string name; ///< the final name in `dir`
+  std::string tmp;  ///< the temp file's name in `dir`
+};
+/// Steps 1 and 2 of write_file_atomically(path, data, opts): the folder
+/// checked, a temp file created (mode opts.mode), `data` written and the
+/// file fsync'ed (opts.fsync_fn).  Errors as write_file_atomically's; on
+/// error nothing is left behind.
+Expected<StagedFile, FileError> stage_file(const std::string &path, std::string_view data,
+                                           const AtomicWriteOptions &opts = {});
+/// Step 3: renames the staged file onto its name; `s.fd` stays open (the
+/// caller owns it).  On error the temp file is removed and `s.fd` closed.
+/// Step 4 (the folder's fsync) is the caller's: fsync_folder().
+Expected<void, FileError> commit_staged(StagedFile &s);
+/// Removes a staged file that will not be committed and closes its fd.
+void abandon_staged(StagedFile &s);
+/// fsync(2) of folder `dir` (`fsync_fn` in its place when set): 0, or the
+/// errno.
+int fsync_folder(const std::string &dir, int (*fsync_fn)(int fd) = nullptr);
+
 /// Opens `path` with `flags` (O_WRONLY|O_APPEND, O_RDWR|O_CREAT, ...) plus
 /// O_NOFOLLOW|O_CLOEXEC|O_NOCTTY|O_NONBLOCK (O_NONBLOCK is cleared after
 /// the checks), creating it with `mode` when `flags` has O_CREAT.  Returns

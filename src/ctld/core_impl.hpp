@@ -38,6 +38,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -396,25 +397,22 @@ struct CtldCore::Impl {
   /// locks, or, the worker's, in pending_effects.
   static bool deferrable(const std::vector<Action> &actions);
   /// The syncer thread (issue 22): waits for pending calls, fdatasyncs the
-  /// journal without any lock (one sync covers every record written
-  /// meanwhile: a group commit), then dispatch_pending().
+  /// journal without any lock (a group commit), then dispatch_pending().
   void run_syncer();
   void wake_syncer();
-  /// execute() of a hook call whose record `seq` is written, not synced:
-  /// into pending_calls, and the syncer woken (mu held).
+  /// execute() of a call whose record `seq` is written, not synced: into
+  /// pending_calls, the syncer woken (mu held).
   void defer_call(const JobSwitchState &s, const Action &a, std::uint64_t seq);
   /// Whether the record of Journal::write() sequence `seq` is settled: true
-  /// once durable (or without a journal), false once its sync failed (the
-  /// journal is failing); nullopt while it waits for the next sync (mu held).
+  /// once durable (or no journal), false once its sync failed; nullopt
+  /// while it waits for the next sync (mu held).
   std::optional<bool> record_durable(std::uint64_t seq) const;
   /// The pending effects whose records are durable (or whose sync failed)
-  /// to ready_effects, in order, and the worker woken (mu held).
+  /// to ready_effects, in order; the worker woken (mu held).
   void ready_pending_effects();
   /// Submits the pending calls whose records are durable, in order; once
-  /// the journal failed, the rest as calls without their record (setups
-  /// refused naming the journal, teardowns waiting for it or running, as
-  /// switch_journal_failure says).  Dropped when frozen or out of control
-  /// (mu held).
+  /// the journal failed, the rest as switch_journal_failure says.  Dropped
+  /// when frozen or out of control (mu held).
   void dispatch_pending();
   /// Drops the pending calls (stop_children, take_control): never started,
   /// their jobs are recovered like those of killed calls (mu held).
@@ -433,19 +431,21 @@ struct CtldCore::Impl {
   /// check (two stat(2) calls); true without a journal.  A stale one
   /// becomes so here, once (become_stale()).  mu held.
   bool fence_ok();
-  /// Another slurmctld took control (mu held): one error line, no more
-  /// launch, every buffered outcome, pending call and effect dropped, the
-  /// journal closed unwritten, the supervisor (and every call in it) told
-  /// to stop, the status file no longer written.
+  /// Another slurmctld took control (mu held): one error line, no launch,
+  /// every buffered outcome, pending call and effect dropped, the journal
+  /// closed unwritten, the supervisor told to stop, no status file.
   void become_stale(const FenceStale &why);
-  /// The syncer's fdatasync around `sync` (issue 40 item 5): marks it
-  /// running for check_sync_stall(), and once it returns after a reported
-  /// stall, one line saying how long it took.
+  /// The syncer's fdatasync of `t` (issue 40), or its I/O `io` (errno):
+  /// marked running for check_sync_stall(); once it returns after a
+  /// reported stall, one line saying how long it took.
   int timed_sync(Journal::SyncTicket &t);
-  /// From the worker every kFenceCheck: a journal fdatasync running for
-  /// opts.journal_stall_after or longer is reported once (an error line,
-  /// StatsSnapshot::journal_stalled_since and journal_stalls).  Takes
-  /// stall_mu only: never waits for the disk nor for mu.
+  int timed_io(const std::function<int()> &io);
+  /// The syncer: a journal past its size compacted, its I/O lock-free
+  /// (Journal::CompactionTicket), its rename under mu if fence_ok().
+  void compact_outside();
+  /// From the worker every kFenceCheck: a journal sync running for
+  /// opts.journal_stall_after or longer is reported once (a line, the
+  /// stats).  Takes stall_mu only: never waits for the disk nor for mu.
   void check_sync_stall();
   /// The worker's periodic fence check (kFenceCheck), in control only:
   /// `lk` (qmu) is given up meanwhile (mu comes first).  Returns when the

@@ -305,28 +305,73 @@ void CtldCore::Impl::run_syncer() {
     // removed here, outside every lock, as the fdatasync below.
     for (const std::string &p : remove)
       ::unlink(p.c_str());
-    if (!sync)
-      continue;
-    const int err = timed_sync(t); // no lock held: Slurm's threads go on
-    std::lock_guard g(mu);
-    if (journal && t.journal != 0) {
-      journal->sync_done(t, err);
-      stats.set_journal_failure(journal->failure());
-      if (!journal->failure().empty())
-        arm_journal_timer();
+    if (sync) {
+      const int err = timed_sync(t); // no lock held: Slurm's threads go on
+      std::lock_guard g(mu);
+      if (journal && t.journal != 0) {
+        journal->sync_done(t, err);
+        stats.set_journal_failure(journal->failure());
+        if (!journal->failure().empty())
+          arm_journal_timer();
+      }
+      dispatch_pending();
+      ready_pending_effects();
     }
-    dispatch_pending();
-    ready_pending_effects();
+    compact_outside();
   }
 }
 
+void CtldCore::Impl::compact_outside() {
+  Journal::CompactionTicket t;
+  {
+    std::lock_guard g(mu);
+    if (!journal || frozen || !in_control) // the fence: at the rename
+      return;
+    t = journal->compaction_ticket();
+  }
+  if (!t.due)
+    return;
+  // The snapshot's write and fsync, then (once renamed under mu) its
+  // folder's fsync: no lock held, timed as a stalled fdatasync is.
+  timed_io([&] {
+    Journal::stage_compaction(t);
+    return 0;
+  });
+  bool renamed = false;
+  {
+    std::lock_guard g(mu);
+    if (journal && journal->id() == t.journal)
+      renamed = journal->finish_compaction(t, in_control && !frozen && fence_ok());
+    else
+      abandon_staged(t.staged);
+  }
+  if (!renamed)
+    return;
+  timed_io([&] {
+    Journal::sync_compaction_folder(t);
+    return t.folder_err;
+  });
+  std::lock_guard g(mu);
+  if (!journal || journal->id() != t.journal)
+    return;
+  journal->compaction_settled(t);
+  dispatch_pending(); // what the snapshot made durable
+  ready_pending_effects();
+  if (!journal->all_durable()) // the records appended meanwhile: another round
+    wake_syncer();
+}
+
 int CtldCore::Impl::timed_sync(Journal::SyncTicket &t) {
+  return timed_io([&] { return Journal::sync_outside(t); });
+}
+
+int CtldCore::Impl::timed_io(const std::function<int()> &io) {
   const auto began = std::chrono::steady_clock::now();
   {
     std::lock_guard s(stall_mu);
     sync_began = began;
   }
-  const int err = Journal::sync_outside(t);
+  const int err = io();
   bool reported;
   {
     std::lock_guard s(stall_mu);

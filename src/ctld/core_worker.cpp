@@ -190,10 +190,17 @@ std::size_t CtldCore::Impl::run_ready_effects(std::size_t most) {
 }
 
 void CtldCore::Impl::flush_effects() {
+  {
+    // Their records synced before Slurm's locks are taken (issue 40: the
+    // disk may stall); under them only what was written meanwhile.
+    std::lock_guard g(mu);
+    if (journal && !pending_effects.empty())
+      journal->sync_now();
+  }
   lock_port();
   {
     std::lock_guard g(mu);
-    if (journal && !pending_effects.empty())
+    if (journal && !pending_effects.empty() && !journal->all_durable())
       journal->sync_now(); // or it fails: then they run as records that could not be written
     ready_pending_effects();
   }

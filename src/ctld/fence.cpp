@@ -60,16 +60,6 @@ void write_holder(int fd) {
   }
 }
 
-/// fsync of the folder holding `path` (the rename of a fenced lock file).
-int sync_folder(const std::string &path) {
-  int dfd = ::open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0)
-    return errno;
-  const int rc = ::fsync(dfd) == 0 ? 0 : errno;
-  ::close(dfd);
-  return rc;
-}
-
 /// Waits up to `wait` for the lock on `fd`: 0, or the errno of the last try.
 int lock_within(int fd, std::chrono::milliseconds wait) {
   const auto end = std::chrono::steady_clock::now() + wait;
@@ -116,7 +106,7 @@ Expected<void> ControlFence::fence_out(const std::string &journal,
     ::unlink(fresh.c_str());
     return err(fmt::format("cannot rename {} onto {}", fresh, lock_path_), re);
   }
-  if (const int se = sync_folder(lock_path_); se != 0)
+  if (const int se = fsync_folder(folder_of(lock_path_)); se != 0)
     return err(fmt::format("cannot sync the folder of {}", lock_path_), se);
   return {};
 }

@@ -62,6 +62,7 @@
 
 #include "common/crc32.hpp"
 #include "common/expected.hpp"
+#include "common/safe_file.hpp"
 #include "lua/contract.hpp"
 
 #include <chrono>
@@ -204,11 +205,11 @@ public:
 
   /// Applies the records to table() (always: it is the truth in memory)
   /// and makes them durable before the caller acts: appended and
-  /// fdatasync'ed, or, when the file is past kJournalCompactBytes (or twice
-  /// its last snapshot, if that is larger) or untrusted, in a fresh
-  /// snapshot.  True when they are on disk (or there is no file at all:
-  /// running without a journal, as logged at open); false when the disk
-  /// failed (see "A failing disk" above; failure() says how).
+  /// fdatasync'ed, or, when the file is untrusted or was replaced, in a
+  /// fresh snapshot (a file grown past its size is compacted by the
+  /// CompactionTicket steps below, never here).  True when they are on disk (or there is no file at
+  /// all: running without a journal, as logged at open); false when the disk failed (see "A failing
+  /// disk" above; failure() says how).
   bool append(const std::vector<JournalRecord> &records);
 
   /// What write() did with its records.
@@ -222,7 +223,7 @@ public:
   /// `*seq` gets their sequence number (Written only).  The caller makes
   /// them durable before it acts on them: the fdatasync of a sync_ticket()
   /// outside its locks (sync_done()), or sync_now().  An untrusted or
-  /// oversized file is snapshotted here, as by append() (Durable or Failed).
+  /// replaced file is snapshotted here, as by append() (Durable or Failed).
   Write write(const std::vector<JournalRecord> &records, std::uint64_t *seq);
   /// Every write() up to this sequence number is durable.
   std::uint64_t durable_seq() const { return durable_seq_; }
@@ -267,6 +268,46 @@ public:
   /// Whether the file is in use (it could be opened).
   bool active() const { return fd_ >= 0; }
   const std::string &path() const { return path_; }
+  /// Issue 40, no fsync under the caller's locks for a file grown past
+  /// kJournalCompactBytes (or twice its last snapshot): its compaction in
+  /// four steps, two of them without the caller's mutex (the core's
+  /// syncer thread), so that a stalled StateSaveLocation never blocks a
+  /// thread that holds Slurm's locks or the core's mutex.
+  ///  1. compaction_ticket(), under the mutex: `due` when the file is past
+  ///     its size; the snapshot of table() (every write() so far, `upto`).
+  ///     write() goes on appending to the current file and also keeps what
+  ///     it appends from now on (the tail).
+  ///  2. stage_compaction(), no lock: the snapshot written to a temp file
+  ///     beside the journal and fsync'ed (common/safe_file.hpp stage_file).
+  ///  3. finish_compaction(), under the mutex: the tail appended to it
+  ///     (and fdatasync'ed there only if sync_now() made part of the tail
+  ///     durable meanwhile), renamed onto the journal, written from now on.
+  ///     Given up (the temp file removed) when `may_write` is false (the
+  ///     fence: control was lost), when the stage failed, or when the file
+  ///     was compacted or reopened meanwhile.
+  ///  4. sync_compaction_folder(), no lock, then compaction_settled(): the
+  ///     rename is durable.  Until then no sync ticket is issued and
+  ///     sync_now() syncs the folder first: a later record must not count
+  ///     as durable in a file a crash could un-rename.
+  /// A crash at any step leaves the old file (every record written up to
+  /// step 3) or the new one (the snapshot and the tail) under the name.
+  struct CompactionTicket {
+    bool due = false;
+    std::string image;         ///< header + snapshot (step 1), moved out by step 2
+    std::string path;          ///< the journal's path
+    std::uint64_t upto = 0;    ///< the write() the snapshot covers
+    std::uint64_t epoch = 0;   ///< compactions before it: another one since voids it
+    std::uint64_t journal = 0; ///< id() of the journal it is of
+    int (*fsync)(int fd) = nullptr;
+    StagedFile staged; ///< step 2's temp file
+    std::string error; ///< step 2's or 4's failure, for the log line
+    int folder_err = 0;
+  };
+  CompactionTicket compaction_ticket();
+  static void stage_compaction(CompactionTicket &t);
+  bool finish_compaction(CompactionTicket &t, bool may_write);
+  static void sync_compaction_folder(CompactionTicket &t);
+  void compaction_settled(const CompactionTicket &t);
   /// Rewrites the file as a snapshot of table() (common/safe_file.hpp:
   /// temp file, fsync, rename, fsync of the folder).  False (logged) when
   /// the old file is still in place; a failed fsync of the folder only is
@@ -293,6 +334,10 @@ private:
   std::uint64_t written_seq_ = 0; ///< write()s so far
   std::uint64_t durable_seq_ = 0; ///< of those, the ones known durable
   std::uint64_t epoch_ = 0;       ///< compactions that replaced the file
+  bool compacting_ = false;       ///< a CompactionTicket is between steps 1 and 3
+  std::string tail_;              ///< while compacting_: the frames appended since step 1
+  bool tail_synced_ = false;      ///< while compacting_: sync_now() synced part of the tail
+  std::string folder_pending_;    ///< after step 3, until step 4: the folder to fsync
   std::uint64_t id_ = 0;
   std::string failure_;
   int failure_errno_ = 0;

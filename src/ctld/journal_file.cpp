@@ -159,6 +159,10 @@ bool Journal::compact() {
   size_ = image.size();
   ++epoch_;
   durable_seq_ = written_seq_; // the snapshot holds every record written so far
+  compacting_ = false;         // a CompactionTicket outstanding is void (epoch)
+  tail_.clear();
+  tail_synced_ = false;
+  folder_pending_.clear(); // this one synced the folder (or said it could not)
   return true;
 }
 
@@ -212,7 +216,7 @@ Journal::Write Journal::write(const std::vector<JournalRecord> &records, std::ui
     return ok;
   if (untrusted_) // the table already holds the new records: the snapshot writes them
     return retry() ? Write::Durable : Write::Failed;
-  if (size_ > compact_at_ || replaced()) {
+  if (replaced()) { // a file past its size: compaction_ticket(), outside the locks
     if (compact())
       return Write::Durable;
     if (fd_ < 0)
@@ -234,6 +238,8 @@ Journal::Write Journal::write(const std::vector<JournalRecord> &records, std::ui
     return Write::Failed;
   }
   size_ += data.size();
+  if (compacting_)
+    tail_ += data; // written again into the snapshot at finish_compaction()
   *seq = ++written_seq_;
   return Write::Written;
 }
@@ -266,17 +272,27 @@ bool Journal::sync_now() {
     return !untrusted_;
   if (untrusted_)
     return false;
+  if (!folder_pending_.empty()) { // a compaction's rename first (CompactionTicket step 4)
+    if (const int err = fsync_folder(folder_pending_, io_.fsync); err != 0) {
+      fail("fsync of the journal's folder failed", err, std::string(kSyncFailed));
+      return false;
+    }
+    folder_pending_.clear();
+  }
   if (call_fdatasync(io_.fdatasync, fd_) != 0) {
     const int err = errno;
     fail("fdatasync failed", err, std::string(kSyncFailed));
     return false;
   }
   durable_seq_ = written_seq_;
+  tail_synced_ = tail_synced_ || compacting_; // the tail is durable in the old file only
   return true;
 }
 
 Journal::SyncTicket Journal::sync_ticket() {
-  if (fd_ < 0 || untrusted_ || all_durable())
+  // Not while a compaction's rename waits for its folder's fsync: the
+  // syncer does that first (CompactionTicket step 4).
+  if (fd_ < 0 || untrusted_ || all_durable() || !folder_pending_.empty())
     return {};
   const int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) { // no descriptor to spare: the sync here, under the caller's mutex

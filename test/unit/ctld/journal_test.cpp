@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -237,16 +238,51 @@ TEST(Journal, AppendedRecordsSurviveAReopen) {
   EXPECT_GT(j.next_attempt(), a) << "attempt ids never come back";
 }
 
+namespace {
+
+/// The core's syncer (issue 40): a compaction of `j` with the four steps of
+/// Journal::CompactionTicket, as if no lock were held for 2 and 4; whether
+/// the file was renamed.  `meanwhile` runs between steps 1 and 2 (appends
+/// under the caller's mutex while the snapshot is written).
+bool compact_outside(Journal &j, const std::function<void()> &meanwhile = {},
+                     bool may_write = true) {
+  Journal::CompactionTicket t = j.compaction_ticket();
+  if (!t.due)
+    return false;
+  if (meanwhile)
+    meanwhile();
+  Journal::stage_compaction(t);
+  if (!j.finish_compaction(t, may_write))
+    return false;
+  Journal::sync_compaction_folder(t);
+  j.compaction_settled(t);
+  return true;
+}
+
+/// Files in `d` other than the journal itself (temp files left behind).
+std::vector<std::string> leftovers(const TempDir &d) {
+  std::vector<std::string> out;
+  for (const auto &e : fs::directory_iterator(d.dir))
+    if (e.path().filename() != "switch_lua.journal")
+      out.push_back(e.path().filename().string());
+  return out;
+}
+
+} // namespace
+
 TEST(Journal, CompactionBoundsTheFile) {
   TempDir d;
   Logged log;
   Journal j(d.file(), log.fn());
   std::string big(4000, 'x');
+  int compactions = 0;
   for (std::int64_t a = 1; a <= 600; ++a) {
     j.append({started(static_cast<std::uint32_t>(a), a),
               rec(JournalKind::SetupAccepted, static_cast<std::uint32_t>(a), a, big)});
     j.append({rec(JournalKind::Forgotten, static_cast<std::uint32_t>(a), a)});
+    compactions += compact_outside(j);
   }
+  EXPECT_GT(compactions, 0);
   j.append({started(1, 5000)});
   EXPECT_LT(fs::file_size(d.file()), 2 * kJournalCompactBytes);
   Journal again(d.file(), log.fn());
@@ -500,4 +536,90 @@ TEST(JournalDisk, RetryRecoversWithoutANewRecord) {
   Logged again;
   Journal k(d.file(), again.fn());
   EXPECT_EQ(k.table().live.size(), 1u);
+}
+
+// Issue 40: a write() never compacts (its fsyncs would be made under
+// Slurm's locks); the file grows past its size until the syncer's
+// CompactionTicket steps run, and what is written between the snapshot and
+// its rename is kept.
+TEST(Journal, AWriteNeverCompactsAndWhatIsWrittenDuringACompactionIsKept) {
+  TempDir d;
+  Logged log;
+  Journal j(d.file(), log.fn());
+  std::string big(4000, 'x');
+  std::uint64_t seq = 0;
+  for (std::int64_t a = 1; a <= 400; ++a) {
+    ASSERT_NE(j.write({started(static_cast<std::uint32_t>(a), a),
+                       rec(JournalKind::SetupAccepted, static_cast<std::uint32_t>(a), a, big)},
+                      &seq),
+              Journal::Write::Durable)
+        << "record " << a << ": snapshotted inside write()";
+    if (a < 390)
+      j.write({rec(JournalKind::Forgotten, static_cast<std::uint32_t>(a), a)}, &seq);
+  }
+  ASSERT_TRUE(j.sync_now());
+  ASSERT_GT(fs::file_size(d.file()), kJournalCompactBytes);
+  const std::uint64_t before = j.durable_seq();
+  std::uint64_t during = 0;
+  ASSERT_TRUE(compact_outside(j, [&] {
+    j.write({started(9001, 9001)}, &during); // appended to the old file, and kept
+    j.write({rec(JournalKind::Forgotten, 395, 395)}, &during);
+  }));
+  EXPECT_LT(fs::file_size(d.file()), kJournalCompactBytes);
+  EXPECT_GE(j.durable_seq(), before);
+  EXPECT_LT(j.durable_seq(), during) << "the tail counted durable before any sync of it";
+  ASSERT_TRUE(j.sync_now());
+  Journal again(d.file(), log.fn());
+  EXPECT_EQ(again.table().live.count(9001), 1u) << "a record written during the compaction lost";
+  EXPECT_EQ(again.table().live.count(395), 0u);
+  EXPECT_EQ(again.table().live.count(396), 1u);
+  EXPECT_EQ(again.table().live.size(), 11u); // 390..400 but 395, and 9001
+  EXPECT_TRUE(leftovers(d).empty()) << testing::PrintToString(leftovers(d));
+}
+
+// A crash between the snapshot's stage and its rename leaves the old file,
+// whole; one that lost the fence, or whose file was compacted meanwhile,
+// gives the stage up (its temp file removed) and keeps appending.
+TEST(Journal, ACompactionNotRenamedLeavesTheOldFileWhole) {
+  TempDir d;
+  Logged log;
+  std::string big(4000, 'x');
+  auto fill = [&](Journal &j) {
+    for (std::int64_t a = 1; a <= 300; ++a)
+      j.append({started(static_cast<std::uint32_t>(a), a),
+                rec(JournalKind::SetupAccepted, static_cast<std::uint32_t>(a), a, big)});
+  };
+  {
+    Journal j(d.file(), log.fn());
+    fill(j);
+    Journal::CompactionTicket t = j.compaction_ticket();
+    ASSERT_TRUE(t.due);
+    Journal::stage_compaction(t);
+    j.append({started(9002, 9002)});
+    abandon_staged(t.staged); // the crash: nothing of the stage is read back
+  }
+  {
+    Journal j(d.file(), log.fn());
+    EXPECT_EQ(j.table().live.size(), 301u);
+  }
+  for (const bool fenced_out : {true, false}) {
+    TempDir d; // a fresh journal: the one above is compacted at its open
+    Journal j(d.file(), log.fn());
+    fill(j);
+    const auto size = fs::file_size(d.file());
+    Journal::CompactionTicket t = j.compaction_ticket();
+    ASSERT_TRUE(t.due);
+    Journal::stage_compaction(t);
+    if (!fenced_out) {
+      ASSERT_TRUE(j.compact()); // a compaction of its own since the ticket
+    }
+    EXPECT_FALSE(j.finish_compaction(t, !fenced_out));
+    EXPECT_TRUE(leftovers(d).empty()) << testing::PrintToString(leftovers(d));
+    if (fenced_out) {
+      EXPECT_EQ(fs::file_size(d.file()), size) << "a fenced-out controller renamed its snapshot";
+    }
+    EXPECT_TRUE(j.append({started(9003, 9003)}));
+    Journal again(d.file(), log.fn());
+    EXPECT_EQ(again.table().live.count(9003), 1u);
+  }
 }
