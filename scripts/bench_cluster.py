@@ -80,7 +80,9 @@
 #              slurmctld.log's stall line (its own timestamp), to the
 #              metric switchlua_journal_stalled 1 (`switch-lua status
 #              --format prometheus`), to `switch-lua status` saying
-#              STALLED, and to the line saying the sync returned
+#              STALLED, and to the line saying the sync returned; the
+#              first three also from the blocked sync itself (the stall's
+#              start, from which the plugin's 5 s threshold counts)
 # and prints one table of medians with the per-repetition ratios C/A and C/B.
 # Numbers only: nothing here asserts a time.
 #
@@ -500,8 +502,8 @@ def hang_measure(secs, net):
             m = re.search(r" after (\d+) ms$", f.read(), re.M)
         blocked = int(m.group(1)) / 1000 if m else None
 
-    def since(key):
-        return found[key] - armed if key in found else None
+    def since(key, t0=armed):
+        return found[key] - t0 if key in found and t0 else None
 
     return {"hang_began_s": began - armed if began else None,
             "hang_blocked_s": blocked,
@@ -517,7 +519,11 @@ def hang_measure(secs, net):
             "hang_after_start_med_s": med(after),
             "hang_after_start_max_s": max((w for w in after if w is not None), default=None),
             "hang_stall_line_s": since("line"), "hang_stall_metric_s": since("metric"),
-            "hang_stall_status_s": since("status"), "hang_back_line_s": since("back")}
+            "hang_stall_status_s": since("status"), "hang_back_line_s": since("back"),
+            # The same from the stall's start (the blocked sync), what the
+            # plugin's 5 s threshold counts from.
+            "hang_began_line_s": since("line", began), "hang_began_metric_s": since("metric", began),
+            "hang_began_status_s": since("status", began)}
 
 
 def sample_memory():
@@ -1034,6 +1040,9 @@ ROWS = [
     ("hang_stall_metric_s", "hang: arming -> switchlua_journal_stalled 1", 1, "s"),
     ("hang_stall_status_s", "hang: arming -> switch-lua status STALLED", 1, "s"),
     ("hang_back_line_s", "hang: arming -> the line it returned", 1, "s"),
+    ("hang_began_line_s", "hang: the blocked sync -> the stall line", 1, "s"),
+    ("hang_began_metric_s", "hang: the blocked sync -> the metric", 1, "s"),
+    ("hang_began_status_s", "hang: the blocked sync -> status STALLED", 1, "s"),
 ]
 
 
