@@ -72,8 +72,11 @@ static double now_unix(void) {
 }
 
 /// Rewrites the open control file `fd` to `text`; 0 when it could not.
+/// Written over the old text first, then cut to its length: a call of
+/// another thread that reads it meanwhile sees the new text (or the old
+/// one), never an empty file that would let its sync through.
 static int rewrite(int fd, const char *text, int len) {
-  return ftruncate(fd, 0) == 0 && pwrite(fd, text, (size_t)len, 0) == len;
+  return pwrite(fd, text, (size_t)len, 0) == len && ftruncate(fd, len) == 0;
 }
 
 /// The hang modes of the control file `buf` (open as `fd`): the unix time
