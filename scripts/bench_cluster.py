@@ -3,7 +3,7 @@
 #
 # scripts/bench_cluster.py: the side-by-side cluster benchmark behind
 # `scripts/bench --cluster [--quick] [--reps N] [--configs A,B,C]
-# [--phases srun,array,burst,big,wide] [--results FILE]`.  Run it through
+# [--phases srun,array,burst,big,wide,hang] [--results FILE]`.  Run it through
 # scripts/bench.  --configs and --phases run only those configurations and
 # phases (the rows of the others stay "-"); --results FILE keeps each
 # configuration's results of each repetition as it ends, and a run given the
@@ -64,6 +64,25 @@
 #              runners' total RSS and PSS, and the PSS per runner at the
 #              sample with the most runners (PSS: shared pages divided among
 #              the processes that map them, what the runners really cost)
+#   hang       A and C only, each booted again with the fault shim
+#              test/e2e/shim/fail_fsync.c preloaded into slurmctld (it only
+#              touches switch_lua.journal* files, so A runs it too, under
+#              the same conditions): its control file armed with "hang 30",
+#              so in C the journal's first sync after the arming (the
+#              record of the job submitted with it) and every one after it
+#              block until 30 s after that first one, as a stalled NFS
+#              server or disk under StateSaveLocation would.  Meanwhile
+#              `scontrol ping` and `squeue` every 0.2 s (wall time, median
+#              and max over the stall) and a job every 5 s (sbatch's wall
+#              time), then 6 jobs at its end: how many started and submit
+#              -> task start; and, polled every 0.2 s in both
+#              configurations alike, the time from the arming to
+#              slurmctld.log's stall line (its own timestamp), to the
+#              metric switchlua_journal_stalled 1 (`switch-lua status
+#              --format prometheus`), to `switch-lua status` saying
+#              STALLED, and to the line saying the sync returned; the
+#              first three also from the blocked sync itself (the stall's
+#              start, from which the plugin's 5 s threshold counts)
 # and prints one table of medians with the per-repetition ratios C/A and C/B.
 # Numbers only: nothing here asserts a time.
 #
@@ -304,6 +323,209 @@ def inner_wide(n, net):
             "wide_hung": hung}
 
 
+# The hang phase: the fault shim test/e2e/shim/fail_fsync.c, preloaded into
+# slurmctld in A and C alike, and its control file (inside the chroot).
+HANG_SHIM = "test/e2e/shim/fail_fsync.c"
+HANG_CTL = "/tmp/switch-lua-fail-fsync"
+HANG_MARKS = OUT + "/bench-hang-marks"
+HANG_SUBMIT_EVERY = 5.0  # s between the jobs submitted during the hang
+HANG_AFTER_JOBS = 6  # jobs submitted at once after it
+HANG_JOB_DEADLINE = 180.0  # s after the hang for its jobs to start (else not counted)
+STALL_LINE = re.compile(r"switch/lua: journal \S+: fdatasync has not returned for \d+ ms")
+STALL_BACK = re.compile(r"switch/lua: journal \S+: the fdatasync that stalled returned after")
+STALL_METRIC = re.compile(r"^switchlua_journal_stalled(?:\{[^}]*\})? 1(?:\.0*)?$", re.M)
+STALL_STATUS = re.compile(r"^Journal sync: +STALLED since", re.M)
+
+
+def switch_lua_cli():
+    """The switch-lua that goes with the plugin slurmctld loads: PREFIX/bin's
+    when PluginDir's first folder is PREFIX/lib/slurm (a meson install,
+    SWITCHLUA_PLUGIN_DIR), else the one on PATH (the package)."""
+    try:
+        with open("/etc/slurm/slurm.conf") as f:
+            dirs = [ln.split("=", 1)[1].strip() for ln in f if ln.startswith("PluginDir=")]
+    except OSError:
+        dirs = []
+    first = dirs[-1].split(":")[0] if dirs else ""
+    if first.endswith("/lib/slurm"):
+        cli = first[:-len("/lib/slurm")] + "/bin/switch-lua"
+        if os.access(cli, os.X_OK):
+            return cli
+    return "switch-lua"
+
+
+def timed_loop(cmd, stop, out):
+    """cmd every 0.2 s until stop is set: (unix start, wall s) into out."""
+    while not stop.is_set():
+        t0, m0 = time.time(), time.monotonic()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        out.append((t0, time.monotonic() - m0))
+        stop.wait(0.2)
+
+
+def stall_watch(stop, log, log_off, found):
+    """Every 0.2 s until stop is set: slurmctld.log's new lines, `switch-lua
+    status` and its Prometheus text; the unix time each first showed the
+    stall into found (the log line: its own timestamp).  Run in A too, where
+    nothing shows it, so both configurations carry the same load."""
+    cli = switch_lua_cli()
+    tail = ""
+    while not stop.is_set():
+        with open(log, errors="replace") as f:
+            f.seek(log_off)
+            chunk = f.read()
+            log_off = f.tell()
+        tail += chunk
+        *lines, tail = tail.split("\n")
+        for line in lines:
+            for key, rx in (("line", STALL_LINE), ("back", STALL_BACK)):
+                if key not in found and rx.search(line):
+                    found[key] = log_time(line) or time.time()
+        for key, args, rx in (("status", [], STALL_STATUS),
+                              ("metric", ["--format", "prometheus"], STALL_METRIC)):
+            r = subprocess.run([cli, "status"] + args, capture_output=True, text=True)
+            if key not in found and rx.search(r.stdout):
+                found[key] = time.time()
+        stop.wait(0.2)
+
+
+def hang_submit(net, jobs):
+    """sbatch of one trivial job that appends "JOBID unix-time" to HANG_MARKS
+    when its task starts: (job id, unix submit time, sbatch wall s) into jobs."""
+    t0, m0 = time.time(), time.monotonic()
+    r = subprocess.run(["sbatch", "--parsable", "-J", "hang", "-o", "/dev/null"] +
+                       (["--network=bench"] if net else []) +
+                       ["--wrap", f"echo $SLURM_JOB_ID $(date +%s.%N) >> {HANG_MARKS}"],
+                       capture_output=True, text=True)
+    jobs.append((r.stdout.strip().split(";")[0] if r.returncode == 0 else None, t0,
+                 time.monotonic() - m0))
+
+
+def hang_marks():
+    """{job id: unix time its task started} from HANG_MARKS."""
+    out = {}
+    with open(HANG_MARKS) as f:
+        for line in f:
+            w = line.split()
+            if len(w) == 2:
+                out[w[0]] = float(w[1])
+    return out
+
+
+def hang_disarm(prefix=""):
+    """No control file (every sync goes through) and no shim log, under
+    prefix (the chroot's root, from the host)."""
+    for p in (HANG_CTL, HANG_CTL + ".new", HANG_CTL + ".log"):
+        if os.path.exists(prefix + p):
+            os.unlink(prefix + p)
+
+
+def inner_hang(secs, net):
+    try:
+        return hang_measure(secs, net)
+    finally:
+        hang_disarm()
+
+
+def hang_measure(secs, net):
+    """A storage stall of `secs` s under StateSaveLocation (issue 40): the
+    shim's control file armed with "hang SECS" (the journal's first sync
+    after it, and every one until it ends, blocks; A has no journal: nothing
+    blocks), and meanwhile `scontrol ping` and `squeue` every 0.2 s (wall
+    time), a job submitted every HANG_SUBMIT_EVERY s, then HANG_AFTER_JOBS
+    jobs at its end (submit -> task start), and when each of slurmctld.log,
+    the stall metric and `switch-lua status` first showed the stall."""
+    with open(CL + "/run/slurmctld.pid") as f:
+        pid = f.read().split()[0]
+    with open(f"/proc/{pid}/maps") as f:
+        if "fail_fsync" not in f.read():
+            raise SystemExit("bench: slurmctld has not loaded the shim (config --ctld-preload)")
+    hang_disarm()
+    open(HANG_MARKS, "w").close()
+    os.chmod(HANG_MARKS, 0o666)
+    log = CL + "/log/slurmctld.log"
+    pings, squeues, found, jobs = [], [], {}, []
+    stop, stop_watch = threading.Event(), threading.Event()
+    threads = [threading.Thread(target=timed_loop, args=(["scontrol", "ping"], stop, pings)),
+               threading.Thread(target=timed_loop, args=(["squeue"], stop, squeues))]
+    watcher = threading.Thread(target=stall_watch,
+                               args=(stop_watch, log, os.path.getsize(log), found))
+    for t in threads + [watcher]:
+        t.start()
+    # Armed: slurmctld's user (SlurmUser) rewrites it when the stall begins.
+    with open(HANG_CTL + ".new", "w") as f:
+        f.write(f"hang {secs}\n")
+    os.chmod(HANG_CTL + ".new", 0o666)
+    os.replace(HANG_CTL + ".new", HANG_CTL)
+    armed = time.time()
+    # The first job's setup record is the journal's first sync after the
+    # arming (C): the stall begins with it.
+    k = 0
+    while time.time() < armed + secs:
+        if time.time() >= armed + k * HANG_SUBMIT_EVERY:
+            hang_submit(net, jobs)
+            k += 1
+        stop.wait(min(0.05, max(0.0, armed + secs - time.time())))
+    # Its end: the END the shim wrote when it began (C), else the arming's
+    # secs (A: no journal, no stall).
+    began = end = None
+    with open(HANG_CTL) as f:
+        w = f.read().split()
+    if len(w) == 3 and w[0] == "until":
+        began, end = float(w[1]), float(w[2])
+    end = end or armed + secs
+    stop.wait(max(0.0, end - time.time()))
+    stop.set()
+    for t in threads:
+        t.join()
+    n_during = len(jobs)
+    for _ in range(HANG_AFTER_JOBS):
+        hang_submit(net, jobs)
+    ids = {j for j, _, _ in jobs if j}
+    while not ids <= set(hang_marks()) and time.time() < end + HANG_JOB_DEADLINE:
+        time.sleep(0.2)
+    while net and "back" not in found and time.time() < end + 30:
+        time.sleep(0.2)
+    stop_watch.set()
+    watcher.join()
+    marks = hang_marks()
+    wait = [marks[j] - t if j in marks else None for j, t, _ in jobs]
+    during, after = wait[:n_during], wait[n_during:]
+    ping_in = [d for t, d in pings if armed <= t < end]
+    sq_in = [d for t, d in squeues if armed <= t < end]
+    sb_in = [d for _, _, d in jobs[:n_during]]
+
+    # The shim's word on how long the first blocked sync took (C).
+    blocked = None
+    if os.path.exists(HANG_CTL + ".log"):
+        with open(HANG_CTL + ".log") as f:
+            m = re.search(r" after (\d+) ms$", f.read(), re.M)
+        blocked = int(m.group(1)) / 1000 if m else None
+
+    def since(key, t0=armed):
+        return found[key] - t0 if key in found and t0 else None
+
+    return {"hang_began_s": began - armed if began else None,
+            "hang_blocked_s": blocked,
+            "hang_ping_med_s": med(ping_in), "hang_ping_max_s": max(ping_in, default=None),
+            "hang_squeue_med_s": med(sq_in), "hang_squeue_max_s": max(sq_in, default=None),
+            "hang_sbatch_med_s": med(sb_in), "hang_sbatch_max_s": max(sb_in, default=None),
+            "hang_during_jobs": n_during,
+            "hang_during_started": sum(w is not None for w in during),
+            "hang_during_start_med_s": med(during),
+            "hang_during_start_max_s": max((w for w in during if w is not None), default=None),
+            "hang_after_jobs": len(after),
+            "hang_after_started": sum(w is not None for w in after),
+            "hang_after_start_med_s": med(after),
+            "hang_after_start_max_s": max((w for w in after if w is not None), default=None),
+            "hang_stall_line_s": since("line"), "hang_stall_metric_s": since("metric"),
+            "hang_stall_status_s": since("status"), "hang_back_line_s": since("back"),
+            # The same from the stall's start (the blocked sync), what the
+            # plugin's 5 s threshold counts from.
+            "hang_began_line_s": since("line", began), "hang_began_metric_s": since("metric", began),
+            "hang_began_status_s": since("status", began)}
+
+
 def sample_memory():
     """{sup_rss, sup_pss, run_rss, run_pss, runners}: the supervisor's and
     the runners' (total) memory now, in KiB, and how many runners."""
@@ -476,7 +698,7 @@ def inner(argv):
         return
     n, net = int(argv[1]), argv[2] == "1"
     fn = {"srun": inner_srun, "array": inner_array, "burst3": inner_burst3,
-          "wide": inner_wide, "setup_cmd": inner_setup_cmd}[what]
+          "wide": inner_wide, "setup_cmd": inner_setup_cmd, "hang": inner_hang}[what]
     print(json.dumps(fn(n, net)))
 
 
@@ -511,13 +733,16 @@ def measure(what, n, net):
 NODE_NICE = 10
 
 
-def boot(cfg, burst=False, nodes=3):
+def boot(cfg, burst=False, nodes=3, shim=False):
     """Boots configuration cfg on a cluster of nodes slurmd; B runs
     PrologSlurmctld=/bin/true, or the sleeping prolog script when burst is
-    set (the burst3 phase)."""
+    set (the burst3 phase); shim: slurmctld runs with the fault shim
+    HANG_SHIM preloaded, disarmed (the hang phase)."""
     os.environ["SWITCHLUA_NODES"] = str(nodes)
     base = ["--debug", "info", "--extra", "PartitionName=DEFAULT OverSubscribe=FORCE:40",
             "--extra", "Epilog=/bin/true", "--node-nice", str(NODE_NICE)]
+    if shim:
+        base += ["--ctld-preload", os.path.join(REPO, HANG_SHIM)]
     if cfg == "B":
         prolog = "/etc/slurm/bench_prolog.sh" if burst else "/bin/true"
         base += ["--extra", f"PrologSlurmctld={prolog}"]
@@ -536,6 +761,7 @@ def boot(cfg, burst=False, nodes=3):
                            stderr=subprocess.DEVNULL)
         cluster("config", *base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         install_files()
+        hang_disarm(root())
         r = subprocess.run([REPO + "/scripts/cluster", "start"], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL if attempt == 0 else None)
         if r.returncode == 0:
@@ -564,7 +790,9 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-PHASES = ("srun", "array", "burst", "big", "wide")
+PHASES = ("srun", "array", "burst", "big", "wide", "hang")
+# The hang phase's stall, in seconds.
+HANG_SECS = 30
 
 
 def parse_args(argv):
@@ -630,6 +858,9 @@ def host(argv):
     # nice value is not mixed with these either.
     sizes = {"srun": n_srun, "array": n_array, "burst": n_burst, "big": n_big, "wide": n_wide,
              "wide_runs": WIDE_RUNS, "node_nice": NODE_NICE, "slurm": slurm}
+    if "hang" in phases:
+        # Only then: a file of the runs before the phase existed stays usable.
+        sizes["hang"] = HANG_SECS
     res = {c: {} for c in ["A", "B", "C", "C0"]}  # per rep (as a string: JSON keys): metrics
     if results and os.path.exists(results):
         with open(results) as f:
@@ -654,7 +885,8 @@ def host(argv):
     print(f"scripts/bench --cluster on Slurm {slurm_label}: {reps} repetitions of "
           f"{'/'.join(cfgs)}, rotated; phases {','.join(phases)}: srun x{n_srun}, array of "
           f"{n_array}, bursts of {n_burst} and {n_big} with a 3 s setup, srun -N{n_wide} on a "
-          f"{n_wide}-node cluster",
+          f"{n_wide}-node cluster" +
+          (f", a {HANG_SECS} s stall of the journal's fsync (A and C)" if "hang" in phases else ""),
           flush=True)
     try:
         for rep in range(reps):
@@ -663,7 +895,9 @@ def host(argv):
                 if str(rep) in res[cfg]:
                     continue
                 t0 = time.monotonic()
-                boot(cfg)
+                # The hang phase boots its own cluster (with the shim).
+                if set(phases) - {"hang"}:
+                    boot(cfg)
                 row = {}
                 if "srun" in phases:
                     s = measure("srun", n_srun, cfg == "C")
@@ -695,6 +929,12 @@ def host(argv):
                 if "wide" in phases:
                     boot(cfg, nodes=n_wide)
                     row.update(measure("wide", n_wide, cfg == "C"))
+                # A storage stall under StateSaveLocation (issue 40): A and C
+                # booted with the fault shim in slurmctld (B, which has no
+                # journal either, would only repeat A).
+                if "hang" in phases and cfg in ("A", "C"):
+                    boot(cfg, shim=True)
+                    row.update(measure("hang", HANG_SECS, cfg == "C"))
                 res[cfg][str(rep)] = row
                 save()
                 done = [f"{what} {row[key] * scale:.{digits}f} {unit}"
@@ -702,7 +942,10 @@ def host(argv):
                             ("srun median", "srun_med", 1000, 0, "ms"),
                             ("first poll", "first_poll", 100, 0, "%"),
                             ("burst", "burst_s", 1, 1, "s"), ("1000-burst", "big_burst_s", 1, 1, "s"),
-                            ("wide median", "wide_med", 1, 1, "s")) if row.get(key) is not None]
+                            ("wide median", "wide_med", 1, 1, "s"),
+                            ("ping in the hang", "hang_ping_med_s", 1000, 0, "ms"),
+                            ("stall line", "hang_stall_line_s", 1, 1, "s"))
+                        if row.get(key) is not None]
                 print(f"  rep {rep + 1} {cfg}: done in {time.monotonic() - t0:.0f} s "
                       f"({', '.join(done)})", flush=True)
     finally:
@@ -777,6 +1020,29 @@ ROWS = [
     ("wide_release", "  its nodes released after it, median", 1, "s"),
     ("wide_hooks", "  nodes whose task saw step_init's env (min)", 100, "%"),
     ("wide_hung", "  sruns not done in 300 s (not timed)", 1, ""),
+    ("hang_began_s", "hang: arming -> a journal sync blocked", 1, "s"),
+    ("hang_blocked_s", "hang: that sync blocked for", 1, "s"),
+    ("hang_ping_med_s", "hang: scontrol ping during it, median", 1000, "ms"),
+    ("hang_ping_max_s", "hang: scontrol ping during it, max", 1000, "ms"),
+    ("hang_squeue_med_s", "hang: squeue during it, median", 1000, "ms"),
+    ("hang_squeue_max_s", "hang: squeue during it, max", 1000, "ms"),
+    ("hang_sbatch_med_s", "hang: sbatch during it, median", 1000, "ms"),
+    ("hang_sbatch_max_s", "hang: sbatch during it, max", 1000, "ms"),
+    ("hang_during_jobs", "hang: jobs submitted during it", 1, ""),
+    ("hang_during_started", "  of which started", 1, ""),
+    ("hang_during_start_med_s", "  submit -> task start, median", 1, "s"),
+    ("hang_during_start_max_s", "  submit -> task start, max", 1, "s"),
+    ("hang_after_jobs", "hang: jobs submitted at its end", 1, ""),
+    ("hang_after_started", "  of which started", 1, ""),
+    ("hang_after_start_med_s", "  submit -> task start, median", 1, "s"),
+    ("hang_after_start_max_s", "  submit -> task start, max", 1, "s"),
+    ("hang_stall_line_s", "hang: arming -> slurmctld.log's stall line", 1, "s"),
+    ("hang_stall_metric_s", "hang: arming -> switchlua_journal_stalled 1", 1, "s"),
+    ("hang_stall_status_s", "hang: arming -> switch-lua status STALLED", 1, "s"),
+    ("hang_back_line_s", "hang: arming -> the line it returned", 1, "s"),
+    ("hang_began_line_s", "hang: the blocked sync -> the stall line", 1, "s"),
+    ("hang_began_metric_s", "hang: the blocked sync -> the metric", 1, "s"),
+    ("hang_began_status_s", "hang: the blocked sync -> status STALLED", 1, "s"),
 ]
 
 
