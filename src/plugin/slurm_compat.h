@@ -74,6 +74,11 @@
  * in every row but two: its switch ABI (21 symbols) adds
  * switch_p_free_jobinfo(job_ptr), as 25.11's jobinfo_free; and it closes
  * the accounting storage when slurmctld begins to stop, as 25.11 does.
+ * 26.11 (a development snapshot: master at 284c3b95f08a, 26.11.0 0rc1) is
+ * 26.05 in every row: src/interfaces/switch.[ch] are 26.05.3's byte for
+ * byte, and so are the declarations the glue calls (job_requeue_internal,
+ * slurmctld_lock_t, stepd_drain_node in slurmstepd/mgr.h, slurm_load_job
+ * by slurm_step_id_t); no macro below names it.
  *
  * Include after Slurm's headers (it names their types).  Nothing here is
  * exported.

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
-# e2e-tiers: core=24.11,26.05 full=25.05,25.11
+# e2e-tiers: core=24.11,26.05 full=25.05,25.11,26.11
 #
 # t0301-job-complete: slurm_switch_job_complete in slurmctld, driven by the
 # contract script's directives: a failed teardown drains the job's nodes;

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
-# e2e-tiers: core=24.11,26.05 full=25.05,25.11
+# e2e-tiers: core=24.11,26.05 full=25.05,25.11,26.11
 #
 # t0501-step-hooks: the slurmstepd hooks step_preinit, step_init and
 # step_postfini, driven by the contract script's directives, on both nodes

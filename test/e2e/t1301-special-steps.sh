@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
-# e2e-tiers: core=26.05 full=25.11
+# e2e-tiers: core=26.05 full=25.11,26.11
 #
 # t1301-special-steps: the part of the contract that needs Slurm 25.11 or
 # later, live on a Slurm 26.05.3 cluster (issue 18): with the contract

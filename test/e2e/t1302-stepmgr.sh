@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
-# e2e-tiers: core=26.05 full=25.11
+# e2e-tiers: core=26.05 full=25.11,26.11
 #
 # t1302-stepmgr: SlurmctldParameters=enable_stepmgr (issue 18): the job's
 # steps are created by its stepmgr slurmstepd (the extern step's, on the

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
-# e2e-tiers: core= full=26.05,25.11
+# e2e-tiers: core= full=26.05,25.11,26.11
 #
 # t1303-array-frees: from 25.05 on Slurm frees a job record's jobinfo
 # itself (jobinfo_free, with the record), and job_array_split() memcpy()s

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash
-# e2e-tiers: core= full=24.11,25.05,25.11,26.05
+# e2e-tiers: core= full=24.11,25.05,25.11,26.05,26.11
 #
 # t1601-contract: the contract suite (issue 36 item 4).  The directives come
 # from the contract script itself: every `d.NAME` its code acts on must be
