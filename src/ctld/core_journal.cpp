@@ -340,8 +340,10 @@ void CtldCore::Impl::compact_outside() {
   bool renamed = false;
   {
     std::lock_guard g(mu);
+    // The fence first: a lost one closes the journal (become_stale()).
+    const bool may_write = in_control && !frozen && fence_ok();
     if (journal && journal->id() == t.journal)
-      renamed = journal->finish_compaction(t, in_control && !frozen && fence_ok());
+      renamed = journal->finish_compaction(t, may_write);
     else
       abandon_staged(t.staged);
   }
