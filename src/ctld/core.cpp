@@ -160,6 +160,11 @@ void CtldCore::Impl::annotate(const Event &e, const JobSwitchState &old, StepRes
   for (const Action &a : r.actions)
     if (a.kind == ActionKind::RunJobStart)
       r.next.job.attempt = next_attempt(); // a new setup attempt
+  // Issue 38: the new attempt's pool IDs, in its "setup started" record.
+  pools.step(old, e, r,
+             std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count());
   if (e.kind == EventKind::SetupResult && e.outcome && r.next.jobinfo && !old.jobinfo)
     r.next.script_hash = e.outcome->script_hash; // the stepinfo carries it
   if (e.kind == EventKind::TeardownResult && e.outcome && e.outcome->kind == OutcomeKind::Returned)
@@ -349,7 +354,10 @@ std::optional<JobSwitchState> CtldCore::state_of(std::uint32_t job_id) const {
 
 void CtldCore::set_config(const CtldConfig &c) {
   std::lock_guard g(impl_->mu);
+  const bool pools_changed = impl_->cfg.pools != c.pools;
   impl_->cfg = c;
+  if (pools_changed && impl_->in_control)
+    impl_->rebuild_pools();
   if (impl_->journal)
     impl_->journal->set_while_failing(impl_->journal_while_failing());
   if (impl_->publisher)

@@ -30,6 +30,11 @@ bool outcome_is_failure(Hook h, const Outcome &o) {
 
 } // namespace
 
+void CtldCore::Impl::rebuild_pools() {
+  for (const std::string &l : pools.rebuild(cfg.pools, journal.get()))
+    port.log(LogLevel::Info, log_line({}, l));
+}
+
 std::string CtldCore::Impl::script_ref(const std::string &hash) const {
   if (hash.empty())
     return fmt::format("script {}", opts.script);
@@ -169,11 +174,17 @@ void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o)
 
 void CtldCore::Impl::start_setup(const JobSwitchState &s, const std::string &refuse,
                                  std::chrono::milliseconds waited) {
-  if (refuse.empty()) {
+  const std::string short_of = refuse.empty() ? pools.refusal(s.job.attempt) : std::string();
+  if (refuse.empty() && short_of.empty()) {
     submit(s, Hook::JobStart, std::nullopt, EventKind::SetupResult, waited);
     return;
   }
-  Outcome o{.kind = OutcomeKind::SpawnFailed, .message = refuse};
+  if (!short_of.empty()) // issue 38: a failed setup, not a host fault to retry
+    port.log(LogLevel::Error,
+             log_line({.job_id = s.job.job_id, .hook = "job_start"}, "not started: {}", short_of));
+  Outcome o{.kind = OutcomeKind::SpawnFailed,
+            .message = short_of.empty() ? refuse : short_of,
+            .refused = !short_of.empty()};
   stats.call_refused(Hook::JobStart, o);
   enqueue({s.job.job_id, s.generation, EventKind::SetupResult, o});
 }

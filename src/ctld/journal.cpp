@@ -74,6 +74,8 @@ std::string_view journal_kind_name(JournalKind k) {
     return "setup failure counted";
   case JournalKind::SetupFailuresCleared:
     return "setup failures cleared";
+  case JournalKind::PoolsQuarantined:
+    return "pools quarantined";
   }
   return "unknown";
 }
@@ -84,8 +86,9 @@ std::string encode_journal_body(const JournalRecord &r) {
   pk.pack_array(8);
   const bool v2 =
       r.kind == JournalKind::SetupFailureCounted || r.kind == JournalKind::SetupFailuresCleared;
+  const bool v3 = r.kind == JournalKind::PoolsQuarantined || (r.job && !r.job->pools.empty());
   pack_str(pk, kMagic);
-  pk.pack(static_cast<std::uint32_t>(v2 ? 2 : 1));
+  pk.pack(static_cast<std::uint32_t>(v3 ? 3 : v2 ? 2 : 1));
   pk.pack(static_cast<std::uint32_t>(r.kind));
   pk.pack_int64(r.attempt);
   pk.pack_uint32(r.job_id);
@@ -118,7 +121,7 @@ Expected<JournalRecord> decode_journal_body(std::string_view bytes) {
     return Unexpected<Error>{rec.error()};
   const msgpack::object *a = rec->fields;
   JournalRecord r;
-  const std::uint64_t max_kind = rec->version >= 2 ? 7 : 5;
+  const std::uint64_t max_kind = rec->version >= 3 ? 8 : rec->version >= 2 ? 7 : 5;
   if (a[2].type != msgpack::type::POSITIVE_INTEGER || a[2].via.u64 < 1 || a[2].via.u64 > max_kind)
     return Unexpected<Error>{bad(a[2].type == msgpack::type::POSITIVE_INTEGER
                                      ? fmt::format("unknown record kind {}", a[2].via.u64)
@@ -152,6 +155,8 @@ Expected<JournalRecord> decode_journal_body(std::string_view bytes) {
   }
   if (r.kind == JournalKind::SetupStarted && !r.job)
     return Unexpected<Error>{bad("a 'setup started' record without its job")};
+  if (r.kind == JournalKind::PoolsQuarantined && !r.job)
+    return Unexpected<Error>{bad("a 'pools quarantined' record without its job")};
   if (r.kind == JournalKind::SetupAccepted && !r.jobinfo)
     return Unexpected<Error>{bad("a 'setup accepted' record without its jobinfo")};
   return r;
@@ -241,6 +246,11 @@ void JournalTable::apply(const JournalRecord &r) {
     return;
   }
   max_attempt = std::max(max_attempt, r.attempt);
+  if (r.kind == JournalKind::PoolsQuarantined) {
+    if (!r.job->pools.empty())
+      quarantined[r.attempt] = {r.job_id, r.submit_time, r.job->pools};
+    return;
+  }
   if (r.kind == JournalKind::Forgotten) {
     live.erase(r.attempt);
     forgotten.insert(r.attempt);
@@ -275,6 +285,40 @@ void JournalTable::apply(const JournalRecord &r) {
   }
 }
 
+JournalRecord pools_quarantined_record(std::int64_t attempt, std::uint32_t job_id,
+                                       std::int64_t submit_time, const JobPools &pools) {
+  JournalRecord r{.kind = JournalKind::PoolsQuarantined,
+                  .attempt = attempt,
+                  .job_id = job_id,
+                  .submit_time = submit_time};
+  r.job = JobArgs{};
+  r.job->job_id = job_id;
+  r.job->submit_time = submit_time;
+  r.job->attempt = attempt;
+  r.job->pools = pools;
+  return r;
+}
+
+std::vector<std::string> JournalTable::keep_pools(const std::set<std::string> &declared) {
+  std::set<std::string> dropped;
+  auto strip = [&](JobPools &p) {
+    for (auto it = p.begin(); it != p.end();)
+      if (declared.contains(it->first)) {
+        ++it;
+      } else {
+        dropped.insert(it->first);
+        it = p.erase(it);
+      }
+  };
+  for (auto &[attempt, e] : live)
+    strip(e.job.pools);
+  for (auto it = quarantined.begin(); it != quarantined.end();) {
+    strip(it->second.pools);
+    it = it->second.pools.empty() ? quarantined.erase(it) : std::next(it);
+  }
+  return {dropped.begin(), dropped.end()};
+}
+
 std::vector<JournalRecord> JournalTable::snapshot() const {
   std::vector<JournalRecord> out;
   for (std::int64_t a : forgotten)
@@ -305,6 +349,8 @@ std::vector<JournalRecord> JournalTable::snapshot() const {
       out.push_back(td);
     }
   }
+  for (const auto &[attempt, q] : quarantined)
+    out.push_back(pools_quarantined_record(attempt, q.job_id, q.submit_time, q.pools));
   for (const auto &[job_id, f] : failures)
     out.push_back({.kind = JournalKind::SetupFailureCounted,
                    .job_id = job_id,

@@ -124,6 +124,13 @@ Journal::~Journal() {
     ::close(fd_);
 }
 
+std::vector<std::string> Journal::keep_pools(const std::set<std::string> &declared) {
+  std::vector<std::string> dropped = table_.keep_pools(declared);
+  if (!dropped.empty() && fd_ >= 0)
+    compact();
+  return dropped;
+}
+
 bool Journal::compact() {
   if (fd_ < 0)
     return false;
