@@ -35,6 +35,16 @@ void CtldCore::Impl::rebuild_pools() {
     port.log(LogLevel::Info, log_line({}, l));
 }
 
+void CtldCore::Impl::forget_orphan(std::int64_t attempt, const JobArgs &job, PoolsFate fate) {
+  pools.end(attempt, job.job_id, job.submit_time, fate,
+            std::chrono::duration_cast<std::chrono::seconds>(
+                std::chrono::system_clock::now().time_since_epoch())
+                .count());
+  std::vector<JournalRecord> recs = std::exchange(pools.records, {});
+  recs.push_back(journal_record(JournalKind::Forgotten, job));
+  journal_append(recs);
+}
+
 std::string CtldCore::Impl::script_ref(const std::string &hash) const {
   if (hash.empty())
     return fmt::format("script {}", opts.script);

@@ -574,6 +574,7 @@ struct CtldCore::Impl {
   /// once as SpawnFailed with that message, and R_START_FAIL's line says
   /// "JobId=N job_start could not be started: journal ...".
   void rebuild_pools(); // issue 38: from cfg.pools and the journal (core_calls.cpp)
+  void forget_orphan(std::int64_t attempt, const JobArgs &job, PoolsFate fate); // ... and here
   void start_setup(const JobSwitchState &s, const std::string &refuse,
                    std::chrono::milliseconds waited = {});
   /// How long job `job_id`'s runners have failed to start (issue 20; 0

@@ -51,18 +51,17 @@ void CorePools::step(const JobSwitchState &old, const Event &e, StepResult &r, s
   records.clear();
   if (!alloc.any())
     return;
-  (void)now;
   const JobSwitchState &n = r.next;
   bool starts = false;
   for (const Action &a : r.actions)
     starts = starts || a.kind == ActionKind::RunJobStart;
   // The attempts this step forgets, as journal_step() writes them.
+  // The attempts this step forgets, as journal_step() writes them: the
+  // row's pools column says what becomes of their IDs.
   if (starts && old.job.attempt != 0 && old.job.attempt != n.job.attempt && !over(old.state))
-    alloc.release(old.job.attempt); // R_UNDO_OK: the killed job_start was undone
-  if (over(n.state) && (!over(old.state) || e.kind == EventKind::SetupRequested)) {
-    alloc.release(n.job.attempt);
-    refused.erase(n.job.attempt);
-  }
+    end(old.job.attempt, old.job.job_id, old.job.submit_time, r.pools, now); // R_UNDO_OK
+  if (over(n.state) && (!over(old.state) || e.kind == EventKind::SetupRequested))
+    end(n.job.attempt, n.job.job_id, n.job.submit_time, r.pools, now);
   if (!starts || n.job.attempt == 0)
     return;
   PoolTake t = alloc.take(n.job.attempt);
@@ -73,6 +72,18 @@ void CorePools::step(const JobSwitchState &old, const Event &e, StepResult &r, s
   const PoolShortage &s = *t.shortage;
   refused[n.job.attempt] = fmt::format("pool {} has {} of {} IDs free, {} needed (switch_pool_{})",
                                        s.pool, s.free, s.size, s.needed, s.pool);
+}
+
+void CorePools::end(std::int64_t attempt, std::uint32_t job_id, std::int64_t submit_time,
+                    PoolsFate fate, std::int64_t now) {
+  refused.erase(attempt);
+  if (fate != PoolsFate::Quarantine) {
+    alloc.release(attempt);
+    return;
+  }
+  const PoolIds ids = alloc.held(attempt);
+  if (alloc.quarantine(attempt, now))
+    records.push_back(pools_quarantined_record(attempt, job_id, submit_time, ids));
 }
 
 std::string CorePools::refusal(std::int64_t attempt) const {

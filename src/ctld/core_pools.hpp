@@ -33,6 +33,7 @@ namespace switchlua {
 struct JobSwitchState;
 struct Event;
 struct StepResult;
+enum class PoolsFate : std::uint8_t;
 
 struct CorePools {
   Pools alloc;
@@ -53,6 +54,12 @@ struct CorePools {
   /// or a refusal), and releases or quarantines (at `now`, Unix seconds) the
   /// IDs of the attempts the step forgets, queuing their records.
   void step(const JobSwitchState &old, const Event &e, StepResult &r, std::int64_t now);
+
+  /// Ends `attempt` (of job `job_id`, `submit_time`) as `fate` says:
+  /// Quarantine moves its IDs to the quarantine at `now` and queues its
+  /// PoolsQuarantined record in `records`; else they are released.
+  void end(std::int64_t attempt, std::uint32_t job_id, std::int64_t submit_time, PoolsFate fate,
+           std::int64_t now);
 
   /// Why the start of `attempt` is refused ("" when it is not): "pool vni
   /// has 0 of 1024 IDs free, 1 needed (switch_pool_vni)".

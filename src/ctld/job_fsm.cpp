@@ -499,6 +499,7 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
     return out;
   }
   out.rule = r->rule;
+  out.pools = r->pools; // issue 38
   JobSwitchState &n = out.next;
   n.state = r->next;
   if (e.kind == E::SetupRequested) {

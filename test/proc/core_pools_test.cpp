@@ -193,3 +193,31 @@ TEST(CorePools, APoolRemovedFromTheSettingsIsDroppedWithOneLine) {
   set_up(b, sb, 9);
   EXPECT_EQ(Ids{2}, ids_of(b, 9)) << "vni=1 is still job 7's: " << sb.all_logs();
 }
+
+TEST(CorePools, AFailedTeardownQuarantinesItsIdsAcrossARestart) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  {
+    CtldCore a(options(d, "switch_pool_vni=1-2"), sa);
+    set_up(a, sa, 7, "fail_teardown");
+    EXPECT_EQ(Ids{1}, ids_of(a, 7));
+    a.job_complete(7);
+    ASSERT_TRUE(settle(a, [&] { return !a.state_of(7); })) << sa.all_logs();
+    EXPECT_TRUE(sa.did_starting("drain node1")) << sa.all_logs();
+    set_up(a, sa, 8);
+    EXPECT_EQ(Ids{2}, ids_of(a, 8));
+    a.job_complete(8);
+    ASSERT_TRUE(settle(a, [&] { return !a.state_of(8); })) << sa.all_logs();
+    a.halt();
+  }
+  // After a restart, ID 1 is still out of use; 2 was released.
+  CtldCore b(options(d, "switch_pool_vni=1-2"), sb);
+  set_up(b, sb, 9);
+  EXPECT_EQ(Ids{2}, ids_of(b, 9)) << "ID 1 is quarantined: " << sb.all_logs();
+  sb.lock();
+  EXPECT_TRUE(b.job_start(job(10), true));
+  sb.unlock();
+  ASSERT_TRUE(settle(b, [&] { return sb.did("requeue 10"); })) << sb.all_logs();
+  EXPECT_NE(sb.reason_of("requeue 10").find("pool vni has 0 of 2 IDs free"), std::string::npos)
+      << sb.reason_of("requeue 10");
+}
