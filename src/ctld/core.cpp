@@ -153,6 +153,7 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e, bool defer_effe
   if (e.kind == EventKind::TeardownResult || e.kind == EventKind::LateTeardownResult)
     wake_orphan_waiters();
   stats.set_jobs(jobs.size());
+  stats.set_pools(pools.stats());
   port.save_state();
 }
 
@@ -356,8 +357,10 @@ void CtldCore::set_config(const CtldConfig &c) {
   std::lock_guard g(impl_->mu);
   const bool pools_changed = impl_->cfg.pools != c.pools;
   impl_->cfg = c;
-  if (pools_changed && impl_->in_control)
+  if (pools_changed && impl_->in_control) {
     impl_->rebuild_pools();
+    impl_->stats.set_pools(impl_->pools.stats());
+  }
   if (impl_->journal)
     impl_->journal->set_while_failing(impl_->journal_while_failing());
   if (impl_->publisher)

@@ -31,8 +31,11 @@ bool outcome_is_failure(Hook h, const Outcome &o) {
 } // namespace
 
 void CtldCore::Impl::rebuild_pools() {
-  for (const std::string &l : pools.rebuild(cfg.pools, journal.get()))
+  const std::vector<std::string> dropped = pools.rebuild(cfg.pools, journal.get());
+  for (const std::string &l : dropped)
     port.log(LogLevel::Info, log_line({}, l));
+  if (!dropped.empty())
+    wake_syncer(); // its compaction rewrites the file without them
 }
 
 void CtldCore::Impl::forget_orphan(std::int64_t attempt, const JobArgs &job, PoolsFate fate) {

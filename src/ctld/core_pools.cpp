@@ -35,7 +35,7 @@ std::vector<std::string> CorePools::rebuild(const std::vector<PoolSpec> &specs, 
   for (const auto &[attempt, e] : journal->table().live)
     alloc.restore(attempt, e.job.pools);
   for (const auto &[attempt, q] : journal->table().quarantined)
-    alloc.restore(attempt, q.pools, 0);
+    alloc.restore(attempt, q.pools, q.since);
   return lines;
 }
 
@@ -55,7 +55,6 @@ void CorePools::step(const JobSwitchState &old, const Event &e, StepResult &r, s
   bool starts = false;
   for (const Action &a : r.actions)
     starts = starts || a.kind == ActionKind::RunJobStart;
-  // The attempts this step forgets, as journal_step() writes them.
   // The attempts this step forgets, as journal_step() writes them: the
   // row's pools column says what becomes of their IDs.
   if (starts && old.job.attempt != 0 && old.job.attempt != n.job.attempt && !over(old.state))
@@ -70,6 +69,7 @@ void CorePools::step(const JobSwitchState &old, const Event &e, StepResult &r, s
     return;
   }
   const PoolShortage &s = *t.shortage;
+  ++refusals[s.pool];
   refused[n.job.attempt] = fmt::format("pool {} has {} of {} IDs free, {} needed (switch_pool_{})",
                                        s.pool, s.free, s.size, s.needed, s.pool);
 }
@@ -83,12 +83,21 @@ void CorePools::end(std::int64_t attempt, std::uint32_t job_id, std::int64_t sub
   }
   const PoolIds ids = alloc.held(attempt);
   if (alloc.quarantine(attempt, now))
-    records.push_back(pools_quarantined_record(attempt, job_id, submit_time, ids));
+    records.push_back(pools_quarantined_record(attempt, job_id, submit_time, ids, now));
 }
 
 std::string CorePools::refusal(std::int64_t attempt) const {
   auto it = refused.find(attempt);
   return it == refused.end() ? std::string() : it->second;
+}
+
+std::map<std::string, PoolStats> CorePools::stats() const {
+  std::map<std::string, PoolStats> out;
+  for (const auto &[name, c] : alloc.counts()) {
+    auto r = refusals.find(name);
+    out[name] = PoolStats{.ids = c, .refusals = r == refusals.end() ? 0 : r->second};
+  }
+  return out;
 }
 
 } // namespace switchlua

@@ -22,6 +22,7 @@
 
 #include "ctld/journal.hpp"
 #include "ctld/pools.hpp"
+#include "ctld/stats.hpp"
 
 #include <cstdint>
 #include <map>
@@ -39,6 +40,9 @@ struct CorePools {
   Pools alloc;
   /// Attempts whose take found too few IDs, and why (for the refusal).
   std::map<std::int64_t, std::string> refused;
+  /// Setups refused for want of each pool's IDs since the plugin started
+  /// (switch-lua(1) STATUS); kept across rebuild().
+  std::map<std::string, std::uint64_t> refusals;
   /// The records of the current step to be written before its others
   /// (PoolsQuarantined), taken by journal_step().
   std::vector<JournalRecord> records;
@@ -64,6 +68,9 @@ struct CorePools {
   /// Why the start of `attempt` is refused ("" when it is not): "pool vni
   /// has 0 of 1024 IDs free, 1 needed (switch_pool_vni)".
   std::string refusal(std::int64_t attempt) const;
+
+  /// Every declared pool's numbers and refusals, by name (CtldStats).
+  std::map<std::string, PoolStats> stats() const;
 };
 
 } // namespace switchlua

@@ -23,10 +23,11 @@
 // readable by a version-1 plugin; in a kind-6 body the last slot holds
 // bin msgpack [<failures: uint>, <restart_count: uint>] instead of a
 // jobinfo.  Version 3 (issue 38, fabric-ID pools) marks every record whose
-// job table carries pools (job.pools) and adds kind 8, written only while a
-// pool is declared (switch_pool_NAME), so a site that never declares one
-// writes the journal of version 2 byte for byte; in a kind-8 body the job
-// slot holds a job table with job_id, submit_time, attempt and pools only.
+// job table carries pools (job.pools) and adds kinds 8 and 9, written only
+// while a pool is declared (switch_pool_NAME), so a site that never declares
+// one writes the journal of version 2 byte for byte; in a kind-8 body the job
+// slot holds a job table with job_id, submit_time, attempt and pools only,
+// and the last slot bin msgpack [<since: int, Unix seconds>].
 // A decoder of version N reads every version <= N and refuses newer ones
 // (kJournalVersion is the newest this build reads).
 //
@@ -118,8 +119,12 @@ enum class JournalKind : std::uint8_t {
   /// than by a clean teardown (its teardown failed and drained, ...): the
   /// pool IDs of its job (job.pools) stay out of use after it is
   /// forgotten, until an administrator frees them.  Written just before
-  /// its Forgotten record, only while a pool is declared.
+  /// its Forgotten record, only while a pool is declared.  Its last slot
+  /// is bin msgpack [since]: the quarantine's start, Unix seconds.
   PoolsQuarantined = 8,
+  /// Version 3: an administrator freed the quarantined IDs of `attempt`
+  /// (switch-lua pool release): they may be handed out again.
+  PoolsReleased = 9,
 };
 std::string_view journal_kind_name(JournalKind k);
 
@@ -134,6 +139,7 @@ struct JournalRecord {
   std::optional<MsgpackBytes> jobinfo; ///< SetupAccepted, TeardownStarted
   std::uint32_t failures = 0;          ///< SetupFailureCounted
   std::uint32_t restart_count = 0;     ///< SetupFailureCounted
+  std::int64_t since = 0;              ///< PoolsQuarantined: Unix seconds
   bool operator==(const JournalRecord &) const = default;
 };
 
@@ -150,9 +156,11 @@ struct SetupFailures {
 };
 
 /// The PoolsQuarantined record of `attempt` (issue 38): its job slot a job
-/// table with job_id, submit_time, attempt and `pools` only.
+/// table with job_id, submit_time, attempt and `pools` only; quarantined
+/// `since` (Unix seconds).
 JournalRecord pools_quarantined_record(std::int64_t attempt, std::uint32_t job_id,
-                                       std::int64_t submit_time, const JobPools &pools);
+                                       std::int64_t submit_time, const JobPools &pools,
+                                       std::int64_t since);
 /// Encodes a record body (msgpack, no framing).
 std::string encode_journal_body(const JournalRecord &r);
 /// Decodes a record body.  Errors start "switch/lua journal: " and say
@@ -187,6 +195,7 @@ struct JournalQuarantine {
   std::uint32_t job_id = 0;
   std::int64_t submit_time = 0;
   JobPools pools;
+  std::int64_t since = 0; ///< Unix seconds
   bool operator==(const JournalQuarantine &) const = default;
 };
 
@@ -290,8 +299,10 @@ public:
   /// The errno of failure(), 0 when none.
   int failure_errno() const { return failure_errno_; }
   const JournalTable &table() const { return table_; }
-  /// JournalTable::keep_pools() of table(), then, when a pool was dropped,
-  /// a compaction so the file no longer holds it.  The names dropped.
+  /// JournalTable::keep_pools() of table(); when a pool was dropped, the
+  /// next compaction_ticket() is due whatever the file's size, so that the
+  /// file no longer holds it once the syncer has run (no I/O here: this
+  /// runs under Slurm's locks at a reconfigure).  The names dropped.
   std::vector<std::string> keep_pools(const std::set<std::string> &declared);
   /// A fresh attempt id: microseconds since the epoch, greater than every
   /// attempt seen so far.
@@ -366,6 +377,7 @@ private:
   std::uint64_t durable_seq_ = 0; ///< of those, the ones known durable
   std::uint64_t epoch_ = 0;       ///< compactions that replaced the file
   bool compacting_ = false;       ///< a CompactionTicket is between steps 1 and 3
+  bool compact_wanted_ = false;   ///< keep_pools() dropped a pool: compact at any size
   std::string tail_;              ///< while compacting_: the frames appended since step 1
   bool tail_synced_ = false;      ///< while compacting_: sync_now() synced part of the tail
   std::string folder_pending_;    ///< after step 3, until step 4: the folder to fsync

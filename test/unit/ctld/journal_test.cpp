@@ -325,7 +325,7 @@ TEST(Journal, PoolsAreVersion3AndOnlyWhenThereArePools) {
   auto d = decode_journal_body(b);
   ASSERT_TRUE(d) << d.error().message;
   EXPECT_EQ(*d, st);
-  JournalRecord q = pools_quarantined_record(100, 7, 1700000007, {{"vni", {1024}}});
+  JournalRecord q = pools_quarantined_record(100, 7, 1700000007, {{"vni", {1024}}}, 1700000400);
   b = encode_journal_body(q);
   EXPECT_EQ(b[6], 3);
   EXPECT_EQ(b[7], 8);
@@ -336,6 +336,35 @@ TEST(Journal, PoolsAreVersion3AndOnlyWhenThereArePools) {
   d = decode_journal_body(b);
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().message, "switch/lua journal: unknown record kind 8");
+  JournalRecord r{.kind = JournalKind::PoolsReleased, .attempt = 100, .job_id = 7};
+  b = encode_journal_body(r);
+  EXPECT_EQ(b[6], 3);
+  EXPECT_EQ(b[7], 9);
+  d = decode_journal_body(b);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(*d, r);
+}
+
+// A quarantine keeps its start across a reopen; a release ends it, also
+// across a reopen and a compaction (issue 38, switch-lua pool release).
+TEST(Journal, AQuarantineKeepsItsTimeAndAReleaseEndsIt) {
+  TempDir d;
+  Logged log;
+  {
+    Journal j(d.file(), log.fn());
+    j.append({pools_quarantined_record(100, 7, 1700000007, {{"vni", {1024}}}, 1700000400),
+              pools_quarantined_record(101, 8, 1700000008, {{"vni", {1025}}}, 1700000500)});
+  }
+  {
+    Journal j(d.file(), log.fn()); // opening compacts
+    ASSERT_EQ(j.table().quarantined.size(), 2u);
+    EXPECT_EQ(j.table().quarantined.at(100).since, 1700000400);
+    j.append({{.kind = JournalKind::PoolsReleased, .attempt = 101, .job_id = 8}});
+    EXPECT_FALSE(j.table().quarantined.contains(101));
+  }
+  Journal j(d.file(), log.fn());
+  ASSERT_EQ(j.table().quarantined.size(), 1u);
+  EXPECT_EQ(j.table().quarantined.at(100).since, 1700000400);
 }
 
 TEST(Journal, QuarantinedPoolsOutliveTheirAttemptAReopenAndACompaction) {
@@ -346,7 +375,7 @@ TEST(Journal, QuarantinedPoolsOutliveTheirAttemptAReopenAndACompaction) {
   {
     Journal j(d.file(), log.fn());
     j.append({st});
-    j.append({pools_quarantined_record(100, 7, 1700000007, {{"vni", {1024}}}),
+    j.append({pools_quarantined_record(100, 7, 1700000007, {{"vni", {1024}}}, 1700000400),
               rec(JournalKind::Forgotten, 7, 100)});
     EXPECT_FALSE(j.table().live.contains(100));
     ASSERT_TRUE(j.table().quarantined.contains(100));
@@ -364,11 +393,16 @@ TEST(Journal, APoolNoLongerDeclaredIsDroppedAndNotWrittenAgain) {
   st.job->pools = {{"vni", {1024}}, {"pkey", {32769}}};
   {
     Journal j(d.file(), log.fn());
-    j.append({st, pools_quarantined_record(99, 6, 1700000006, {{"pkey", {32770}}})});
+    j.append({st, pools_quarantined_record(99, 6, 1700000006, {{"pkey", {32770}}}, 1700000300)});
     EXPECT_EQ(j.keep_pools({"vni", "pkey"}), std::vector<std::string>{});
+    EXPECT_FALSE(j.compaction_ticket().due) << "a small file, no pool dropped";
+    const auto before = read_file(d.file());
     EXPECT_EQ(j.keep_pools({"vni"}), std::vector<std::string>{"pkey"});
+    EXPECT_EQ(read_file(d.file()), before) << "no I/O under Slurm's locks (issue 40)";
     EXPECT_EQ(j.table().live.at(100).job.pools, (JobPools{{"vni", {1024}}}));
     EXPECT_FALSE(j.table().quarantined.contains(99));
+    EXPECT_TRUE(compact_outside(j)) << "the syncer's next ticket is due";
+    EXPECT_FALSE(j.compaction_ticket().due) << "and only once";
   }
   EXPECT_EQ(read_file(d.file()).find("pkey"), std::string::npos) << "compacted without it";
   Journal j(d.file(), log.fn());
