@@ -174,6 +174,7 @@ function print(...) end
 ---@field failed_nodes? string job_complete only: the job's nodes that failed or were removed when it ended (DOWN, NOT_RESPONDING or FAIL, or excised from a --no-kill job), a host list expression, e.g. "node2"; nil when none (and in job_start).
 ---@field failed_node_names string[] The same nodes expanded, in node_names' order; empty when none.
 ---@field epoch? integer The epoch of the controller's control period (grows by one at each takeover); a fabric manager may refuse a call whose epoch is below one it has seen. nil without a journal.
+---@field pools? table<string,integer[]> job_start and job_complete: the IDs of each declared pool (switch_pool_NAME) this setup attempt holds, e.g. job.pools.vni = {1024}; nil when no pool is declared (switch.lua(5), POOLS).
 
 ---The step table of step_preinit, step_init and step_postfini.
 ---@class switchlua.Step

@@ -102,6 +102,32 @@ void print_journal(const json &j) {
                time_text(since));
 }
 
+/// The fabric breaker's line (issue 20); none in a file of an older plugin.
+void print_breaker(const json &j) {
+  const json b = j.value("fabric_breaker", json::object());
+  if (b.empty())
+    return;
+  const auto since = b.value("since", std::int64_t{0});
+  if (b.value("open", false))
+    fmt::print("Fabric breaker:       OPEN since {}: {}\n", time_text(since),
+               b.value("why", std::string()));
+  else
+    fmt::print("Fabric breaker:       closed (opened {} time{}{})\n", u(b, "opens"),
+               u(b, "opens") == 1 ? "" : "s",
+               u(b, "opens") ? fmt::format(", last closed {}", time_text(since)) : "");
+}
+
+/// One line per fabric-ID pool (issue 38; switch.lua(5), POOLS); none
+/// without a pool or in a file of an older plugin.
+void print_pools(const json &j) {
+  const json pools = j.value("pools", json::object());
+  for (const auto &[name, p] : pools.items())
+    fmt::print("Pool {:<16} {} of {} IDs free, {} taken, {} quarantined; {} setup{} refused "
+               "for want of IDs\n",
+               name + ":", u(p, "free"), u(p, "size"), u(p, "taken"), u(p, "quarantined"),
+               u(p, "refusals"), u(p, "refusals") == 1 ? "" : "s");
+}
+
 void print_human(const json &j, const std::string &path, std::int64_t age) {
   const std::string stars(60, '*');
   fmt::print("{}\nswitch/lua status, from {}\n", stars, path);
@@ -129,16 +155,8 @@ void print_human(const json &j, const std::string &path, std::int64_t age) {
   fmt::print("Cancels:              {}\n", u(j, "cancels"));
   fmt::print("Host faults:          {} (runners that could not be started, retried)\n",
              u(j, "host_faults"));
-  if (const json b = j.value("fabric_breaker", json::object()); !b.empty()) {
-    const auto since = b.value("since", std::int64_t{0});
-    if (b.value("open", false))
-      fmt::print("Fabric breaker:       OPEN since {}: {}\n", time_text(since),
-                 b.value("why", std::string()));
-    else
-      fmt::print("Fabric breaker:       closed (opened {} time{}{})\n", u(b, "opens"),
-                 u(b, "opens") == 1 ? "" : "s",
-                 u(b, "opens") ? fmt::format(", last closed {}", time_text(since)) : "");
-  }
+  print_breaker(j);
+  print_pools(j);
   print_journal(j);
   const json hooks = j.value("hooks", json::object());
   fmt::print("\nHook calls by outcome:\n");

@@ -53,10 +53,109 @@ struct Key {
   std::array<std::string_view, 2> words{"no", "yes"};
   /// A path setting: the CtldConfig member it sets (get/set unused).
   std::string CtldConfig::*path = nullptr;
+  /// The family of pool settings (issue 38): `name` is the prefix, each
+  /// switch_pool_NAME one pool of CtldConfig::pools (get/set unused).
+  bool pool = false;
 };
 
 /// What describe() writes for a path setting that is not set.
 constexpr std::string_view kNoPath = "none";
+/// The prefix of the pool settings (switch_pool_NAME).
+constexpr std::string_view kPoolPrefix = "switch_pool_";
+
+/// A pool's value as written back: FIRST-LAST joined by +, then :PER_JOB
+/// ("1024-2047:1"; a one-ID range is written FIRST).
+std::string pool_text(const PoolSpec &p) {
+  std::string out;
+  for (const PoolRange &r : p.ranges)
+    out += fmt::format("{}{}", out.empty() ? "" : "+",
+                       r.first == r.last ? fmt::format("{}", r.first)
+                                         : fmt::format("{}-{}", r.first, r.last));
+  return fmt::format("{}:{}", out, p.per_job);
+}
+
+/// A decimal number in [0, 2^32 - 1], all of `v`.
+std::optional<std::uint32_t> pool_number(std::string_view v) {
+  std::uint32_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size())
+    return std::nullopt;
+  return n;
+}
+
+/// The ranges of a pool value ("32769-32800+33000"), sorted; nullopt when
+/// one does not parse, is backwards, or overlaps another.
+std::optional<std::vector<PoolRange>> pool_ranges(std::string_view v) {
+  std::vector<PoolRange> out;
+  while (true) {
+    const auto plus = v.find('+');
+    const std::string_view r = v.substr(0, plus);
+    const auto dash = r.find('-');
+    auto first = pool_number(r.substr(0, dash));
+    auto last = dash == std::string_view::npos ? first : pool_number(r.substr(dash + 1));
+    if (!first || !last || *first > *last)
+      return std::nullopt;
+    out.push_back({*first, *last});
+    if (plus == std::string_view::npos)
+      break;
+    v.remove_prefix(plus + 1);
+  }
+  std::sort(out.begin(), out.end(), [](auto &a, auto &b) { return a.first < b.first; });
+  for (std::size_t i = 1; i < out.size(); ++i)
+    if (out[i].first <= out[i - 1].last)
+      return std::nullopt;
+  return out;
+}
+
+/// One switch_pool_NAME=RANGES[:PER_JOB] token (NAME lower-cased: keys are
+/// case-insensitive), or the error naming key and value.
+Expected<PoolSpec> parse_pool(const Token &t) {
+  PoolSpec p;
+  for (char ch : t.key.substr(kPoolPrefix.size()))
+    p.name += ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch + 32) : ch;
+  bool name_ok = p.name.size() <= 32 && p.name.front() >= 'a' && p.name.front() <= 'z';
+  for (char ch : p.name)
+    name_ok = name_ok && ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_');
+  const std::string_view v = t.has_value ? t.value : "";
+  if (!name_ok)
+    return fail(fmt::format("SlurmctldParameters: {}={}: the pool name must be a letter, then "
+                            "at most 31 letters, digits or _",
+                            t.key, v));
+  const auto colon = v.find(':');
+  auto ranges = pool_ranges(v.substr(0, colon));
+  std::size_t size = 0;
+  for (const PoolRange &r : ranges ? *ranges : std::vector<PoolRange>{})
+    size += static_cast<std::size_t>(r.last) - r.first + 1;
+  auto per_job = colon == std::string_view::npos ? std::optional<std::uint32_t>(1)
+                                                 : pool_number(v.substr(colon + 1));
+  if (!ranges || !per_job || *per_job < 1 || *per_job > size)
+    return fail(fmt::format("SlurmctldParameters: {}={}: must be ranges FIRST-LAST of integers "
+                            "from 0 to 4294967295 joined by + and not overlapping, then "
+                            "optionally :PER_JOB from 1 to the pool's size "
+                            "(e.g. 1024-2047 or 32769-32800+33000-33010:2)",
+                            t.key, v));
+  p.ranges = std::move(*ranges);
+  p.per_job = *per_job;
+  return p;
+}
+
+/// Adds the pool of `t` to `c`, or the error (a bad value, or the pool
+/// given twice with different values).
+std::optional<std::string> add_pool(CtldConfig &c, const Token &t) {
+  auto p = parse_pool(t);
+  if (!p)
+    return p.error().message;
+  for (const PoolSpec &have : c.pools)
+    if (have.name == p->name)
+      return have == *p ? std::nullopt
+                        : std::optional<std::string>(
+                              fmt::format("SlurmctldParameters: {}{} given twice ({} and {})",
+                                          kPoolPrefix, p->name, pool_text(have), pool_text(*p)));
+  auto at = std::lower_bound(c.pools.begin(), c.pools.end(), p->name,
+                             [](const PoolSpec &a, const std::string &n) { return a.name < n; });
+  c.pools.insert(at, std::move(*p));
+  return std::nullopt;
+}
 
 // clang-format off
 const Key kKeys[] = {
@@ -103,14 +202,21 @@ const Key kKeys[] = {
    [](const CtldConfig &c) -> std::uint64_t { return c.journal_failure_waits; },
    [](CtldConfig &c, std::uint64_t v) { c.journal_failure_waits = v != 0; }, {"run", "wait"}},
   {"switch_metrics_file", 0, 0, "path", nullptr, nullptr, {}, &CtldConfig::metrics_file},
+  {kPoolPrefix, 0, 0, "RANGES[:PER_JOB]", nullptr, nullptr, {}, nullptr, true},
 };
 // clang-format on
 
 const Key *find_key(std::string_view name) {
   for (const Key &k : kKeys)
-    if (iequals(k.name, name))
+    if (k.pool ? name.size() > k.name.size() && iequals(name.substr(0, k.name.size()), k.name)
+               : iequals(k.name, name))
       return &k;
   return nullptr;
+}
+
+/// How a setting is named in lists: switch_pool_NAME for the family.
+std::string key_label(const Key &k) {
+  return k.pool ? fmt::format("{}NAME", k.name) : std::string(k.name);
 }
 
 /// The token's value for `k`, or the error naming key and value as written.
@@ -178,6 +284,10 @@ Expected<CtldConfig> parse_slurmctld_parameters(std::string_view params) {
     const Key *k = find_key(t.key);
     if (!k || error)
       return; // not ours: Slurm ignores unknown tokens (unknown switch_*: see warnings)
+    if (k->pool) {
+      error = add_pool(c, t);
+      return;
+    }
     const bool again = std::find(seen.begin(), seen.end(), k) != seen.end();
     if (k->path) {
       auto p = parse_path(t);
@@ -219,7 +329,7 @@ std::vector<std::string> slurmctld_parameters_warnings(std::string_view params) 
       return;
     std::string ours;
     for (const Key &k : kKeys)
-      ours += fmt::format("{}{}", ours.empty() ? "" : ", ", k.name);
+      ours += fmt::format("{}{}", ours.empty() ? "" : ", ", key_label(k));
     out.push_back(fmt::format("SlurmctldParameters: {} is not a switch/lua setting and is "
                               "ignored (the settings are {}): check its spelling",
                               t.key, ours));
@@ -231,8 +341,14 @@ namespace {
 /// Every setting of ours as KEY=VALUE, in table order, joined by `sep`.
 std::string join_settings(const CtldConfig &c, std::string_view sep) {
   std::string out;
-  for (const Key &k : kKeys)
-    out += fmt::format("{}{}={}", out.empty() ? "" : sep, k.name, current_text(k, c));
+  for (const Key &k : kKeys) {
+    if (!k.pool) {
+      out += fmt::format("{}{}={}", out.empty() ? "" : sep, k.name, current_text(k, c));
+      continue;
+    }
+    for (const PoolSpec &p : c.pools) // none declared: nothing (the line of before)
+      out += fmt::format("{}{}{}={}", out.empty() ? "" : sep, k.name, p.name, pool_text(p));
+  }
   return out;
 }
 } // namespace
@@ -251,6 +367,11 @@ std::vector<std::string> beyond_contract(const CtldConfig &c) {
     out.push_back(fmt::format("switch_max_setup_failures={}: a job whose setup failed that many "
                               "times in a row is requeued held",
                               c.max_setup_failures));
+  for (const PoolSpec &p : c.pools)
+    out.push_back(fmt::format("switch_pool_{}={}: managed jobs get {} ID{} of pool {} each "
+                              "(job.pools.{}); a job's setup fails while too few are free",
+                              p.name, pool_text(p), p.per_job, p.per_job == 1 ? "" : "s", p.name,
+                              p.name));
   return out;
 }
 
@@ -265,8 +386,9 @@ std::vector<SettingSpec> slurmctld_settings() {
     std::string_view unit = k.unit;
     if (unit.starts_with("number of "))
       unit.remove_prefix(10);
-    out.push_back(SettingSpec{k.name, k.hi == 0 && !k.path, k.lo, k.hi, unit, k.words,
-                              current_text(k, defaults), k.path != nullptr});
+    out.push_back(SettingSpec{k.name, k.hi == 0 && !k.path && !k.pool, k.lo, k.hi, unit, k.words,
+                              k.pool ? std::string(kNoPath) : current_text(k, defaults),
+                              k.path != nullptr, k.pool});
   }
   return out;
 }

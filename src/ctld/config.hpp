@@ -25,6 +25,7 @@
 #pragma once
 
 #include "common/expected.hpp"
+#include "ctld/pools.hpp"
 
 #include <array>
 #include <chrono>
@@ -98,6 +99,10 @@ struct CtldConfig {
   /// counters in the Prometheus text format (ctld/metrics.hpp) within a
   /// second of a change; empty (written "none"): no such file.
   std::string metrics_file;
+  /// switch_pool_NAME=RANGES[:PER_JOB] (issue 38; switch.lua(5), POOLS):
+  /// the declared fabric-ID pools, by name; none (the default): no job
+  /// table gets pools and the journal holds nothing about them.
+  std::vector<PoolSpec> pools;
   bool operator==(const CtldConfig &) const = default;
 };
 
@@ -146,6 +151,9 @@ struct SettingSpec {
   std::array<std::string_view, 2> words;
   std::string default_value;
   bool is_path = false;
+  /// The family switch_pool_NAME (issue 38): `name` is the prefix
+  /// "switch_pool_", `unit` "RANGES[:PER_JOB]", default "none" (no pool).
+  bool is_pool = false;
 };
 
 /// Every setting of the table, in table (and describe()) order.

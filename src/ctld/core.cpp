@@ -153,6 +153,7 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e, bool defer_effe
   if (e.kind == EventKind::TeardownResult || e.kind == EventKind::LateTeardownResult)
     wake_orphan_waiters();
   stats.set_jobs(jobs.size());
+  stats.set_pools(pools.stats());
   port.save_state();
 }
 
@@ -160,6 +161,11 @@ void CtldCore::Impl::annotate(const Event &e, const JobSwitchState &old, StepRes
   for (const Action &a : r.actions)
     if (a.kind == ActionKind::RunJobStart)
       r.next.job.attempt = next_attempt(); // a new setup attempt
+  // Issue 38: the new attempt's pool IDs, in its "setup started" record.
+  pools.step(old, e, r,
+             std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count());
   if (e.kind == EventKind::SetupResult && e.outcome && r.next.jobinfo && !old.jobinfo)
     r.next.script_hash = e.outcome->script_hash; // the stepinfo carries it
   if (e.kind == EventKind::TeardownResult && e.outcome && e.outcome->kind == OutcomeKind::Returned)
@@ -349,7 +355,12 @@ std::optional<JobSwitchState> CtldCore::state_of(std::uint32_t job_id) const {
 
 void CtldCore::set_config(const CtldConfig &c) {
   std::lock_guard g(impl_->mu);
+  const bool pools_changed = impl_->cfg.pools != c.pools;
   impl_->cfg = c;
+  if (pools_changed && impl_->in_control) {
+    impl_->rebuild_pools();
+    impl_->stats.set_pools(impl_->pools.stats());
+  }
   if (impl_->journal)
     impl_->journal->set_while_failing(impl_->journal_while_failing());
   if (impl_->publisher)

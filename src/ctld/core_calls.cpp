@@ -30,6 +30,24 @@ bool outcome_is_failure(Hook h, const Outcome &o) {
 
 } // namespace
 
+void CtldCore::Impl::rebuild_pools() {
+  const std::vector<std::string> dropped = pools.rebuild(cfg.pools, journal.get());
+  for (const std::string &l : dropped)
+    port.log(LogLevel::Info, log_line({}, l));
+  if (!dropped.empty())
+    wake_syncer(); // its compaction rewrites the file without them
+}
+
+void CtldCore::Impl::forget_orphan(std::int64_t attempt, const JobArgs &job, PoolsFate fate) {
+  pools.end(attempt, job.job_id, job.submit_time, fate,
+            std::chrono::duration_cast<std::chrono::seconds>(
+                std::chrono::system_clock::now().time_since_epoch())
+                .count());
+  std::vector<JournalRecord> recs = std::exchange(pools.records, {});
+  recs.push_back(journal_record(JournalKind::Forgotten, job));
+  journal_append(recs);
+}
+
 std::string CtldCore::Impl::script_ref(const std::string &hash) const {
   if (hash.empty())
     return fmt::format("script {}", opts.script);
@@ -169,11 +187,17 @@ void CtldCore::Impl::log_outcome(std::uint32_t job_id, Hook h, const Outcome &o)
 
 void CtldCore::Impl::start_setup(const JobSwitchState &s, const std::string &refuse,
                                  std::chrono::milliseconds waited) {
-  if (refuse.empty()) {
+  const std::string short_of = refuse.empty() ? pools.refusal(s.job.attempt) : std::string();
+  if (refuse.empty() && short_of.empty()) {
     submit(s, Hook::JobStart, std::nullopt, EventKind::SetupResult, waited);
     return;
   }
-  Outcome o{.kind = OutcomeKind::SpawnFailed, .message = refuse};
+  if (!short_of.empty()) // issue 38: a failed setup, not a host fault to retry
+    port.log(LogLevel::Error,
+             log_line({.job_id = s.job.job_id, .hook = "job_start"}, "not started: {}", short_of));
+  Outcome o{.kind = OutcomeKind::SpawnFailed,
+            .message = short_of.empty() ? refuse : short_of,
+            .refused = !short_of.empty()};
   stats.call_refused(Hook::JobStart, o);
   enqueue({s.job.job_id, s.generation, EventKind::SetupResult, o});
 }

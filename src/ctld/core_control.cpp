@@ -116,12 +116,14 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
       adopt_locked(std::move(st));
   }
   failures = journal ? journal->table().failures : SetupFailureCounts{};
+  rebuild_pools();
   publisher = std::make_shared<StatusPublisher>(
       stats, opts.status_path, opts.script, opts.journal_path,
       [this](LogLevel l, const std::string &line) { port.log(l, line); });
   publisher->set_settings(cfg.status_interval, cfg.metrics_file);
   stats.set_journal_failure(journal ? journal->failure() : std::string());
   stats.set_jobs(jobs.size());
+  stats.set_pools(pools.stats());
   stats.set_control("in control", "", fence ? fence->epoch() : 0);
   in_control = true;
   frozen = false;

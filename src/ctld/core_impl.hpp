@@ -17,7 +17,7 @@
 //   core_recovery.cpp  the reconcile after a restart or takeover, orphan
 //                      teardowns
 //   core_breaker.cpp   the fabric breaker (its step in apply()), the
-//                      host-fault lines' rate limit
+//                      host-fault lines' rate limit; core_pools.cpp: pools
 // Internal to src/ctld (see core.hpp for the engine's contract).
 //
 // Threads: apply() runs with slurmctld's locks held and the core's
@@ -30,6 +30,7 @@
 #pragma once
 
 #include "ctld/core.hpp"
+#include "ctld/core_pools.hpp"
 #include "ctld/fence.hpp"
 #include "ctld/setup_failures.hpp"
 #include "supervisor/results_log.hpp"
@@ -271,6 +272,7 @@ struct CtldCore::Impl {
   std::map<std::uint32_t, Recovery> hints; // adopt() -> recover_job()
   std::map<std::int64_t, Orphan> orphans;
   SetupFailureCounts failures;   // switch_max_setup_failures, also in the journal
+  CorePools pools;               // switch_pool_NAME (issue 38), also in the journal
   std::uint32_t inline_skip = 0; // settle_setup(): interactive jobs left to skip the wait
 
   std::mutex qmu;
@@ -291,13 +293,9 @@ struct CtldCore::Impl {
   static ClientOptions sized(ClientOptions c, const CtldConfig &cfg);
 
   Impl(CoreOptions o, SlurmPort &p);
-
   ~Impl();
-
   void on_script_log(CallId id, LogLevel l, std::string_view text);
-
   void enqueue(Queued q);
-
   void run_worker();
 
   /// Applies queued events in order, at most `most` of them; slurmctld's
@@ -575,6 +573,8 @@ struct CtldCore::Impl {
   /// journal record could not be made durable, issue 24) the call fails at
   /// once as SpawnFailed with that message, and R_START_FAIL's line says
   /// "JobId=N job_start could not be started: journal ...".
+  void rebuild_pools(); // issue 38: from cfg.pools and the journal (core_calls.cpp)
+  void forget_orphan(std::int64_t attempt, const JobArgs &job, PoolsFate fate); // ... and here
   void start_setup(const JobSwitchState &s, const std::string &refuse,
                    std::chrono::milliseconds waited = {});
   /// How long job `job_id`'s runners have failed to start (issue 20; 0

@@ -135,7 +135,7 @@ CtldCore::Impl::JournalStep CtldCore::Impl::journal_step(const JobSwitchState &o
     return js;
   };
   const JobSwitchState &n = r.next;
-  std::vector<JournalRecord> recs;
+  std::vector<JournalRecord> recs = std::exchange(pools.records, {}); // issue 38: first
   bool starts = false;
   for (const Action &a : r.actions)
     starts = starts || a.kind == ActionKind::RunJobStart;

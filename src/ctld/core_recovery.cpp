@@ -164,7 +164,7 @@ void CtldCore::Impl::apply_orphan(std::int64_t attempt, const Outcome &out) {
     }
   }
   if (d.forget) {
-    journal_append({journal_record(JournalKind::Forgotten, o.job)});
+    forget_orphan(attempt, o.job, d.pools); // issue 38: its pool IDs as the row says
     orphans.erase(it);
     wake_orphan_waiters(); // the next start of this job id may set up now
   }

@@ -116,8 +116,8 @@ Verdict setup_verdict(const Outcome &o, const JobSwitchState &s, const CtldConfi
   case OutcomeKind::BadReturn:
   case OutcomeKind::LoadFailed:
     return V::Failed;
-  case OutcomeKind::SpawnFailed: // the script did not run: the host's fault (issue 20)
-    if (s.journal_down)
+  case OutcomeKind::SpawnFailed:     // the script did not run: the host's fault (issue 20)
+    if (s.journal_down || o.refused) // issue 38: a pool short of IDs, the same
       return V::Failed; // issue 24: no setup without its record, none retried meanwhile
     return s.host_fault_age < cfg.switch_timeout ? V::HostFault : V::HostFaultExpired;
   case OutcomeKind::ExitedWithoutReturn:
@@ -499,6 +499,7 @@ StepResult step(const JobSwitchState &s, const Event &e, const CtldConfig &cfg) 
     return out;
   }
   out.rule = r->rule;
+  out.pools = r->pools; // issue 38
   JobSwitchState &n = out.next;
   n.state = r->next;
   if (e.kind == E::SetupRequested) {

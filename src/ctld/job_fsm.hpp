@@ -184,10 +184,22 @@ std::chrono::milliseconds fabric_backoff(std::uint32_t n);
 /// the `n`th time in a row (n >= 1): 250 ms doubled each time, at most 30 s.
 std::chrono::milliseconds host_fault_backoff(std::uint32_t n);
 
+/// What the rule that ends a setup attempt does with the fabric-ID pool IDs
+/// the attempt holds (issue 38; switch.lua(5), POOLS): a column of the rule
+/// table.  Keep: the row ends no attempt.
+enum class PoolsFate : std::uint8_t {
+  Keep,
+  Release,    ///< a clean end: a teardown that succeeded, a setup that failed or declined
+  Quarantine, ///< any other end (a failed teardown): the IDs stay out of use
+};
+
 struct StepResult {
   JobSwitchState next;
   std::vector<Action> actions;
   std::string_view rule; ///< the row that matched ("R_IGNORED" when none)
+  /// The row's pools column: what becomes of the IDs of the attempt this
+  /// step forgets (the one that is over, or the one a new start replaces).
+  PoolsFate pools = PoolsFate::Keep;
 };
 
 /// Applies one event.  Pure and total: an event that no rule expects in a

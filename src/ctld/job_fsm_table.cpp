@@ -14,6 +14,7 @@ namespace {
 using S = JobState;
 using E = EventKind;
 using V = Verdict;
+using P = PoolsFate;
 
 // clang-format off
 const Row kRules[] = {
@@ -36,17 +37,17 @@ const Row kRules[] = {
   {"R_SETUP_AFTER_HELD",      S::SetupWaitOrphan,   E::OrphanGone,  V::NodesHeld,     S::SetupRunning,
      {Do::LogInfo, Do::RunJobStart}},
   {"R_WAIT_HELD_ENDED",       S::SetupWaitOrphan,   E::JobEnded,    V::NodesHeld,     S::Done,
-     {Do::LogInfo, Do::EndConfiguring}},
+     {Do::LogInfo, Do::EndConfiguring}, P::Release},
   // ... then set up as usual once that teardown is over ...
   {"R_SETUP_AFTER_ORPHAN",    S::SetupWaitOrphan,   E::OrphanGone,  V::None,          S::SetupRunning,
      {Do::LogInfo, Do::RunJobStart}},
   // ... or end with nothing to tear down when the job ends first.
   {"R_WAIT_ORPHAN_ENDED",     S::SetupWaitOrphan,   E::JobEnded,    V::NonBlocking,   S::Done,
-     {Do::LogInfo, Do::EndConfiguring}},
+     {Do::LogInfo, Do::EndConfiguring}, P::Release},
   {"R_WAIT_ORPHAN_ENDED",     S::SetupWaitOrphan,   E::JobEnded,    V::Blocking,      S::Done,
-     {Do::LogInfo, Do::EndConfiguring}},
+     {Do::LogInfo, Do::EndConfiguring}, P::Release},
   {"R_WAIT_ORPHAN_ENDED",     S::SetupWaitOrphan,   E::JobEnded,    V::Recovered,     S::Done,
-     {Do::LogInfo, Do::EndConfiguring}},
+     {Do::LogInfo, Do::EndConfiguring}, P::Release},
   // After a restart it waits on: the core sends OrphanGone once no orphan
   // of the job id is left.
   {"R_RESTART_WAIT_ORPHAN",   S::SetupWaitOrphan,   E::Recover,     V::Recovered,     S::SetupWaitOrphan, {}},
@@ -55,11 +56,11 @@ const Row kRules[] = {
      {Do::StoreJobinfo, Do::LogInfo, Do::EndConfiguring}},
   // jobinfo == nil: not managed; no stepinfo, no job_complete, no step hooks.
   {"R_START_DECLINE",         S::SetupRunning,      E::SetupResult, V::Declined,      S::Declined,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring}},
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring}, P::Release},
   // rc ~= SUCCESS, an error, or a non-number rc: requeue, else cancel with
   // "switch setup failed"; no drain; no job_complete (job_start undid its work).
   {"R_START_FAIL",            S::SetupRunning,      E::SetupResult, V::Failed,        S::SetupFailed,
-     {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring}},
+     {Do::ForgetJobinfo, Do::LogError, Do::FailSetup, Do::EndConfiguring}, P::Release},
   // SUCCESS with a table that cannot be saved: the fabric is set up but the
   // controller cannot keep what describes it: fail, then job_complete(nil).
   {"R_START_UNSAVEABLE",      S::SetupRunning,      E::SetupResult, V::Unsaveable,    S::SetupAbandoned,
@@ -85,9 +86,9 @@ const Row kRules[] = {
   // naming the outage; not counted toward switch_max_setup_failures; no
   // teardown (a failed job_start undid its own work).
   {"R_START_FABRIC_DOWN",     S::SetupRunning,      E::SetupResult, V::SetupFabricDown, S::SetupFailed,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::FailSetupFabricDown, Do::EndConfiguring}},
+     {Do::ForgetJobinfo, Do::LogInfo, Do::FailSetupFabricDown, Do::EndConfiguring}, P::Release},
   {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::SetupFabricDown, S::Done,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}, P::Release},
   // Issue 20, host faults are the host's: job_start's runner could not be
   // started (fork/spawn EAGAIN or ENOMEM, a full lane): the script did not
   // run, so nothing is to undo: job_start runs again after a back-off, the
@@ -95,12 +96,12 @@ const Row kRules[] = {
   {"R_START_HOST_FAULT",      S::SetupRunning,      E::SetupResult, V::HostFault,     S::SetupRunning,
      {Do::CountHostFault, Do::LogError, Do::ScheduleBackoff}},
   {"R_START_HOST_RETRY",      S::SetupRunning,      E::RetryTick,   V::None,          S::SetupRunning,
-     {Do::RunJobStart}},
+     {Do::RunJobStart}, P::Release},
   // ... until switch_timeout has passed since the first failure: then the
   // setup fails (requeue, else cancel) with a reason naming the host fault,
   // still not counted and never held for it.
   {"R_START_HOST_FAULT_EXPIRED", S::SetupRunning,   E::SetupResult, V::HostFaultExpired, S::SetupFailed,
-     {Do::ForgetJobinfo, Do::LogError, Do::FailSetupHostFault, Do::EndConfiguring}},
+     {Do::ForgetJobinfo, Do::LogError, Do::FailSetupHostFault, Do::EndConfiguring}, P::Release},
 
   // The job ended (cancel, time limit) while job_start ran: not a failure, no
   // requeue, no drain; hold the job and its nodes until the setup reports.
@@ -113,17 +114,17 @@ const Row kRules[] = {
      {Do::StoreJobinfo, Do::EndConfiguring, Do::RunJobCompleteWithJobinfo}},
   // ... or not at all when there is nothing to tear down ...
   {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::Declined,      S::Done,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}, P::Release},
   {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::Failed,        S::Done,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}, P::Release},
   {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::HostFault,     S::Done,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}, P::Release},
   {"R_CANCELLED_SETUP_NONE",  S::SetupRunningEnded, E::SetupResult, V::HostFaultExpired, S::Done,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}, P::Release},
   // ... or when the job ended while job_start waited for its host-fault
   // retry (R_START_HOST_FAULT): it never ran, nothing to tear down ...
   {"R_CANCELLED_SETUP_NEVER_RAN", S::SetupRunningEnded, E::RetryTick, V::None,        S::Done,
-     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}},
+     {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::Release}, P::Release},
   // ... or with nil when the setup's result is unknown.
   {"R_CANCELLED_SETUP_UNKNOWN", S::SetupRunningEnded, E::SetupResult, V::Unsaveable,  S::TeardownRunning,
      {Do::ForgetJobinfo, Do::LogInfo, Do::EndConfiguring, Do::RunJobCompleteNil}},
@@ -153,22 +154,22 @@ const Row kRules[] = {
 
   // switch.lua contract: job_complete rc == SUCCESS: the nodes go back to service.
   {"R_COMPLETE_OK",           S::TeardownRunning,   E::TeardownResult, V::Success,    S::Done,
-     {Do::LogInfo, Do::Release, Do::ForgetJobinfo}},
+     {Do::LogInfo, Do::Release, Do::ForgetJobinfo}, P::Release},
   // Any other positive value is only logged.
   {"R_COMPLETE_POSITIVE",     S::TeardownRunning,   E::TeardownResult, V::OtherPositive, S::Done,
-     {Do::LogError, Do::Release, Do::ForgetJobinfo}},
+     {Do::LogError, Do::Release, Do::ForgetJobinfo}, P::Release},
   // EAGAIN with the nodes held: called again at the next periodic check ...
   {"R_COMPLETE_EAGAIN",       S::TeardownRunning,   E::TeardownResult, V::EagainRetry, S::TeardownRetryWait,
      {Do::CountRetry, Do::LogInfo, Do::ScheduleRetry}},
   // ... up to switch_retries times, then drained like any failure.
   {"R_COMPLETE_EAGAIN_EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::EagainExhausted, S::Done,
-     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}, P::Quarantine},
   // EAGAIN without held nodes is a failure.
   {"R_COMPLETE_EAGAIN_UNHELD", S::TeardownRunning,  E::TeardownResult, V::EagainUnheld, S::Done,
-     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}, P::Quarantine},
   // rc < 0 or an error: drain the job's nodes unless switch_drain_on_failure=no.
   {"R_COMPLETE_FAIL",         S::TeardownRunning,   E::TeardownResult, V::Failure,    S::Done,
-     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}, P::Quarantine},
   // Killed by a signal that was not the plugin's timeout kill (the OOM
   // killer), or lost with the supervisor: job_complete is safe to repeat, so
   // it runs again at the next periodic check, the job (and its nodes, if
@@ -177,12 +178,12 @@ const Row kRules[] = {
      {Do::CountRetry, Do::LogInfo, Do::ScheduleRetry}},
   // ... up to switch_retries times, then drained like any failure.
   {"R_COMPLETE_KILLED_EXHAUSTED", S::TeardownRunning, E::TeardownResult, V::KilledExhausted, S::Done,
-     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}, P::Quarantine},
   // Killed so with the nodes not held (block_job_complete false): a failure,
   // as a timeout is (switch.lua contract: job_complete EAGAIN, "a retry needs
   // the nodes held"; the nodes are already back in service).
   {"R_COMPLETE_KILLED_UNHELD", S::TeardownRunning, E::TeardownResult, V::KilledUnheld, S::Done,
-     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}},
+     {Do::LogError, Do::DrainIfConfigured, Do::Release, Do::ForgetJobinfo}, P::Quarantine},
   // Issue 36: lost with the supervisor (it died, or the watchdog replaced
   // it) with the nodes not held: the call may not have finished, so it runs
   // again at the next periodic check, the nodes in service meanwhile, as a
@@ -215,9 +216,9 @@ const Row kRules[] = {
   // ... then job_start runs again, as a new attempt, if it succeeded (any
   // rc >= 0 but EAGAIN) ...
   {"R_UNDO_OK",               S::SetupUndoing,      E::TeardownResult, V::Success,    S::SetupRunning,
-     {Do::LogInfo, Do::RunJobStart}},
+     {Do::LogInfo, Do::RunJobStart}, P::Release},
   {"R_UNDO_OK",               S::SetupUndoing,      E::TeardownResult, V::OtherPositive, S::SetupRunning,
-     {Do::LogInfo, Do::RunJobStart}},
+     {Do::LogInfo, Do::RunJobStart}, P::Release},
   // That job_complete killed from outside or lost with the supervisor (as
   // R_COMPLETE_KILLED): safe to repeat, so it runs again at once, up to
   // switch_retries times; the job keeps waiting (and its holds stay).
@@ -242,15 +243,15 @@ const Row kRules[] = {
   // drain: this job_complete(nil) is the plugin's own step before a re-run,
   // beyond the switch.lua contract, which never drains for a setup (issue 36).
   {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::Failure,    S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring}},
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring}, P::Quarantine},
   {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainRetry, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring}},
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring}, P::Quarantine},
   {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainExhausted, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring}},
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring}, P::Quarantine},
   {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::EagainUnheld, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring}},
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring}, P::Quarantine},
   {"R_UNDO_FAIL",             S::SetupUndoing,      E::TeardownResult, V::KilledExhausted, S::SetupFailed,
-     {Do::LogError, Do::FailSetup, Do::EndConfiguring}},
+     {Do::LogError, Do::FailSetup, Do::EndConfiguring}, P::Quarantine},
   // The job ended while that job_complete ran: hold the job and its nodes
   // until it reports; no job_start then.
   {"R_UNDO_ENDED",            S::SetupUndoing,      E::JobEnded,    V::Blocking,      S::SetupUndoingEnded,
@@ -258,17 +259,17 @@ const Row kRules[] = {
   {"R_UNDO_ENDED",            S::SetupUndoing,      E::JobEnded,    V::NonBlocking,   S::SetupUndoingEnded,
      {Do::HoldJobAndNodes, Do::LogInfo}},
   {"R_UNDO_ENDED_OK",         S::SetupUndoingEnded, E::TeardownResult, V::Success,    S::Done,
-     {Do::LogInfo, Do::EndConfiguring, Do::Release}},
+     {Do::LogInfo, Do::EndConfiguring, Do::Release}, P::Release},
   {"R_UNDO_ENDED_OK",         S::SetupUndoingEnded, E::TeardownResult, V::OtherPositive, S::Done,
-     {Do::LogInfo, Do::EndConfiguring, Do::Release}},
+     {Do::LogInfo, Do::EndConfiguring, Do::Release}, P::Release},
   {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::Failure,    S::Done,
-     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
+     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}, P::Quarantine},
   {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainRetry, S::Done,
-     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
+     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}, P::Quarantine},
   {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::EagainExhausted, S::Done,
-     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
+     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}, P::Quarantine},
   {"R_UNDO_ENDED_FAIL",       S::SetupUndoingEnded, E::TeardownResult, V::KilledExhausted, S::Done,
-     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}},
+     {Do::LogError, Do::EndConfiguring, Do::DrainIfConfigured, Do::Release}, P::Quarantine},
   // Restart during that job_complete: it runs again (still with nil).
   {"R_RESTART_UNDO",          S::SetupUndoing,      E::Recover,     V::Recovered,     S::SetupUndoing,
      {Do::LogInfo, Do::RunJobCompleteNil}},
@@ -356,8 +357,8 @@ const OutcomeRow kOutcomeRules[] = {
   // until the nodes no longer may run the job, then R_ORPHAN_TEARDOWN.
   {"R_ORPHAN_WAIT_NODES", Teardown::Orphan, V::NodesMayRun, {Do::LogInfo}},
   // rc >= 0 but EAGAIN: torn down.
-  {"R_ORPHAN_OK",       Teardown::Orphan, V::Success,       {Do::LogInfo, Do::ForgetAttempt}},
-  {"R_ORPHAN_OK",       Teardown::Orphan, V::OtherPositive, {Do::LogInfo, Do::ForgetAttempt}},
+  {"R_ORPHAN_OK",       Teardown::Orphan, V::Success,       {Do::LogInfo, Do::ForgetAttempt}, P::Release},
+  {"R_ORPHAN_OK",       Teardown::Orphan, V::OtherPositive, {Do::LogInfo, Do::ForgetAttempt}, P::Release},
   // Its runner could not be started (a host fault): logged, nothing drained;
   // the core runs it again after a back-off (issue 20).
   {"R_ORPHAN_HOST_FAULT", Teardown::Orphan, V::HostFault,   {Do::LogError}},
@@ -367,9 +368,9 @@ const OutcomeRow kOutcomeRules[] = {
   // slurm.FABRIC_DOWN: logged, nothing drained; run again after the breaker's back-off.
   {"R_ORPHAN_FABRIC_DOWN", Teardown::Orphan, V::FabricDown, {Do::LogInfo}},
   // Anything else is a failure: its job table's nodes are drained.
-  {"R_ORPHAN_FAIL",     Teardown::Orphan, V::EagainUnheld,  {Do::LogError, Do::DrainIfConfigured, Do::ForgetAttempt}},
-  {"R_ORPHAN_FAIL",     Teardown::Orphan, V::KilledUnheld,  {Do::LogError, Do::DrainIfConfigured, Do::ForgetAttempt}},
-  {"R_ORPHAN_FAIL",     Teardown::Orphan, V::Failure,       {Do::LogError, Do::DrainIfConfigured, Do::ForgetAttempt}},
+  {"R_ORPHAN_FAIL",     Teardown::Orphan, V::EagainUnheld,  {Do::LogError, Do::DrainIfConfigured, Do::ForgetAttempt}, P::Quarantine},
+  {"R_ORPHAN_FAIL",     Teardown::Orphan, V::KilledUnheld,  {Do::LogError, Do::DrainIfConfigured, Do::ForgetAttempt}, P::Quarantine},
+  {"R_ORPHAN_FAIL",     Teardown::Orphan, V::Failure,       {Do::LogError, Do::DrainIfConfigured, Do::ForgetAttempt}, P::Quarantine},
   // switch.lua contract, job_start timeout: the extra call's "result is
   // only logged", in any state, at error level unless it succeeded.
   {"R_LATE_RESULT",     Teardown::Late,   V::Success,       {Do::LogInfo}},

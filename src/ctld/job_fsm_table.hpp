@@ -104,6 +104,8 @@ struct Row {
   Verdict verdict;
   JobState next;
   std::initializer_list<Do> actions;
+  /// Issue 38: the pool IDs of the attempt the row ends (Keep: it ends none).
+  PoolsFate pools = PoolsFate::Keep;
 };
 
 /// The rows, in table order (job_fsm_table.cpp).
@@ -155,6 +157,7 @@ struct OutcomeRow {
   Teardown of;
   Verdict verdict;
   std::initializer_list<Do> actions;
+  PoolsFate pools = PoolsFate::Keep; ///< issue 38: rows with ForgetAttempt name one
 };
 
 /// The table of teardowns outside a job's state, in table order.

@@ -56,6 +56,22 @@ Expected<void> decode_failure_count(const std::optional<std::string_view> &bytes
   return {};
 }
 
+/// The last slot of a kind-8 record (version 3): bin msgpack [since], into
+/// r.since.
+Expected<void> decode_since(const std::optional<std::string_view> &bytes, JournalRecord &r) {
+  const Error e = bad("a 'pools quarantined' record with a bad time");
+  if (!bytes)
+    return Unexpected<Error>{bad("a 'pools quarantined' record without its time")};
+  auto oh = unpack_one(*bytes, msgpack::unpack_limit(1, 0, 0, 0, 0, 2), "since");
+  if (!oh)
+    return Unexpected<Error>{e};
+  const msgpack::object &c = oh->get();
+  if (c.type != msgpack::type::ARRAY || c.via.array.size != 1 ||
+      !int64_of(c.via.array.ptr[0], r.since))
+    return Unexpected<Error>{e};
+  return {};
+}
+
 } // namespace
 
 std::string_view journal_kind_name(JournalKind k) {
@@ -74,6 +90,10 @@ std::string_view journal_kind_name(JournalKind k) {
     return "setup failure counted";
   case JournalKind::SetupFailuresCleared:
     return "setup failures cleared";
+  case JournalKind::PoolsQuarantined:
+    return "pools quarantined";
+  case JournalKind::PoolsReleased:
+    return "pools released";
   }
   return "unknown";
 }
@@ -84,8 +104,10 @@ std::string encode_journal_body(const JournalRecord &r) {
   pk.pack_array(8);
   const bool v2 =
       r.kind == JournalKind::SetupFailureCounted || r.kind == JournalKind::SetupFailuresCleared;
+  const bool v3 = r.kind == JournalKind::PoolsQuarantined || r.kind == JournalKind::PoolsReleased ||
+                  (r.job && !r.job->pools.empty());
   pack_str(pk, kMagic);
-  pk.pack(static_cast<std::uint32_t>(v2 ? 2 : 1));
+  pk.pack(static_cast<std::uint32_t>(v3 ? 3 : v2 ? 2 : 1));
   pk.pack(static_cast<std::uint32_t>(r.kind));
   pk.pack_int64(r.attempt);
   pk.pack_uint32(r.job_id);
@@ -98,6 +120,12 @@ std::string encode_journal_body(const JournalRecord &r) {
     cp.pack_uint32(r.failures);
     cp.pack_uint32(r.restart_count);
     pack_bin(pk, std::string_view(cnt.data(), cnt.size()));
+  } else if (r.kind == JournalKind::PoolsQuarantined) {
+    msgpack::sbuffer since;
+    msgpack::packer<msgpack::sbuffer> sp(since);
+    sp.pack_array(1);
+    sp.pack_int64(r.since);
+    pack_bin(pk, std::string_view(since.data(), since.size()));
   } else {
     pack_opt_bin(pk, r.jobinfo);
   }
@@ -118,7 +146,7 @@ Expected<JournalRecord> decode_journal_body(std::string_view bytes) {
     return Unexpected<Error>{rec.error()};
   const msgpack::object *a = rec->fields;
   JournalRecord r;
-  const std::uint64_t max_kind = rec->version >= 2 ? 7 : 5;
+  const std::uint64_t max_kind = rec->version >= 3 ? 9 : rec->version >= 2 ? 7 : 5;
   if (a[2].type != msgpack::type::POSITIVE_INTEGER || a[2].via.u64 < 1 || a[2].via.u64 > max_kind)
     return Unexpected<Error>{bad(a[2].type == msgpack::type::POSITIVE_INTEGER
                                      ? fmt::format("unknown record kind {}", a[2].via.u64)
@@ -147,11 +175,16 @@ Expected<JournalRecord> decode_journal_body(std::string_view bytes) {
   if (r.kind == JournalKind::SetupFailureCounted) {
     if (auto c = decode_failure_count(ji, r); !c)
       return Unexpected<Error>{c.error()};
+  } else if (r.kind == JournalKind::PoolsQuarantined) {
+    if (auto c = decode_since(ji, r); !c)
+      return Unexpected<Error>{c.error()};
   } else if (ji) {
     r.jobinfo = std::string(*ji);
   }
   if (r.kind == JournalKind::SetupStarted && !r.job)
     return Unexpected<Error>{bad("a 'setup started' record without its job")};
+  if (r.kind == JournalKind::PoolsQuarantined && !r.job)
+    return Unexpected<Error>{bad("a 'pools quarantined' record without its job")};
   if (r.kind == JournalKind::SetupAccepted && !r.jobinfo)
     return Unexpected<Error>{bad("a 'setup accepted' record without its jobinfo")};
   return r;
@@ -241,6 +274,15 @@ void JournalTable::apply(const JournalRecord &r) {
     return;
   }
   max_attempt = std::max(max_attempt, r.attempt);
+  if (r.kind == JournalKind::PoolsQuarantined) {
+    if (!r.job->pools.empty())
+      quarantined[r.attempt] = {r.job_id, r.submit_time, r.job->pools, r.since};
+    return;
+  }
+  if (r.kind == JournalKind::PoolsReleased) {
+    quarantined.erase(r.attempt);
+    return;
+  }
   if (r.kind == JournalKind::Forgotten) {
     live.erase(r.attempt);
     forgotten.insert(r.attempt);
@@ -275,6 +317,42 @@ void JournalTable::apply(const JournalRecord &r) {
   }
 }
 
+JournalRecord pools_quarantined_record(std::int64_t attempt, std::uint32_t job_id,
+                                       std::int64_t submit_time, const JobPools &pools,
+                                       std::int64_t since) {
+  JournalRecord r{.kind = JournalKind::PoolsQuarantined,
+                  .attempt = attempt,
+                  .job_id = job_id,
+                  .submit_time = submit_time,
+                  .since = since};
+  r.job = JobArgs{};
+  r.job->job_id = job_id;
+  r.job->submit_time = submit_time;
+  r.job->attempt = attempt;
+  r.job->pools = pools;
+  return r;
+}
+
+std::vector<std::string> JournalTable::keep_pools(const std::set<std::string> &declared) {
+  std::set<std::string> dropped;
+  auto strip = [&](JobPools &p) {
+    for (auto it = p.begin(); it != p.end();)
+      if (declared.contains(it->first)) {
+        ++it;
+      } else {
+        dropped.insert(it->first);
+        it = p.erase(it);
+      }
+  };
+  for (auto &[attempt, e] : live)
+    strip(e.job.pools);
+  for (auto it = quarantined.begin(); it != quarantined.end();) {
+    strip(it->second.pools);
+    it = it->second.pools.empty() ? quarantined.erase(it) : std::next(it);
+  }
+  return {dropped.begin(), dropped.end()};
+}
+
 std::vector<JournalRecord> JournalTable::snapshot() const {
   std::vector<JournalRecord> out;
   for (std::int64_t a : forgotten)
@@ -305,6 +383,8 @@ std::vector<JournalRecord> JournalTable::snapshot() const {
       out.push_back(td);
     }
   }
+  for (const auto &[attempt, q] : quarantined)
+    out.push_back(pools_quarantined_record(attempt, q.job_id, q.submit_time, q.pools, q.since));
   for (const auto &[job_id, f] : failures)
     out.push_back({.kind = JournalKind::SetupFailureCounted,
                    .job_id = job_id,

@@ -22,8 +22,14 @@
 // setting is on, so a journal of a cluster that never used it stays
 // readable by a version-1 plugin; in a kind-6 body the last slot holds
 // bin msgpack [<failures: uint>, <restart_count: uint>] instead of a
-// jobinfo.  A decoder of version N reads every version <= N and refuses
-// newer ones (kJournalVersion is the newest this build reads).
+// jobinfo.  Version 3 (issue 38, fabric-ID pools) marks every record whose
+// job table carries pools (job.pools) and adds kinds 8 and 9, written only
+// while a pool is declared (switch_pool_NAME), so a site that never declares
+// one writes the journal of version 2 byte for byte; in a kind-8 body the job
+// slot holds a job table with job_id, submit_time, attempt and pools only,
+// and the last slot bin msgpack [<since: int, Unix seconds>].
+// A decoder of version N reads every version <= N and refuses newer ones
+// (kJournalVersion is the newest this build reads).
 //
 // Damage (found when the Journal is constructed):
 //   torn tail     the last record is incomplete or fails its checksum and
@@ -79,7 +85,7 @@
 
 namespace switchlua {
 
-inline constexpr std::uint32_t kJournalVersion = 2;
+inline constexpr std::uint32_t kJournalVersion = 3;
 inline constexpr std::string_view kJournalHeader = "SWLJRNL1";
 /// Largest record body accepted (a JobArgs and a 64 KiB jobinfo fit).
 inline constexpr std::size_t kJournalMaxRecord = 1 << 20;
@@ -109,6 +115,16 @@ enum class JournalKind : std::uint8_t {
   /// The job's failure count is over: its setup succeeded or declined, or
   /// it was held (`scontrol release` then starts from 0).  Version 2.
   SetupFailuresCleared = 7,
+  /// Version 3 (issue 38; switch.lua(5), POOLS): the attempt ended other
+  /// than by a clean teardown (its teardown failed and drained, ...): the
+  /// pool IDs of its job (job.pools) stay out of use after it is
+  /// forgotten, until an administrator frees them.  Written just before
+  /// its Forgotten record, only while a pool is declared.  Its last slot
+  /// is bin msgpack [since]: the quarantine's start, Unix seconds.
+  PoolsQuarantined = 8,
+  /// Version 3: an administrator freed the quarantined IDs of `attempt`
+  /// (switch-lua pool release): they may be handed out again.
+  PoolsReleased = 9,
 };
 std::string_view journal_kind_name(JournalKind k);
 
@@ -119,10 +135,11 @@ struct JournalRecord {
   std::int64_t attempt = 0;
   std::uint32_t job_id = 0;
   std::int64_t submit_time = 0;
-  std::optional<JobArgs> job;          ///< SetupStarted
+  std::optional<JobArgs> job;          ///< SetupStarted, PoolsQuarantined
   std::optional<MsgpackBytes> jobinfo; ///< SetupAccepted, TeardownStarted
   std::uint32_t failures = 0;          ///< SetupFailureCounted
   std::uint32_t restart_count = 0;     ///< SetupFailureCounted
+  std::int64_t since = 0;              ///< PoolsQuarantined: Unix seconds
   bool operator==(const JournalRecord &) const = default;
 };
 
@@ -138,6 +155,12 @@ struct SetupFailures {
   bool operator==(const SetupFailures &) const = default;
 };
 
+/// The PoolsQuarantined record of `attempt` (issue 38): its job slot a job
+/// table with job_id, submit_time, attempt and `pools` only; quarantined
+/// `since` (Unix seconds).
+JournalRecord pools_quarantined_record(std::int64_t attempt, std::uint32_t job_id,
+                                       std::int64_t submit_time, const JobPools &pools,
+                                       std::int64_t since);
 /// Encodes a record body (msgpack, no framing).
 std::string encode_journal_body(const JournalRecord &r);
 /// Decodes a record body.  Errors start "switch/lua journal: " and say
@@ -167,17 +190,31 @@ struct JournalEntry {
   bool operator==(const JournalEntry &) const = default;
 };
 
+/// The pool IDs of a finished attempt kept out of use (PoolsQuarantined).
+struct JournalQuarantine {
+  std::uint32_t job_id = 0;
+  std::int64_t submit_time = 0;
+  JobPools pools;
+  std::int64_t since = 0; ///< Unix seconds
+  bool operator==(const JournalQuarantine &) const = default;
+};
+
 /// The live attempts and the recent tombstones after replaying records.
 struct JournalTable {
-  std::map<std::int64_t, JournalEntry> live;       ///< by attempt
-  std::set<std::int64_t> forgotten;                ///< finished attempts (bounded)
-  std::map<std::uint32_t, SetupFailures> failures; ///< by job id (bounded)
+  std::map<std::int64_t, JournalEntry> live;             ///< by attempt
+  std::map<std::int64_t, JournalQuarantine> quarantined; ///< by attempt (issue 38)
+  std::set<std::int64_t> forgotten;                      ///< finished attempts (bounded)
+  std::map<std::uint32_t, SetupFailures> failures;       ///< by job id (bounded)
   std::int64_t max_attempt = 0;
   /// Applies one record (records for unknown attempts other than
   /// SetupStarted and Forgotten are ignored).
   void apply(const JournalRecord &r);
   /// The records that rebuild this table (for compaction).
   std::vector<JournalRecord> snapshot() const;
+  /// Drops the IDs of every pool not in `declared` from the live attempts'
+  /// job tables and from the quarantine (a pool removed from the settings,
+  /// issue 38); returns the names dropped, each once, sorted.
+  std::vector<std::string> keep_pools(const std::set<std::string> &declared);
 };
 
 /// Test seam of the journal's own appends (fault injection): each returns
@@ -262,6 +299,11 @@ public:
   /// The errno of failure(), 0 when none.
   int failure_errno() const { return failure_errno_; }
   const JournalTable &table() const { return table_; }
+  /// JournalTable::keep_pools() of table(); when a pool was dropped, the
+  /// next compaction_ticket() is due whatever the file's size, so that the
+  /// file no longer holds it once the syncer has run (no I/O here: this
+  /// runs under Slurm's locks at a reconfigure).  The names dropped.
+  std::vector<std::string> keep_pools(const std::set<std::string> &declared);
   /// A fresh attempt id: microseconds since the epoch, greater than every
   /// attempt seen so far.
   std::int64_t next_attempt();
@@ -335,6 +377,7 @@ private:
   std::uint64_t durable_seq_ = 0; ///< of those, the ones known durable
   std::uint64_t epoch_ = 0;       ///< compactions that replaced the file
   bool compacting_ = false;       ///< a CompactionTicket is between steps 1 and 3
+  bool compact_wanted_ = false;   ///< keep_pools() dropped a pool: compact at any size
   std::string tail_;              ///< while compacting_: the frames appended since step 1
   bool tail_synced_ = false;      ///< while compacting_: sync_now() synced part of the tail
   std::string folder_pending_;    ///< after step 3, until step 4: the folder to fsync

@@ -19,7 +19,7 @@ namespace switchlua {
 
 Journal::CompactionTicket Journal::compaction_ticket() {
   CompactionTicket t;
-  if (fd_ < 0 || untrusted_ || compacting_ || size_ <= compact_at_)
+  if (fd_ < 0 || untrusted_ || compacting_ || (size_ <= compact_at_ && !compact_wanted_))
     return t;
   t.due = true;
   t.image = kJournalHeader;
@@ -93,6 +93,7 @@ bool Journal::finish_compaction(CompactionTicket &t, bool may_write) {
   // file has doubled (as compact()).
   compact_at_ = std::max(kJournalCompactBytes, 2 * (size_ - std::min(size_, tail.size())));
   ++epoch_;
+  compact_wanted_ = false;
   // durable_seq_ stays: until the folder's fsync (step 4) a crash may
   // leave the old file under the name, where what was not synced yet is
   // not durable.  compaction_settled() counts the snapshot.

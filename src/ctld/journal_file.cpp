@@ -124,6 +124,14 @@ Journal::~Journal() {
     ::close(fd_);
 }
 
+std::vector<std::string> Journal::keep_pools(const std::set<std::string> &declared) {
+  std::vector<std::string> dropped = table_.keep_pools(declared);
+  // Issue 40: never a compaction here (this runs under Slurm's locks at a
+  // reconfigure): the syncer's next compaction_ticket() is due.
+  compact_wanted_ = compact_wanted_ || !dropped.empty();
+  return dropped;
+}
+
 bool Journal::compact() {
   if (fd_ < 0)
     return false;
@@ -143,6 +151,7 @@ bool Journal::compact() {
   // Many live attempts make a large snapshot: compact again only once the
   // file has doubled.
   compact_at_ = std::max(kJournalCompactBytes, 2 * image.size());
+  compact_wanted_ = false;
   // The old descriptor points at the file the rename replaced: appending
   // to it would write where no reader looks.  Without the new one, run
   // without a journal, loudly, rather than lose records silently.

@@ -112,6 +112,20 @@ template <int Field> void lanes(const json &s, Sink &o) {
     o.sample("", label("lane", lane), num(l, kKey[Field]) / scale);
 }
 
+/// Issue 38: the IDs of each declared pool by state (free, taken,
+/// quarantined); nothing without a pool.
+void pool_ids(const json &s, Sink &o) {
+  for (const auto &[pool, p] : obj(s, "pools").items())
+    for (std::string_view state : {"free", "taken", "quarantined"})
+      o.sample("", label("pool", pool) + "," + label("state", state), num(p, state));
+}
+
+template <int Field> void pools(const json &s, Sink &o) {
+  static constexpr const char *kKey[] = {"size", "refusals"};
+  for (const auto &[pool, p] : obj(s, "pools").items())
+    o.sample("", label("pool", pool), num(p, kKey[Field]));
+}
+
 // clang-format off
 const Metric kMetrics[] = {
   {{"switchlua_hook_calls_total", "counter",
@@ -158,6 +172,16 @@ const Metric kMetrics[] = {
   {{"switchlua_fabric_breaker_last_change_timestamp_seconds", "gauge",
     "Unix time the fabric breaker last opened or closed; 0: never."},
    SWITCHLUA_SCALAR(num(obj(s, "fabric_breaker"), "since"))},
+  {{"switchlua_pool_size", "gauge",
+    "IDs in the ranges of each fabric-ID pool (switch_pool_NAME), by pool."},
+   pools<0>},
+  {{"switchlua_pool_ids", "gauge",
+    "IDs of each fabric-ID pool by state: free, taken (by setups not over), quarantined "
+    "(kept out of use after a failed teardown)."},
+   pool_ids},
+  {{"switchlua_pool_refusals_total", "counter",
+    "Setups whose job_start did not run because a pool had too few free IDs, by pool."},
+   pools<1>},
   {{"switchlua_control_epoch", "gauge",
     "The epoch of this slurmctld's last control period of the journal (0: never had control)."},
    SWITCHLUA_SCALAR(num(obj(s, "control"), "epoch"))},

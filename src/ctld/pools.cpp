@@ -66,6 +66,13 @@ void Pools::unhold(const PoolIds &ids) {
   }
 }
 
+void Pools::count_quarantined(const PoolIds &ids, int sign) {
+  for (const auto &[name, list] : ids)
+    if (auto it = pools_.find(name); it != pools_.end())
+      it->second.quarantined =
+          sign > 0 ? it->second.quarantined + list.size() : it->second.quarantined - list.size();
+}
+
 PoolTake Pools::take(std::int64_t attempt) {
   if (auto held_ids = held(attempt); !held_ids.empty())
     return PoolTake{.ids = std::move(held_ids)};
@@ -114,6 +121,7 @@ bool Pools::quarantine(std::int64_t attempt, std::int64_t now) {
   auto it = taken_.find(attempt);
   if (it == taken_.end())
     return false;
+  count_quarantined(it->second, +1);
   quarantined_[attempt] = PoolQuarantine{std::move(it->second), now};
   taken_.erase(it);
   return true;
@@ -124,6 +132,7 @@ bool Pools::unquarantine(std::int64_t attempt) {
   if (it == quarantined_.end())
     return false;
   unhold(it->second.ids);
+  count_quarantined(it->second.ids, -1);
   quarantined_.erase(it);
   return true;
 }
@@ -148,9 +157,10 @@ std::vector<std::string> Pools::restore(std::int64_t attempt, const PoolIds &ids
     for (const auto &[name, list] : kept)
       pools_.at(name).cursor = list.back();
   }
-  if (since)
+  if (since) {
+    count_quarantined(kept, +1);
     quarantined_[attempt] = PoolQuarantine{std::move(kept), *since};
-  else
+  } else
     taken_[attempt] = std::move(kept);
   return dropped;
 }
@@ -158,6 +168,16 @@ std::vector<std::string> Pools::restore(std::int64_t attempt, const PoolIds &ids
 std::size_t Pools::free_count(const std::string &pool) const {
   auto it = pools_.find(pool);
   return it == pools_.end() ? 0 : it->second.size - it->second.used_in_ranges;
+}
+
+std::map<std::string, PoolCounts> Pools::counts() const {
+  std::map<std::string, PoolCounts> out;
+  for (const auto &[name, p] : pools_)
+    out[name] = PoolCounts{.size = p.size,
+                           .free = p.size - p.used_in_ranges,
+                           .taken = p.used.size() - p.quarantined,
+                           .quarantined = p.quarantined};
+  return out;
 }
 
 } // namespace switchlua

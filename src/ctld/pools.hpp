@@ -85,6 +85,15 @@ struct PoolQuarantine {
   bool operator==(const PoolQuarantine &) const = default;
 };
 
+/// One pool's numbers now (switch-lua(1) STATUS and its metrics).
+struct PoolCounts {
+  std::size_t size = 0;        ///< IDs in its ranges
+  std::size_t free = 0;        ///< of those, held by no attempt
+  std::size_t taken = 0;       ///< IDs held by attempts not over
+  std::size_t quarantined = 0; ///< IDs kept out of use after a failed teardown
+  bool operator==(const PoolCounts &) const = default;
+};
+
 /// The allocator of every declared pool.  Not thread-safe.
 class Pools {
 public:
@@ -136,6 +145,10 @@ public:
 
   /// Free IDs of `pool` (0 for a pool not declared).
   std::size_t free_count(const std::string &pool) const;
+  /// Every declared pool's numbers, by name; O(pools).  An ID held outside
+  /// a pool's ranges (restored after the ranges shrank) counts as taken or
+  /// quarantined, not in `size`.
+  std::map<std::string, PoolCounts> counts() const;
   /// Live attempts holding IDs, by attempt.
   const std::map<std::int64_t, PoolIds> &taken() const { return taken_; }
   /// Quarantined attempts, by attempt.
@@ -147,6 +160,7 @@ private:
     std::size_t size = 0;                ///< IDs in the ranges
     std::set<std::uint32_t> used;        ///< held IDs (in the ranges or not)
     std::size_t used_in_ranges = 0;      ///< of used, those inside the ranges
+    std::size_t quarantined = 0;         ///< of used, those of quarantined attempts
     std::optional<std::uint32_t> cursor; ///< last ID handed out
   };
   /// The ID after `id` in the pool's ranges, wrapping; the first ID when
@@ -155,6 +169,8 @@ private:
   static bool in_ranges(const Pool &p, std::uint32_t id);
   void hold(const PoolIds &ids);
   void unhold(const PoolIds &ids);
+  /// Adds `sign` * the IDs of `ids` to each pool's quarantined count.
+  void count_quarantined(const PoolIds &ids, int sign);
   std::map<std::string, Pool> pools_;
   std::map<std::int64_t, PoolIds> taken_;
   std::map<std::int64_t, PoolQuarantine> quarantined_;

@@ -58,7 +58,7 @@ Verdict unheld_verdict(const Outcome &o) {
 }
 
 TeardownDecision decide(const OutcomeRow &r, Verdict v, std::string what) {
-  TeardownDecision d{.rule = r.rule, .what = std::move(what)};
+  TeardownDecision d{.rule = r.rule, .what = std::move(what), .pools = r.pools};
   for (Do a : r.actions) {
     d.error = d.error || a == Do::LogError;
     d.drain = d.drain || a == Do::DrainIfConfigured;

@@ -69,6 +69,7 @@ struct TeardownDecision {
   /// "returned slurm.EAGAIN but its nodes cannot be held (job record gone)");
   /// outcome_text() of the result when it needs no more words.
   std::string what;
+  PoolsFate pools = PoolsFate::Keep; ///< issue 38: the row's pools column
 };
 
 /// The line of R_ORPHAN_TEARDOWN after "switch/lua: ": the journal's

@@ -180,6 +180,10 @@ void CtldStats::set_jobs(std::size_t n) {
   set_field(&StatsSnapshot::jobs, std::uint64_t{n});
 }
 
+void CtldStats::set_pools(std::map<std::string, PoolStats> pools) {
+  set_field(&StatsSnapshot::pools, std::move(pools));
+}
+
 void CtldStats::set_journal_failure(const std::string &why) {
   set_field(&StatsSnapshot::journal_failure, why);
 }
@@ -242,6 +246,18 @@ json lanes_json(const StatsSnapshot &s) {
   return lanes;
 }
 
+/// The "pools" object of the status file: one object per declared pool.
+json pools_json(const StatsSnapshot &s) {
+  json out = json::object();
+  for (const auto &[name, p] : s.pools)
+    out[name] = {{"size", p.ids.size},
+                 {"free", p.ids.free},
+                 {"taken", p.ids.taken},
+                 {"quarantined", p.ids.quarantined},
+                 {"refusals", p.refusals}};
+  return out;
+}
+
 json control_json(const StatsSnapshot &s) {
   return {{"state", s.control},
           {"why", s.control_why},
@@ -301,6 +317,7 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
               {"host_faults", s.host_faults},
               {"fabric_breaker", breaker_json(s)},
               {"control", control_json(s)},
+              {"pools", pools_json(s)},
               {"jobs", s.jobs},
               {"journal_bytes", journal_bytes},
               {"journal_failure", s.journal_failure},

@@ -19,6 +19,7 @@
 #pragma once
 
 #include "ctld/job_fsm.hpp"
+#include "ctld/pools.hpp"
 #include "supervisor/client.hpp"
 #include "supervisor/protocol.hpp"
 
@@ -78,6 +79,14 @@ struct LaneStats {
   std::int64_t wait_ms_max = 0;
 };
 
+/// One fabric-ID pool (issue 38; switch.lua(5), POOLS): its IDs now, and
+/// the setups refused for want of them since the plugin started.
+struct PoolStats {
+  PoolCounts ids;
+  std::uint64_t refusals = 0;
+  bool operator==(const PoolStats &) const = default;
+};
+
 /// The counters, a copy (CtldStats::snapshot()).
 struct StatsSnapshot {
   std::int64_t started_at = 0; ///< unix time the counters started from zero
@@ -121,11 +130,12 @@ struct StatsSnapshot {
   /// second), "stale" (another slurmctld took control since: no hook runs
   /// here) or "standby".
   std::string control = "standby";
-  std::string control_why;            ///< WAITING / stale: why
-  std::uint64_t epoch = 0;            ///< the epoch of this controller's last control period
-  std::uint64_t control_waits = 0;    ///< times take-control failed and the plugin ran WAITING
-  std::uint64_t fenced_takeovers = 0; ///< control taken from a holder that kept its lock
-  std::uint64_t stale_periods = 0;    ///< times this controller found itself stale
+  std::string control_why;                ///< WAITING / stale: why
+  std::uint64_t epoch = 0;                ///< the epoch of this controller's last control period
+  std::uint64_t control_waits = 0;        ///< times take-control failed and the plugin ran WAITING
+  std::uint64_t fenced_takeovers = 0;     ///< control taken from a holder that kept its lock
+  std::uint64_t stale_periods = 0;        ///< times this controller found itself stale
+  std::map<std::string, PoolStats> pools; ///< by pool name; empty without switch_pool_NAME
 };
 
 /// The status file's JSON (switch-lua(1), STATUS): the snapshot plus what
@@ -157,6 +167,8 @@ public:
   /// Counts Requeue, Cancel, DrainNodes and ScheduleRetry; others ignored.
   void action(ActionKind k);
   void set_jobs(std::size_t n);
+  /// StatsSnapshot::pools (CorePools::stats()).
+  void set_pools(std::map<std::string, PoolStats> pools);
   /// StatsSnapshot::journal_failure.
   void set_journal_failure(const std::string &why);
   /// StatsSnapshot::journal_stalled_since = `since` (unix s; 0: over), and

@@ -2,9 +2,8 @@
 //
 // File: lua/contract.cpp
 //
-// Hook names, the job / step argument tables, and the parsers of what each
-// hook returns.  Rule source: the contract script shared/seeds/switch.lua;
-// see lua/contract.hpp for the rules themselves.
+// Hook names, the job / step argument tables, and the parsers of what each hook
+// returns.  Rule source: the contract script; see lua/contract.hpp for the rules.
 #include "lua/contract.hpp"
 
 #include "common/hostlist.hpp"
@@ -13,15 +12,15 @@
 #include "common/utf8.hpp"
 #include "lua/codec.hpp"
 #include "lua/detail.hpp"
+#include "lua/job_pools.hpp"
 
 #include <lua.hpp>
 #include <msgpack.hpp>
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fmt/format.h>
 #include <utility>
 #include <variant>
 
@@ -54,9 +53,9 @@ constexpr HookInfo kHooks[] = {
 
 /// One field of an argument table: its Lua / msgpack key and its member.
 template <class T>
-using Member =
-    std::variant<std::uint32_t T::*, std::optional<std::string> T::*, bool T::*, NodeNames T::*,
-                 std::int64_t T::*, std::optional<std::uint32_t> T::*, std::string T::*>;
+using Member = std::variant<std::uint32_t T::*, std::optional<std::string> T::*, bool T::*,
+                            NodeNames T::*, std::int64_t T::*, std::optional<std::uint32_t> T::*,
+                            std::string T::*, JobPools T::*>;
 template <class T> struct Field {
   const char *name;
   Member<T> member;
@@ -78,8 +77,7 @@ const Field<JobArgs> kJobFields[] = {
     {"sluid", &JobArgs::sluid},
     {"restart_count", &JobArgs::restart_count},
     {"batch", &JobArgs::batch},
-    // Added in 0.2 (the unique key); a record written before has neither:
-    // decoded as 0 (kJobFieldsRequired below).
+    // Added in 0.2 (the unique key): absent before, decoded as 0 (kJobFieldsRequired).
     {"submit_time", &JobArgs::submit_time},
     {"attempt", &JobArgs::attempt},
     // Added in 0.3 (issue 11); optional on decode as well.
@@ -98,16 +96,16 @@ const Field<JobArgs> kJobFields[] = {
     // Added in 0.5 (issue 20); optional on decode, written only when set.
     {"failed_nodes", &JobArgs::failed_nodes},
     {"failed_node_names", &JobArgs::failed_node_names},
-    // Added in 0.6 (issue 40); optional on decode, written only when set.
+    // Added in 0.6 (issue 40), 0.7 (issue 38); optional, written only when set.
     {"epoch", &JobArgs::epoch},
+    {"pools", &JobArgs::pools},
 };
 /// Fields every JobArgs record has; the ones after are optional on decode.
 constexpr std::size_t kJobFieldsRequired = 14;
-/// Fields to_msgpack() always writes; the ones after (0.5) only with
-/// failed_nodes set.
+/// Fields to_msgpack() always writes; the ones after only when set.
 constexpr std::size_t kJobFieldsAlways = 27;
-/// The index of "epoch" (0.6), written only when set.
-constexpr std::size_t kJobFieldEpoch = 29;
+/// The indexes of "epoch" (0.6) and "pools" (0.7), written only when set.
+constexpr std::size_t kJobFieldEpoch = 29, kJobFieldPools = 30;
 
 /// The `step` table (contract: slurm_switch_step_*(step, stepinfo)).
 const Field<StepArgs> kStepFields[] = {
@@ -130,6 +128,7 @@ const Field<StepArgs> kStepFields[] = {
 };
 
 // Push one member; false (nothing pushed) for an empty optional, i.e. nil.
+using job_pools::push_member, job_pools::pack_member, job_pools::read_member;
 bool push_member(lua_State *L, std::uint32_t v) {
   lua_pushinteger(L, static_cast<lua_Integer>(v));
   return true;
@@ -301,7 +300,7 @@ Expected<void> read_job_field(const msgpack::object_kv &kv, JobArgs &out, std::v
 /// that alternative may be nil.
 constexpr std::pair<std::string_view, bool> kMemberTypes[] = {
     {"integer", false}, {"string", true},  {"boolean", false}, {"string[]", false},
-    {"integer", false}, {"integer", true}, {"string", false},
+    {"integer", false}, {"integer", true}, {"string", false},  {"table<string,integer[]>", true},
 };
 static_assert(std::size(kMemberTypes) == std::variant_size_v<Member<JobArgs>>);
 
@@ -380,10 +379,11 @@ MsgpackBytes JobArgs::to_msgpack() const {
     estimate += n.size() + 5;
   buf.bytes.reserve(estimate);
   Packer pk(buf);
-  // The 0.5 pair only with failed nodes, the 0.6 epoch only when set.
+  // The 0.5 pair only with failed nodes, the 0.6 epoch, 0.7 pools only when set.
   auto written = [&](std::size_t i) {
-    return i < kJobFieldsAlways ||
-           (i == kJobFieldEpoch ? epoch.has_value() : failed_nodes.has_value());
+    return i < kJobFieldsAlways || (i == kJobFieldEpoch   ? epoch.has_value()
+                                    : i == kJobFieldPools ? !pools.empty()
+                                                          : failed_nodes.has_value());
   };
   std::size_t n = 0;
   for (std::size_t i = 0; i < std::size(kJobFields); ++i)

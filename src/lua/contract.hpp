@@ -38,6 +38,7 @@
 #pragma once
 
 #include "common/expected.hpp"
+#include "lua/job_pools.hpp"
 #include "lua/node_names.hpp"
 
 #include <cstdint>
@@ -187,11 +188,18 @@ struct JobArgs {
   /// by the core in the call's copy of the table only (never in Slurm's
   /// state nor the journal); nil without a journal.
   std::optional<std::uint32_t> epoch;
+  /// Added in 0.7 (issue 38; switch.lua(5), POOLS): the fabric IDs of the
+  /// declared pools (switch_pool_NAME) that this setup attempt holds, pool
+  /// name -> IDs; taken by the core before job_start runs, so they are in
+  /// the journal's "setup started" record.  Empty (nil in Lua, not written
+  /// in msgpack) when no pool is declared.
+  JobPools pools;
 
   /// Encodes the table as a msgpack map (keys as above).  The fields of
   /// 0.5 are written only when failed_nodes is set, so that a plugin of
   /// 0.4, which refuses keys it does not know, still reads every record of
-  /// a job without failed nodes (a downgrade); epoch (0.6) only when set.
+  /// a job without failed nodes (a downgrade); epoch (0.6) only when set,
+  /// pools (0.7) only when not empty.
   MsgpackBytes to_msgpack() const;
   /// Decodes what to_msgpack() wrote, including records of previous
   /// versions without submit_time and attempt (read as 0) or without the

@@ -41,6 +41,9 @@ struct Outcome {
   OutcomeKind kind = OutcomeKind::SpawnFailed;
   HookReturn ret;      ///< Returned
   std::string message; ///< LuaError, BadReturn, SpawnFailed, Abandoned, LoadFailed
+  /// SpawnFailed only: the controller refused to start the call (issue 38:
+  /// a pool short of IDs): a failed setup, never a host fault retried.
+  bool refused = false;
   int exit_status = 0; ///< ExitedWithoutReturn, and TimedOut with late_exit: the exit code
   int signal = 0;      ///< Signaled: the signal number
   /// TimedOut only: the result the child still reported after the deadline

@@ -177,3 +177,29 @@ TEST(StatusCli, FormatPrometheusPrintsTheFilesNumbersAsMetrics) {
   auto bad = run("status --format xml --file " + kFixture.string());
   EXPECT_NE(bad.status, 0) << bad.out;
 }
+
+// Issue 38: one line per fabric-ID pool, and its samples; none without one
+// (the fixture has no "pools", as a file of a plugin before pools).
+TEST(StatusCli, ShowsEachPoolOnlyWhenOneIsDeclared) {
+  auto r = run("status --file " + kFixture.string());
+  EXPECT_EQ(r.out.find("Pool "), std::string::npos) << r.out;
+  const fs::path d = scratch();
+  json j = fixture();
+  j["pools"] = {
+      {"vni", {{"size", 4}, {"free", 1}, {"taken", 2}, {"quarantined", 1}, {"refusals", 3}}}};
+  {
+    std::ofstream(d / "pools") << j.dump();
+  }
+  r = run("status --file " + (d / "pools").string());
+  EXPECT_NE(r.out.find("Pool vni:             1 of 4 IDs free, 2 taken, 1 quarantined; 3 setups "
+                       "refused for want of IDs\n"),
+            std::string::npos)
+      << r.out;
+  r = run("status --format prometheus --file " + (d / "pools").string());
+  for (const char *line : {"switchlua_pool_size{pool=\"vni\"} 4\n",
+                           "switchlua_pool_ids{pool=\"vni\",state=\"free\"} 1\n",
+                           "switchlua_pool_ids{pool=\"vni\",state=\"taken\"} 2\n",
+                           "switchlua_pool_ids{pool=\"vni\",state=\"quarantined\"} 1\n",
+                           "switchlua_pool_refusals_total{pool=\"vni\"} 3\n"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << "no " << line << " in:\n" << r.out;
+}

@@ -83,10 +83,12 @@ DENIES = {
     "hold": NEG + r" (\w+ )?(hold|held)",
 }
 
+# A row's actions, then its optional pools column (P::Keep by default).
+TAIL = r'\s*\{([^}]*)\}(?:,\s*P::\w+)?\}'
 ROW = re.compile(r'\{"(R_[A-Z_]+)",\s*S::\w+,\s*E::\w+,\s*V::\w+,\s*S::\w+,'
-                 r'\s*\{([^}]*)\}\}')
-OUTCOME_ROW = re.compile(r'\{"(R_[A-Z_]+)",\s*Teardown::\w+,\s*V::\w+,'
-                         r'\s*\{([^}]*)\}\}')
+                 + TAIL)
+OUTCOME_ROW = re.compile(r'\{"(R_[A-Z_]+)",\s*Teardown::\w+,\s*V::\w+,' + TAIL)
+ANY_ROW = re.compile(r'^\s*\{"R_[A-Z_]+",\s*(?:S|Teardown)::', re.M)
 MARKER = re.compile(r'^\.\\"\s*outcome\s+((?:R_[A-Z_]+[ ,]*)+):\s*(.*)$')
 BREAK = re.compile(r'^\.(TP|PP|SS|SH|IP|RS|RE|P|LP)\b')
 PAGES = ("man/switch.lua.5", "man/switch_lua.conf.5")
@@ -98,8 +100,10 @@ def rule_outcomes(root):
     with open(path, encoding="utf-8") as f:
         text = f.read()
     rules, job_rules = {}, set()
+    parsed = 0
     for pattern, is_job in ((ROW, True), (OUTCOME_ROW, False)):
         for m in pattern.finditer(text):
+            parsed += 1
             words = rules.setdefault(m.group(1), set())
             if is_job:
                 job_rules.add(m.group(1))
@@ -108,6 +112,11 @@ def rule_outcomes(root):
                     words.add(ACTIONS[act])
     if not rules:
         sys.exit("outcome_sentences: no rule rows found in " + path)
+    rows = len(ANY_ROW.findall(text))
+    if parsed != rows:
+        # A new column or layout must not silently drop rows from the check.
+        sys.exit(f"outcome_sentences: {path} has {rows} rows, this parser "
+                 f"read {parsed}: teach ROW/OUTCOME_ROW the new layout")
     return rules, job_rules
 
 

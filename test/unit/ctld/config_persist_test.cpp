@@ -39,6 +39,59 @@ TEST(Config, BeyondContractIsEmptyWithTheDefaultsAndNamesWhatASiteSet) {
   EXPECT_TRUE(b[1].starts_with("switch_max_setup_failures=3: ")) << b[1];
 }
 
+// Issue 38: switch_pool_NAME=RANGES[:PER_JOB], opt-in fabric-ID pools.
+TEST(Config, PoolsAreDeclaredByNameWithRangesAndPerJob) {
+  auto c = parse_slurmctld_parameters("");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->pools.empty()) << "no pool unless declared";
+  c = parse_slurmctld_parameters(
+      "switch_pool_vni=1024-2047,Switch_Pool_PKey=33000-33010+32769-32800:2,switch_timeout=5");
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_EQ(c->pools.size(), 2u);
+  EXPECT_EQ(c->pools[0], (PoolSpec{"pkey", {{32769, 32800}, {33000, 33010}}, 2}));
+  EXPECT_EQ(c->pools[1], (PoolSpec{"vni", {{1024, 2047}}, 1}));
+  EXPECT_NE(describe(*c).find(" switch_pool_pkey=32769-32800+33000-33010:2 "
+                              "switch_pool_vni=1024-2047:1"),
+            std::string::npos)
+      << describe(*c);
+  auto back = parse_slurmctld_parameters(to_slurmctld_parameters(*c));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, *c);
+  auto b = beyond_contract(*c);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_TRUE(b[0].starts_with("switch_pool_pkey=32769-32800+33000-33010:2: ")) << b[0];
+  EXPECT_NE(b[1].find("pool vni"), std::string::npos) << b[1];
+  EXPECT_TRUE(parse_slurmctld_parameters("switch_pool_a=7,switch_pool_a=7:1")) << "same value";
+  EXPECT_TRUE(slurmctld_parameters_warnings("switch_pool_vni=1-2").empty());
+}
+
+TEST(Config, BadPoolsNameKeyAndValue) {
+  const std::string ranges_rule =
+      ": must be ranges FIRST-LAST of integers from 0 to 4294967295 joined by + and not "
+      "overlapping, then optionally :PER_JOB from 1 to the pool's size (e.g. 1024-2047 or "
+      "32769-32800+33000-33010:2)";
+  for (const std::string bad :
+       {"switch_pool_vni=", "switch_pool_vni=abc", "switch_pool_vni=5-3",
+        "switch_pool_vni=1-10+5-12", "switch_pool_vni=1-4:5", "switch_pool_vni=1-4:0",
+        "switch_pool_vni=1-4:", "switch_pool_vni=-4", "switch_pool_vni=1-4294967296",
+        "switch_pool_vni=1--4"}) {
+    auto c = parse_slurmctld_parameters(bad);
+    ASSERT_FALSE(c) << bad;
+    EXPECT_EQ(c.error().message, "SlurmctldParameters: " + bad + ranges_rule);
+  }
+  auto c = parse_slurmctld_parameters("switch_pool_9x=1-2");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message, "SlurmctldParameters: switch_pool_9x=1-2: the pool name must be a "
+                               "letter, then at most 31 letters, digits or _");
+  EXPECT_FALSE(parse_slurmctld_parameters("switch_pool_a-b=1-2"));
+  EXPECT_FALSE(parse_slurmctld_parameters("switch_pool_" + std::string(33, 'a') + "=1"));
+  EXPECT_TRUE(parse_slurmctld_parameters("switch_pool_" + std::string(32, 'a') + "=1"));
+  c = parse_slurmctld_parameters("switch_pool_vni=1-4,switch_pool_VNI=1-5");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message,
+            "SlurmctldParameters: switch_pool_vni given twice (1-4:1 and 1-5:1)");
+}
+
 TEST(Config, ReadsStatusIntervalAndScriptMismatch) {
   auto c = parse_slurmctld_parameters("switch_status_interval=300,Switch_Script_Mismatch=FAIL");
   ASSERT_TRUE(c) << c.error().message;
@@ -165,14 +218,14 @@ TEST(Config, UnknownSwitchKeyIsNamedInAWarning) {
                 "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
                 "switch_status_interval, switch_script_mismatch, switch_max_setup_failures, "
                 "switch_interactive_wait, switch_breaker_failures, switch_breaker_window, "
-                "switch_journal_failure, switch_metrics_file): check "
+                "switch_journal_failure, switch_metrics_file, switch_pool_NAME): check "
                 "its spelling",
                 "SlurmctldParameters: Switch_X is not a switch/lua setting and is ignored "
                 "(the settings are switch_timeout, switch_retries, switch_drain_on_failure, "
                 "switch_kill_grace, switch_max_calls, switch_max_queue, switch_lua_memory, "
                 "switch_status_interval, switch_script_mismatch, switch_max_setup_failures, "
                 "switch_interactive_wait, switch_breaker_failures, switch_breaker_window, "
-                "switch_journal_failure, switch_metrics_file): check "
+                "switch_journal_failure, switch_metrics_file, switch_pool_NAME): check "
                 "its spelling"}));
   EXPECT_TRUE(slurmctld_parameters_warnings("enable_configless,switch_timeout=3").empty());
 }

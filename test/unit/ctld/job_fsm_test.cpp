@@ -3,6 +3,7 @@
 // The controller state machine, one case per contract rule (named after its
 // rule id), plus randomized event sequences checking invariants.
 #include "ctld/job_fsm.hpp"
+#include "ctld/job_fsm_table.hpp"
 #include "ctld/persist.hpp"
 #include "ctld/setup_failures.hpp"
 
@@ -1612,4 +1613,42 @@ TEST(JobFsm, R_SETUP_FAILURES_HELD_EveryTaskOfA5000TaskArrayIsHeldAfterItsThirdF
     }
   }
   EXPECT_EQ(held, kTasks) << "tasks not held after their third failure requeue for ever";
+}
+
+// Issue 38: what becomes of an attempt's pool IDs is a column of the rule
+// table.  Every row that ends an attempt (its next state is over and its
+// state was not, or it starts a new attempt in place of one that held a
+// setup) names Release or Quarantine; no other row names one; a row that
+// drains (a failed teardown) quarantines.
+TEST(JobFsmTable, EveryRowThatEndsAnAttemptNamesWhatBecomesOfItsPoolIds) {
+  const auto over = [](JobState s) { return is_terminal(s) || s == JobState::SetupFailed; };
+  const auto has = [](const auto &actions, fsm::Do d) {
+    return std::find(actions.begin(), actions.end(), d) != actions.end();
+  };
+  int ending = 0;
+  for (const fsm::Row &r : fsm::rule_table()) {
+    const bool restarts = has(r.actions, fsm::Do::RunJobStart) && r.state != JobState::None &&
+                          r.state != JobState::SetupWaitOrphan;
+    const bool ends = (over(r.next) && !over(r.state)) || restarts;
+    ending += ends;
+    if (ends) {
+      EXPECT_NE(r.pools, PoolsFate::Keep) << r.rule << ": ends an attempt, names no pools fate";
+    } else {
+      EXPECT_EQ(r.pools, PoolsFate::Keep) << r.rule << ": ends no attempt";
+    }
+    if (has(r.actions, fsm::Do::DrainIfConfigured)) {
+      EXPECT_EQ(r.pools, PoolsFate::Quarantine) << r.rule << ": a failed teardown";
+    }
+  }
+  EXPECT_GE(ending, 20);
+  for (const fsm::OutcomeRow &r : fsm::outcome_table()) {
+    if (has(r.actions, fsm::Do::ForgetAttempt)) {
+      EXPECT_NE(r.pools, PoolsFate::Keep) << r.rule;
+    } else {
+      EXPECT_EQ(r.pools, PoolsFate::Keep) << r.rule;
+    }
+    if (has(r.actions, fsm::Do::DrainIfConfigured)) {
+      EXPECT_EQ(r.pools, PoolsFate::Quarantine) << r.rule;
+    }
+  }
 }

@@ -107,11 +107,12 @@ TEST(Journal, BodyRefusesUnknownKindsAndNewerVersions) {
   auto d = decode_journal_body(kind9);
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().message, "switch/lua journal: unknown record kind 9");
-  std::string v3 = b;
-  v3[6] = 3;
-  d = decode_journal_body(v3);
+  std::string v4 = b;
+  v4[6] = 4;
+  d = decode_journal_body(v4);
   ASSERT_FALSE(d);
-  EXPECT_NE(d.error().message.find("newer than this plugin's 2"), std::string::npos);
+  EXPECT_NE(d.error().message.find("newer than this plugin's 3"), std::string::npos)
+      << d.error().message;
   // Kinds 6 and 7 exist from version 2 on: a version-1 body with kind 6 is refused.
   std::string k6 = b;
   k6[7] = 6;
@@ -311,6 +312,102 @@ TEST(Journal, FailureCountsRoundTripAsVersion2) {
   ASSERT_TRUE(d) << d.error().message;
   EXPECT_EQ(*d, cleared);
   EXPECT_EQ(encode_journal_body(rec(JournalKind::Forgotten, 7, 100))[6], 1) << "version 1";
+}
+
+// Issue 38 (fabric-ID pools): a record whose job carries pools, and the
+// quarantine (kind 8), are version 3; without pools nothing changes.
+TEST(Journal, PoolsAreVersion3AndOnlyWhenThereArePools) {
+  JournalRecord st = started(7, 100);
+  EXPECT_EQ(encode_journal_body(st)[6], 1) << "no pools: version 1, as before";
+  st.job->pools = {{"vni", {1024}}, {"pkey", {32769, 32770}}};
+  std::string b = encode_journal_body(st);
+  EXPECT_EQ(b[6], 3) << "a job with pools: version 3";
+  auto d = decode_journal_body(b);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(*d, st);
+  JournalRecord q = pools_quarantined_record(100, 7, 1700000007, {{"vni", {1024}}}, 1700000400);
+  b = encode_journal_body(q);
+  EXPECT_EQ(b[6], 3);
+  EXPECT_EQ(b[7], 8);
+  d = decode_journal_body(b);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(*d, q);
+  b[6] = 2; // kind 8 exists from version 3 on
+  d = decode_journal_body(b);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().message, "switch/lua journal: unknown record kind 8");
+  JournalRecord r{.kind = JournalKind::PoolsReleased, .attempt = 100, .job_id = 7};
+  b = encode_journal_body(r);
+  EXPECT_EQ(b[6], 3);
+  EXPECT_EQ(b[7], 9);
+  d = decode_journal_body(b);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(*d, r);
+}
+
+// A quarantine keeps its start across a reopen; a release ends it, also
+// across a reopen and a compaction (issue 38, switch-lua pool release).
+TEST(Journal, AQuarantineKeepsItsTimeAndAReleaseEndsIt) {
+  TempDir d;
+  Logged log;
+  {
+    Journal j(d.file(), log.fn());
+    j.append({pools_quarantined_record(100, 7, 1700000007, {{"vni", {1024}}}, 1700000400),
+              pools_quarantined_record(101, 8, 1700000008, {{"vni", {1025}}}, 1700000500)});
+  }
+  {
+    Journal j(d.file(), log.fn()); // opening compacts
+    ASSERT_EQ(j.table().quarantined.size(), 2u);
+    EXPECT_EQ(j.table().quarantined.at(100).since, 1700000400);
+    j.append({{.kind = JournalKind::PoolsReleased, .attempt = 101, .job_id = 8}});
+    EXPECT_FALSE(j.table().quarantined.contains(101));
+  }
+  Journal j(d.file(), log.fn());
+  ASSERT_EQ(j.table().quarantined.size(), 1u);
+  EXPECT_EQ(j.table().quarantined.at(100).since, 1700000400);
+}
+
+TEST(Journal, QuarantinedPoolsOutliveTheirAttemptAReopenAndACompaction) {
+  TempDir d;
+  Logged log;
+  JournalRecord st = started(7, 100);
+  st.job->pools = {{"vni", {1024}}};
+  {
+    Journal j(d.file(), log.fn());
+    j.append({st});
+    j.append({pools_quarantined_record(100, 7, 1700000007, {{"vni", {1024}}}, 1700000400),
+              rec(JournalKind::Forgotten, 7, 100)});
+    EXPECT_FALSE(j.table().live.contains(100));
+    ASSERT_TRUE(j.table().quarantined.contains(100));
+  }
+  Journal j(d.file(), log.fn()); // opening compacts
+  ASSERT_TRUE(j.table().quarantined.contains(100));
+  EXPECT_EQ(j.table().quarantined.at(100).pools, (JobPools{{"vni", {1024}}}));
+  EXPECT_EQ(j.table().quarantined.at(100).job_id, 7u);
+}
+
+TEST(Journal, APoolNoLongerDeclaredIsDroppedAndNotWrittenAgain) {
+  TempDir d;
+  Logged log;
+  JournalRecord st = started(7, 100);
+  st.job->pools = {{"vni", {1024}}, {"pkey", {32769}}};
+  {
+    Journal j(d.file(), log.fn());
+    j.append({st, pools_quarantined_record(99, 6, 1700000006, {{"pkey", {32770}}}, 1700000300)});
+    EXPECT_EQ(j.keep_pools({"vni", "pkey"}), std::vector<std::string>{});
+    EXPECT_FALSE(j.compaction_ticket().due) << "a small file, no pool dropped";
+    const auto before = read_file(d.file());
+    EXPECT_EQ(j.keep_pools({"vni"}), std::vector<std::string>{"pkey"});
+    EXPECT_EQ(read_file(d.file()), before) << "no I/O under Slurm's locks (issue 40)";
+    EXPECT_EQ(j.table().live.at(100).job.pools, (JobPools{{"vni", {1024}}}));
+    EXPECT_FALSE(j.table().quarantined.contains(99));
+    EXPECT_TRUE(compact_outside(j)) << "the syncer's next ticket is due";
+    EXPECT_FALSE(j.compaction_ticket().due) << "and only once";
+  }
+  EXPECT_EQ(read_file(d.file()).find("pkey"), std::string::npos) << "compacted without it";
+  Journal j(d.file(), log.fn());
+  EXPECT_EQ(j.table().live.at(100).job.pools, (JobPools{{"vni", {1024}}}));
+  EXPECT_TRUE(j.table().quarantined.empty());
 }
 
 TEST(Journal, FailureCountsSurviveAReopenAndACompaction) {

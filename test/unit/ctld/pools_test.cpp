@@ -129,4 +129,28 @@ TEST(Pools, RestoreDropsAPoolNoLongerDeclaredAndKeepsIdsOutsideTheRanges) {
   EXPECT_EQ(1u, p.free_count("vni"));
 }
 
+// The numbers switch-lua status and the metrics show: every change of
+// take, release, quarantine, unquarantine and restore moves them.
+TEST(Pools, CountsFollowEveryChange) {
+  Pools p({pool("vni", {{1, 4}}), pool("pkey", {{10, 11}})});
+  using C = PoolCounts;
+  EXPECT_EQ(p.counts().at("vni"), (C{.size = 4, .free = 4}));
+  ids_of(p.take(1), "vni");
+  ids_of(p.take(2), "vni");
+  EXPECT_EQ(p.counts().at("vni"), (C{.size = 4, .free = 2, .taken = 2}));
+  EXPECT_EQ(p.counts().at("pkey"), (C{.size = 2, .free = 0, .taken = 2}));
+  EXPECT_TRUE(p.quarantine(1, 1700000000));
+  EXPECT_EQ(p.counts().at("vni"), (C{.size = 4, .free = 2, .taken = 1, .quarantined = 1}));
+  EXPECT_TRUE(p.release(2));
+  EXPECT_EQ(p.counts().at("vni"), (C{.size = 4, .free = 3, .taken = 0, .quarantined = 1}));
+  EXPECT_TRUE(p.unquarantine(1));
+  EXPECT_EQ(p.counts().at("vni"), (C{.size = 4, .free = 4}));
+  // Restored: one taken (with an ID outside the ranges), one quarantined.
+  p.restore(5, {{"vni", {2, 9}}});
+  p.restore(6, {{"vni", {3}}}, 1700000000);
+  EXPECT_EQ(p.counts().at("vni"), (C{.size = 4, .free = 2, .taken = 2, .quarantined = 1}));
+  p.restore(6, {{"vni", {3}}}); // the same attempt restored again, now taken
+  EXPECT_EQ(p.counts().at("vni"), (C{.size = 4, .free = 2, .taken = 3, .quarantined = 0}));
+}
+
 } // namespace

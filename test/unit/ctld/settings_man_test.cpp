@@ -77,7 +77,8 @@ struct ManEntry {
 std::map<std::string, ManEntry> man_entries() {
   const auto lines = read_lines(kRoot / "man" / "switch_lua.conf.5");
   std::map<std::string, ManEntry> out;
-  static const std::regex header(R"(^\.B[IR] (switch_[a-z_]+)= ?(.*)$)");
+  // A family of settings (switch_pool_NAME) is headed ".BI switch_pool_ NAME=UNIT".
+  static const std::regex header(R"(^\.B[IR] (switch_[a-z_]+)(?:= ?| NAME=)(.*)$)");
   bool in_section = false;
   ManEntry *cur = nullptr;
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -127,7 +128,11 @@ TEST(SettingsMan, EveryRowOfTheTableHasItsEntryWithItsUnitRangeAndDefault) {
     const std::string where = "switch_lua.conf.5:" + std::to_string(e.line) + " " + name;
     // Read with troff_text, the body's ".\" " lines are gone and a default
     // given as ".BR yes ." reads "yes.".
-    if (s.is_path) {
+    if (s.is_pool) {
+      EXPECT_EQ(macro_args(e.header), std::string(s.unit)) << where << ": the unit";
+      EXPECT_TRUE(has_default(e.body, s.default_value))
+          << where << ": no \"Default: " << s.default_value << ".\" in: " << e.body;
+    } else if (s.is_path) {
       EXPECT_EQ(macro_args(e.header), std::string(s.unit)) << where << ": the unit";
       EXPECT_NE(e.body.find("An absolute file path, or none."), std::string::npos)
           << where << ": no \"An absolute file path, or none.\" in: " << e.body;

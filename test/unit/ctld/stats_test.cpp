@@ -184,6 +184,23 @@ TEST(Stats, StatusJsonHasEveryCounter) {
   EXPECT_EQ(j["jobs"], 5);
 }
 
+// Issue 38: the pools object, empty without a pool; a change of the
+// numbers is a new version (the publisher rewrites the file).
+TEST(Stats, PoolsAreInTheStatusJsonAndChangeTheVersion) {
+  auto st = sequence();
+  EXPECT_EQ(status_json(st->snapshot(), 1, "s", 0, 0)["pools"], json::object());
+  const std::uint64_t v = st->version();
+  st->set_pools({{"vni", PoolStats{.ids = {.size = 4, .free = 1, .taken = 2, .quarantined = 1},
+                                   .refusals = 3}}});
+  EXPECT_GT(st->version(), v);
+  const json j = status_json(st->snapshot(), 1, "s", 0, 0)["pools"]["vni"];
+  EXPECT_EQ(j, (json{{"size", 4}, {"free", 1}, {"taken", 2}, {"quarantined", 1}, {"refusals", 3}}));
+  const std::uint64_t v2 = st->version();
+  st->set_pools({{"vni", PoolStats{.ids = {.size = 4, .free = 1, .taken = 2, .quarantined = 1},
+                                   .refusals = 3}}});
+  EXPECT_EQ(st->version(), v2) << "the same numbers: no rewrite";
+}
+
 TEST(Stats, SummaryLine) {
   EXPECT_EQ(status_summary(sequence()->snapshot()),
             "switch/lua: status: job_start 3 ok, 1 declined, 1 failed, 1 other; job_complete 3 "

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The controller's fabric-ID pools (ctld/core_pools.hpp; issue 38,
+// switch.lua(5) POOLS).
+#include "ctld/core_pools.hpp"
+
+#include "ctld/job_fsm.hpp"
+
+#include <fmt/format.h>
+#include <set>
+
+namespace switchlua {
+
+std::vector<std::string> CorePools::rebuild(const std::vector<PoolSpec> &specs, Journal *journal) {
+  alloc = Pools(specs);
+  refused.clear();
+  records.clear();
+  std::vector<std::string> lines;
+  if (!journal)
+    return lines;
+  std::set<std::string> declared;
+  for (const PoolSpec &p : specs)
+    declared.insert(p.name);
+  std::map<std::string, std::size_t> held_by; // dropped pool -> attempts that held it
+  for (const auto &[attempt, e] : journal->table().live)
+    for (const auto &[name, ids] : e.job.pools)
+      held_by[name] += declared.contains(name) ? 0 : 1;
+  for (const auto &[attempt, q] : journal->table().quarantined)
+    for (const auto &[name, ids] : q.pools)
+      held_by[name] += declared.contains(name) ? 0 : 1;
+  for (const std::string &name : journal->keep_pools(declared))
+    lines.push_back(fmt::format("pool {} is no longer declared (switch_pool_{}): the IDs of it "
+                                "that {} attempt(s) held are dropped from the journal",
+                                name, name, held_by[name]));
+  for (const auto &[attempt, e] : journal->table().live)
+    alloc.restore(attempt, e.job.pools);
+  for (const auto &[attempt, q] : journal->table().quarantined)
+    alloc.restore(attempt, q.pools, q.since);
+  return lines;
+}
+
+namespace {
+
+bool over(JobState s) {
+  return is_terminal(s) || s == JobState::SetupFailed;
+}
+
+} // namespace
+
+void CorePools::step(const JobSwitchState &old, const Event &e, StepResult &r, std::int64_t now) {
+  records.clear();
+  if (!alloc.any())
+    return;
+  const JobSwitchState &n = r.next;
+  bool starts = false;
+  for (const Action &a : r.actions)
+    starts = starts || a.kind == ActionKind::RunJobStart;
+  // The attempts this step forgets, as journal_step() writes them: the
+  // row's pools column says what becomes of their IDs.
+  if (starts && old.job.attempt != 0 && old.job.attempt != n.job.attempt && !over(old.state))
+    end(old.job.attempt, old.job.job_id, old.job.submit_time, r.pools, now); // R_UNDO_OK
+  if (over(n.state) && (!over(old.state) || e.kind == EventKind::SetupRequested))
+    end(n.job.attempt, n.job.job_id, n.job.submit_time, r.pools, now);
+  if (!starts || n.job.attempt == 0)
+    return;
+  PoolTake t = alloc.take(n.job.attempt);
+  if (t.ids) {
+    r.next.job.pools = std::move(*t.ids);
+    return;
+  }
+  const PoolShortage &s = *t.shortage;
+  ++refusals[s.pool];
+  refused[n.job.attempt] = fmt::format("pool {} has {} of {} IDs free, {} needed (switch_pool_{})",
+                                       s.pool, s.free, s.size, s.needed, s.pool);
+}
+
+void CorePools::end(std::int64_t attempt, std::uint32_t job_id, std::int64_t submit_time,
+                    PoolsFate fate, std::int64_t now) {
+  refused.erase(attempt);
+  if (fate != PoolsFate::Quarantine) {
+    alloc.release(attempt);
+    return;
+  }
+  const PoolIds ids = alloc.held(attempt);
+  if (alloc.quarantine(attempt, now))
+    records.push_back(pools_quarantined_record(attempt, job_id, submit_time, ids, now));
+}
+
+std::string CorePools::refusal(std::int64_t attempt) const {
+  auto it = refused.find(attempt);
+  return it == refused.end() ? std::string() : it->second;
+}
+
+std::map<std::string, PoolStats> CorePools::stats() const {
+  std::map<std::string, PoolStats> out;
+  for (const auto &[name, c] : alloc.counts()) {
+    auto r = refusals.find(name);
+    out[name] = PoolStats{.ids = c, .refusals = r == refusals.end() ? 0 : r->second};
+  }
+  return out;
+}
+
+} // namespace switchlua

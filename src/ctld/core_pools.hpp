@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// File: ctld/core_pools.hpp
+//
+// The controller's fabric-ID pools (issue 38; switch.lua(5), POOLS): the
+// allocator (ctld/pools.hpp) as CtldCore drives it, kept apart from
+// core_impl.hpp.  Nothing here does anything unless a pool is declared
+// (switch_pool_NAME, CtldConfig::pools).
+//
+//   take     a new setup attempt (RunJobStart) gets its IDs in its job table
+//            (JobArgs::pools) before the step's "setup started" record is
+//            written, so they are durable before job_start runs; an attempt
+//            that finds too few free is refused: its job_start does not run
+//            and it fails as a failed setup naming the pool (start_setup).
+//   end      the step that forgets an attempt releases its IDs or, when the
+//            attempt ended other than cleanly, quarantines them and writes a
+//            "pools quarantined" record first (journal_step).
+//   rebuild  at each take of control, from the journal's live attempts and
+//            its quarantine; the IDs of a pool no longer declared are
+//            dropped, one line per pool.
+#pragma once
+
+#include "ctld/journal.hpp"
+#include "ctld/pools.hpp"
+#include "ctld/stats.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace switchlua {
+
+struct JobSwitchState;
+struct Event;
+struct StepResult;
+enum class PoolsFate : std::uint8_t;
+
+struct CorePools {
+  Pools alloc;
+  /// Attempts whose take found too few IDs, and why (for the refusal).
+  std::map<std::int64_t, std::string> refused;
+  /// Setups refused for want of each pool's IDs since the plugin started
+  /// (switch-lua(1) STATUS); kept across rebuild().
+  std::map<std::string, std::uint64_t> refusals;
+  /// The records of the current step to be written before its others
+  /// (PoolsQuarantined), taken by journal_step().
+  std::vector<JournalRecord> records;
+
+  /// Replaces the allocator with one of `specs`, rebuilt from the journal's
+  /// table (nullptr: none); drops from it the pools not declared (the
+  /// journal compacts without them).  Returns the log lines, e.g.
+  /// "pool pkey is no longer declared (switch_pool_pkey): the IDs 2 attempts
+  /// held are dropped".
+  std::vector<std::string> rebuild(const std::vector<PoolSpec> &specs, Journal *journal);
+
+  /// annotate() of a step: takes the IDs of a new attempt (r.next.job.pools,
+  /// or a refusal), and releases or quarantines (at `now`, Unix seconds) the
+  /// IDs of the attempts the step forgets, queuing their records.
+  void step(const JobSwitchState &old, const Event &e, StepResult &r, std::int64_t now);
+
+  /// Ends `attempt` (of job `job_id`, `submit_time`) as `fate` says:
+  /// Quarantine moves its IDs to the quarantine at `now` and queues its
+  /// PoolsQuarantined record in `records`; else they are released.
+  void end(std::int64_t attempt, std::uint32_t job_id, std::int64_t submit_time, PoolsFate fate,
+           std::int64_t now);
+
+  /// Why the start of `attempt` is refused ("" when it is not): "pool vni
+  /// has 0 of 1024 IDs free, 1 needed (switch_pool_vni)".
+  std::string refusal(std::int64_t attempt) const;
+
+  /// Every declared pool's numbers and refusals, by name (CtldStats).
+  std::map<std::string, PoolStats> stats() const;
+};
+
+} // namespace switchlua
