@@ -3,6 +3,7 @@
 // switch-lua pool release (cli/pool.hpp).
 #include "cli/pool.hpp"
 
+#include "cli/cli_trust.hpp"
 #include "cli/status.hpp"
 #include "common/safe_file.hpp"
 #include "ctld/pool_release.hpp"
@@ -16,6 +17,7 @@
 #include <fcntl.h>
 #include <iostream>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -50,25 +52,46 @@ std::string utc_text(std::int64_t t) {
   return buf;
 }
 
+/// "" when the folder `dir` may hold a request: owned by root, by the
+/// caller or by SlurmUser (`slurm_uid`), and not writable by group or others
+/// (unless sticky); else why not.
+std::string folder_refused(const std::string &dir, uid_t slurm_uid) {
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0)
+    return fmt::format("cannot check the folder {}: {}", dir, std::strerror(errno));
+  const bool owner_ok = st.st_uid == 0 || st.st_uid == ::geteuid() || st.st_uid == slurm_uid;
+  if (S_ISDIR(st.st_mode) && owner_ok &&
+      ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0 || (st.st_mode & S_ISVTX) != 0))
+    return "";
+  return fmt::format("{}: owned by uid {}, mode {:04o}: refused; StateSaveLocation must be a "
+                     "folder of root or SlurmUser (uid {}) not writable by group or others",
+                     dir, st.st_uid, st.st_mode & 07777, slurm_uid);
+}
+
 /// Creates `dir`/kPoolReleaseRequest holding `text`, only if there is none:
 /// written whole under a name of its own, then linked into place (link(2)
 /// never replaces a file), so slurmctld never reads half a request and two
-/// administrators never overwrite each other's.  "" or the error.
-std::string write_request(const std::string &dir, const std::string &token,
+/// administrators never overwrite each other's.  Run as root, the file is
+/// given to SlurmUser (`slurm_uid`), whom slurmctld runs as.  "" or the
+/// error.
+std::string write_request(const std::string &dir, uid_t slurm_uid, const std::string &token,
                           const std::string &text) {
-  if (auto ok = check_folder(dir); !ok)
-    return ok.error().message;
+  if (std::string why = folder_refused(dir, slurm_uid); !why.empty())
+    return why;
   const std::string tmp = fmt::format("{}/.{}.{}", dir, kPoolReleaseRequest, token);
   const std::string path = fmt::format("{}/{}", dir, kPoolReleaseRequest);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     return fmt::format("cannot create {}: {}", tmp, std::strerror(errno));
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (written && ::geteuid() == 0 && slurm_uid != 0)
+    written = ::fchown(fd, slurm_uid, static_cast<gid_t>(-1)) == 0;
   const int werr = errno;
   ::close(fd);
   std::string error;
   if (!written)
-    error = fmt::format("cannot write {}: {}", tmp, std::strerror(werr));
+    error =
+        fmt::format("cannot write or give to uid {} {}: {}", slurm_uid, tmp, std::strerror(werr));
   else if (::link(tmp.c_str(), path.c_str()) != 0)
     error = errno == EEXIST ? fmt::format("another request is pending ({}): try again once it is "
                                           "answered, within a few seconds",
@@ -116,9 +139,15 @@ int run_pool_release(const PoolReleaseOptions &o) {
       return 1;
     dir = folder_of(*status);
   }
+  auto slurm_uid = system_slurm_user(); // whom slurmctld runs as: it reads the request
+  if (!slurm_uid) {
+    std::cerr << fmt::format("{}: {}\n", kWho, slurm_uid.error().message);
+    return 1;
+  }
   const std::string token = random_token();
   PoolReleaseRequest req{.token = token, .job_id = o.job_id, .pool = o.pool, .id = o.id};
-  if (std::string e = write_request(dir, token, encode_pool_release_request(req)); !e.empty()) {
+  if (std::string e = write_request(dir, *slurm_uid, token, encode_pool_release_request(req));
+      !e.empty()) {
     std::cerr << fmt::format("{}: {}\n", kWho, e);
     return 1;
   }

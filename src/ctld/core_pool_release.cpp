@@ -39,7 +39,9 @@ bool take_request(const std::string &dir, std::optional<PoolReleaseRequest> &req
   if (std::rename(request.c_str(), taken.c_str()) != 0)
     return false; // none (ENOENT), or the folder refuses it: the next second again
   std::string error;
-  if (auto text = read_pool_release_request(taken, error))
+  if (auto folder = check_folder(dir); !folder)
+    error = folder.error().message; // a request others could have planted
+  else if (auto text = read_pool_release_request(taken, error))
     req = parse_pool_release_request(*text, error);
   ::unlink(taken.c_str());
   if (req)

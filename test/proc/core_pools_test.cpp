@@ -22,7 +22,10 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 using namespace switchlua;
 using switchlua::test::FakeSlurm;
@@ -87,9 +90,11 @@ std::string journal_bytes(const TempDir &d) {
   return ss.str();
 }
 
-/// Runs `switch-lua pool release ARGS`; its exit status and output.
-std::pair<int, std::string> pool_release(const std::string &args) {
-  const std::string cmd = fmt::format("{} pool release {} 2>&1", SWITCHLUA_CLI, args);
+/// Runs `switch-lua pool release ARGS` (after `env`, NAME=VALUE ...); its
+/// exit status and output.
+std::pair<int, std::string> pool_release(const std::string &args, const std::string &env = "") {
+  const std::string cmd = fmt::format("env SLURM_CONF=/nonexistent {} {} pool release {} 2>&1", env,
+                                      SWITCHLUA_CLI, args);
   std::string out;
   FILE *p = ::popen(cmd.c_str(), "r");
   if (!p)
@@ -303,4 +308,35 @@ TEST(CorePools, PoolReleaseWithoutAControllerIsWithdrawn) {
   auto [busy, busy_out] = pool_release("--job 7 --timeout 1 --dir " + d.dir.string());
   EXPECT_EQ(busy, 1) << busy_out;
   EXPECT_NE(busy_out.find("another request is pending"), std::string::npos) << busy_out;
+}
+
+// Run as root on a cluster, the command writes into SlurmUser's
+// StateSaveLocation and gives the request to SlurmUser, whom slurmctld
+// runs as; a folder of another user is refused.
+TEST(CorePools, PoolReleaseAsRootGivesTheRequestToSlurmUser) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "needs root (chown)";
+  TempDir d;
+  const std::string dir = d.dir.string();
+  ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+  auto [refused, refused_out] = pool_release("--job 7 --timeout 1 --dir " + dir);
+  EXPECT_EQ(refused, 1) << refused_out;
+  EXPECT_NE(refused_out.find("owned by uid 65534, mode 0700: refused"), std::string::npos)
+      << refused_out;
+  TempDir conf_dir;
+  const std::string conf = (conf_dir.dir / "slurm.conf").string();
+  std::ofstream(conf) << "SlurmUser=nobody\n";
+  ::chmod(conf.c_str(), 0644);
+  std::pair<int, std::string> r;
+  std::thread cli(
+      [&] { r = pool_release("--job 7 --timeout 3 --dir " + dir, "SLURM_CONF=" + conf); });
+  const std::string request = dir + "/switch_lua.pool_release";
+  struct stat st{};
+  const bool seen =
+      test::eventually([&] { return ::stat(request.c_str(), &st) == 0; }, std::chrono::seconds(5));
+  cli.join();
+  ASSERT_TRUE(seen) << r.second;
+  EXPECT_EQ(st.st_uid, 65534u) << "given to SlurmUser";
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(r.first, 2) << r.second; // no controller: withdrawn
 }
