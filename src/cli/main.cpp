@@ -6,6 +6,7 @@
 //   switch-lua status [--json | --format table|json|prometheus] [--file PATH]
 //   switch-lua settings [PARAMS]
 #include "cli/cli_trust.hpp"
+#include "cli/pool.hpp"
 #include "cli/simulate.hpp"
 #include "cli/status.hpp"
 #include "ctld/config.hpp"
@@ -72,6 +73,7 @@ struct CliArgs {
   bool status_json = false;
   std::string status_format = "table";
   std::string settings_params;
+  switchlua::PoolReleaseOptions pool;
   std::string slurm_series{switchlua::newest_slurm_series().name};
 };
 
@@ -135,6 +137,37 @@ CLI::App *add_status(CLI::App &app, CliArgs &a) {
                  "table (default), json, or prometheus (the Prometheus text exposition format)")
       ->check(CLI::IsMember({"table", "json", "prometheus"}));
   return st;
+}
+
+CLI::App *add_pool(CLI::App &app, CliArgs &a) {
+  auto *pool = app.add_subcommand("pool", "fabric-ID pools (switch_pool_NAME)");
+  pool->require_subcommand(1);
+  auto *rel = pool->add_subcommand(
+      "release", "free quarantined IDs (kept out of use after a failed teardown); as root or "
+                 "SlurmUser, answered by the slurmctld in control");
+  auto *job = rel->add_option("--job", a.pool.job_id, "every quarantined ID of this JobId")
+                  ->check(CLI::Range(1u, UINT32_MAX));
+  auto *name = rel->add_option("--pool", a.pool.pool, "the pool of --id");
+  auto *id = rel->add_option("--id", a.pool.id, "the ID: frees the quarantine that holds it");
+  name->needs(id);
+  id->needs(name);
+  job->excludes(name);
+  name->excludes(job);
+  rel->add_option("--dir", a.pool.dir,
+                  "StateSaveLocation (default: from $SLURM_CONF or /etc/slurm/slurm.conf)");
+  rel->add_option("--timeout", a.pool.timeout_s, "seconds to wait for slurmctld's answer")
+      ->check(CLI::Range(1, 600))
+      ->capture_default_str();
+  return rel;
+}
+
+/// `switch-lua pool release`, its options checked.
+int run_pool(const switchlua::PoolReleaseOptions &o) {
+  if (o.job_id == 0 && o.pool.empty()) {
+    std::cerr << "switch-lua pool release: give --job JOBID, or --pool NAME and --id ID\n";
+    return 1;
+  }
+  return switchlua::run_pool_release(o);
 }
 
 /// --time-limit: a number of minutes or UNLIMITED ("" when valid).
@@ -239,11 +272,15 @@ int main(int argc, char **argv) {
   add_simulate(app, a, so);
   auto *status = add_status(app, a);
   auto *settings = add_settings(app, a);
+  auto *pool_release = add_pool(app, a);
 
   CLI11_PARSE(app, argc, argv);
 
   if (settings->parsed())
     return run_settings(a.settings_params);
+
+  if (pool_release->parsed())
+    return run_pool(a.pool);
 
   if (status->parsed()) {
     auto path = switchlua::status_file_path(a.status_file);

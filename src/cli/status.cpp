@@ -126,6 +126,24 @@ void print_pools(const json &j) {
                "for want of IDs\n",
                name + ":", u(p, "free"), u(p, "size"), u(p, "taken"), u(p, "quarantined"),
                u(p, "refusals"), u(p, "refusals") == 1 ? "" : "s");
+  // The oldest quarantines, what switch-lua pool release frees.
+  const json q = j.value("pool_quarantine", json::object());
+  const json oldest = q.value("oldest", json::array());
+  std::size_t shown = 0;
+  for (const json &a : oldest) {
+    if (shown++ == 10)
+      break;
+    std::string ids;
+    const json idmap = a.value("ids", json::object());
+    for (const auto &[name, list] : idmap.items())
+      for (const json &id : list)
+        ids += fmt::format("{}{} {}", ids.empty() ? "" : ", ", name, id.dump());
+    fmt::print("Quarantined:          JobId={}: {} since {} (switch-lua pool release --job {})\n",
+               u(a, "job_id"), ids, time_text(i(a, "since")), u(a, "job_id"));
+  }
+  if (u(q, "attempts") > std::min<std::uint64_t>(oldest.size(), 10))
+    fmt::print("Quarantined:          ... {} attempts in all (--json lists the oldest {})\n",
+               u(q, "attempts"), oldest.size());
 }
 
 void print_human(const json &j, const std::string &path, std::int64_t age) {

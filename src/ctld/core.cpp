@@ -153,7 +153,7 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e, bool defer_effe
   if (e.kind == EventKind::TeardownResult || e.kind == EventKind::LateTeardownResult)
     wake_orphan_waiters();
   stats.set_jobs(jobs.size());
-  stats.set_pools(pools.stats());
+  pools.publish(stats);
   port.save_state();
 }
 
@@ -359,7 +359,7 @@ void CtldCore::set_config(const CtldConfig &c) {
   impl_->cfg = c;
   if (pools_changed && impl_->in_control) {
     impl_->rebuild_pools();
-    impl_->stats.set_pools(impl_->pools.stats());
+    impl_->pools.publish(impl_->stats);
   }
   if (impl_->journal)
     impl_->journal->set_while_failing(impl_->journal_while_failing());

@@ -123,7 +123,7 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
   publisher->set_settings(cfg.status_interval, cfg.metrics_file);
   stats.set_journal_failure(journal ? journal->failure() : std::string());
   stats.set_jobs(jobs.size());
-  stats.set_pools(pools.stats());
+  pools.publish(stats);
   stats.set_control("in control", "", fence ? fence->epoch() : 0);
   in_control = true;
   frozen = false;

@@ -573,7 +573,9 @@ struct CtldCore::Impl {
   /// journal record could not be made durable, issue 24) the call fails at
   /// once as SpawnFailed with that message, and R_START_FAIL's line says
   /// "JobId=N job_start could not be started: journal ...".
-  void rebuild_pools(); // issue 38: from cfg.pools and the journal (core_calls.cpp)
+  void rebuild_pools();      // issue 38: from cfg.pools and the journal (core_calls.cpp)
+  void serve_pool_release(); // issue 38: switch-lua pool release (core_pool_release.cpp)
+  Journal::SyncTicket release_pools(const PoolReleaseRequest &req, PoolReleaseAnswer &answer);
   void forget_orphan(std::int64_t attempt, const JobArgs &job, PoolsFate fate); // ... and here
   void start_setup(const JobSwitchState &s, const std::string &refuse,
                    std::chrono::milliseconds waited = {});
@@ -583,10 +585,8 @@ struct CtldCore::Impl {
   /// outcome that is not SpawnFailed.
   std::chrono::milliseconds host_fault_age(std::uint32_t job_id, const Event &e);
 
-  /// The outcome line of a call (switch_lua.conf(5), FOLLOWING A JOB IN THE
-  /// LOGS) at info level for a return the contract accepts, else at error
-  /// level, followed by the Lua stack traceback of an error, one line each at
-  /// the same level.  The state machine's own line then says what it means.
+  /// The outcome line of a call (switch_lua.conf(5), FOLLOWING A JOB IN THE LOGS), info or
+  /// error as the contract says, then the traceback of an error at the same level.
   void log_outcome(std::uint32_t job_id, Hook h, const Outcome &o);
 
   /// Carries out the actions.  `refuse_start` non-empty: a RunJobStart is

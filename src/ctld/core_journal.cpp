@@ -286,7 +286,11 @@ void CtldCore::Impl::run_syncer() {
   for (;;) {
     {
       std::unique_lock l(smu);
-      scv.wait(l, [&] { return sync_stop || sync_wanted; });
+      const auto woken = [&] { return sync_stop || sync_wanted; };
+      if (pools.declared) // issue 38: switch-lua pool release is served every second
+        scv.wait_for(l, std::chrono::seconds(1), woken);
+      else
+        scv.wait(l, woken);
       if (sync_stop)
         return;
       sync_wanted = false;
@@ -318,6 +322,8 @@ void CtldCore::Impl::run_syncer() {
       ready_pending_effects();
     }
     compact_outside();
+    if (pools.declared)
+      serve_pool_release();
   }
 }
 

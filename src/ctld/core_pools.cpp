@@ -6,6 +6,7 @@
 
 #include "ctld/job_fsm.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <set>
 
@@ -13,8 +14,10 @@ namespace switchlua {
 
 std::vector<std::string> CorePools::rebuild(const std::vector<PoolSpec> &specs, Journal *journal) {
   alloc = Pools(specs);
+  declared = alloc.any();
   refused.clear();
   records.clear();
+  quarantined_jobs.clear();
   std::vector<std::string> lines;
   if (!journal)
     return lines;
@@ -34,8 +37,10 @@ std::vector<std::string> CorePools::rebuild(const std::vector<PoolSpec> &specs, 
                                 name, name, held_by[name]));
   for (const auto &[attempt, e] : journal->table().live)
     alloc.restore(attempt, e.job.pools);
-  for (const auto &[attempt, q] : journal->table().quarantined)
+  for (const auto &[attempt, q] : journal->table().quarantined) {
     alloc.restore(attempt, q.pools, q.since);
+    quarantined_jobs[attempt] = q.job_id;
+  }
   return lines;
 }
 
@@ -82,13 +87,48 @@ void CorePools::end(std::int64_t attempt, std::uint32_t job_id, std::int64_t sub
     return;
   }
   const PoolIds ids = alloc.held(attempt);
-  if (alloc.quarantine(attempt, now))
+  if (alloc.quarantine(attempt, now)) {
     records.push_back(pools_quarantined_record(attempt, job_id, submit_time, ids, now));
+    quarantined_jobs[attempt] = job_id;
+  }
 }
 
 std::string CorePools::refusal(std::int64_t attempt) const {
   auto it = refused.find(attempt);
   return it == refused.end() ? std::string() : it->second;
+}
+
+std::vector<PoolReleased> CorePools::release(const PoolReleaseRequest &r) {
+  std::vector<PoolReleased> out;
+  for (const auto &[attempt, q] : alloc.quarantined()) {
+    auto job = quarantined_jobs.find(attempt);
+    const std::uint32_t job_id = job == quarantined_jobs.end() ? 0 : job->second;
+    bool match = r.job_id != 0 && job_id == r.job_id;
+    if (auto it = q.ids.find(r.pool); r.job_id == 0 && it != q.ids.end())
+      match = std::find(it->second.begin(), it->second.end(), r.id) != it->second.end();
+    if (match)
+      out.push_back(PoolReleased{job_id, attempt, q.ids, q.since});
+  }
+  for (const PoolReleased &p : out) {
+    alloc.unquarantine(p.attempt);
+    quarantined_jobs.erase(p.attempt);
+    records.push_back(
+        {.kind = JournalKind::PoolsReleased, .attempt = p.attempt, .job_id = p.job_id});
+  }
+  return out;
+}
+
+std::vector<PoolReleased> CorePools::quarantine_list(std::size_t limit) const {
+  std::vector<PoolReleased> out;
+  for (const auto &[attempt, q] : alloc.quarantined()) {
+    auto job = quarantined_jobs.find(attempt);
+    out.push_back({job == quarantined_jobs.end() ? 0 : job->second, attempt, q.ids, q.since});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PoolReleased &a, const PoolReleased &b) { return a.since < b.since; });
+  if (out.size() > limit)
+    out.resize(limit);
+  return out;
 }
 
 std::map<std::string, PoolStats> CorePools::stats() const {

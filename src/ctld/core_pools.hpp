@@ -21,9 +21,11 @@
 #pragma once
 
 #include "ctld/journal.hpp"
+#include "ctld/pool_release.hpp"
 #include "ctld/pools.hpp"
 #include "ctld/stats.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -43,6 +45,11 @@ struct CorePools {
   /// Setups refused for want of each pool's IDs since the plugin started
   /// (switch-lua(1) STATUS); kept across rebuild().
   std::map<std::string, std::uint64_t> refusals;
+  /// Whether a pool is declared (alloc.any()), read by the syncer without
+  /// the core's mutex: it serves switch-lua pool release only then.
+  std::atomic<bool> declared{false};
+  /// The JobId of each quarantined attempt (for release() and the lines).
+  std::map<std::int64_t, std::uint32_t> quarantined_jobs;
   /// The records of the current step to be written before its others
   /// (PoolsQuarantined), taken by journal_step().
   std::vector<JournalRecord> records;
@@ -69,8 +76,20 @@ struct CorePools {
   /// has 0 of 1024 IDs free, 1 needed (switch_pool_vni)".
   std::string refusal(std::int64_t attempt) const;
 
+  /// switch-lua pool release: frees the quarantined attempts `r` names (of
+  /// its JobId, or the one holding its pool's ID), queuing a PoolsReleased
+  /// record each in `records`.  The attempts freed, oldest first; none when
+  /// nothing matched.
+  std::vector<PoolReleased> release(const PoolReleaseRequest &r);
+
   /// Every declared pool's numbers and refusals, by name (CtldStats).
   std::map<std::string, PoolStats> stats() const;
+  /// The oldest `limit` quarantined attempts (by quarantine time).
+  std::vector<PoolReleased> quarantine_list(std::size_t limit) const;
+  /// CtldStats::set_pools() of all the above.
+  void publish(CtldStats &s) const {
+    s.set_pools(stats(), quarantine_list(kQuarantineListed), alloc.quarantined().size());
+  }
 };
 
 } // namespace switchlua

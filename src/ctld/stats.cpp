@@ -180,8 +180,17 @@ void CtldStats::set_jobs(std::size_t n) {
   set_field(&StatsSnapshot::jobs, std::uint64_t{n});
 }
 
-void CtldStats::set_pools(std::map<std::string, PoolStats> pools) {
-  set_field(&StatsSnapshot::pools, std::move(pools));
+void CtldStats::set_pools(std::map<std::string, PoolStats> pools,
+                          std::vector<PoolReleased> quarantine,
+                          std::uint64_t quarantined_attempts) {
+  std::lock_guard g(mu_);
+  if (s_.pools == pools && s_.quarantine == quarantine &&
+      s_.quarantined_attempts == quarantined_attempts)
+    return;
+  s_.pools = std::move(pools);
+  s_.quarantine = std::move(quarantine);
+  s_.quarantined_attempts = quarantined_attempts;
+  ++version_;
 }
 
 void CtldStats::set_journal_failure(const std::string &why) {
@@ -258,6 +267,18 @@ json pools_json(const StatsSnapshot &s) {
   return out;
 }
 
+/// The "pool_quarantine" object: the oldest quarantined attempts.
+json quarantine_json(const StatsSnapshot &s) {
+  json list = json::array();
+  for (const PoolReleased &q : s.quarantine) {
+    json ids = json::object();
+    for (const auto &[name, l] : q.ids)
+      ids[name] = l;
+    list.push_back({{"job_id", q.job_id}, {"ids", ids}, {"since", q.since}});
+  }
+  return {{"attempts", s.quarantined_attempts}, {"oldest", list}};
+}
+
 json control_json(const StatsSnapshot &s) {
   return {{"state", s.control},
           {"why", s.control_why},
@@ -318,6 +339,7 @@ json status_json(const StatsSnapshot &s, std::int64_t written, const std::string
               {"fabric_breaker", breaker_json(s)},
               {"control", control_json(s)},
               {"pools", pools_json(s)},
+              {"pool_quarantine", quarantine_json(s)},
               {"jobs", s.jobs},
               {"journal_bytes", journal_bytes},
               {"journal_failure", s.journal_failure},

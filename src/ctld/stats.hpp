@@ -19,6 +19,7 @@
 #pragma once
 
 #include "ctld/job_fsm.hpp"
+#include "ctld/pool_release.hpp"
 #include "ctld/pools.hpp"
 #include "supervisor/client.hpp"
 #include "supervisor/protocol.hpp"
@@ -87,6 +88,9 @@ struct PoolStats {
   bool operator==(const PoolStats &) const = default;
 };
 
+/// The quarantined attempts the status file lists (the oldest).
+inline constexpr std::size_t kQuarantineListed = 100;
+
 /// The counters, a copy (CtldStats::snapshot()).
 struct StatsSnapshot {
   std::int64_t started_at = 0; ///< unix time the counters started from zero
@@ -136,6 +140,10 @@ struct StatsSnapshot {
   std::uint64_t fenced_takeovers = 0;     ///< control taken from a holder that kept its lock
   std::uint64_t stale_periods = 0;        ///< times this controller found itself stale
   std::map<std::string, PoolStats> pools; ///< by pool name; empty without switch_pool_NAME
+  /// The quarantined attempts, oldest first, at most kQuarantineListed of
+  /// them (what switch-lua pool release frees), and how many there are.
+  std::vector<PoolReleased> quarantine;
+  std::uint64_t quarantined_attempts = 0;
 };
 
 /// The status file's JSON (switch-lua(1), STATUS): the snapshot plus what
@@ -167,8 +175,10 @@ public:
   /// Counts Requeue, Cancel, DrainNodes and ScheduleRetry; others ignored.
   void action(ActionKind k);
   void set_jobs(std::size_t n);
-  /// StatsSnapshot::pools (CorePools::stats()).
-  void set_pools(std::map<std::string, PoolStats> pools);
+  /// StatsSnapshot::pools (CorePools::stats()), ::quarantine and
+  /// ::quarantined_attempts (CorePools::quarantine_list()).
+  void set_pools(std::map<std::string, PoolStats> pools, std::vector<PoolReleased> quarantine = {},
+                 std::uint64_t quarantined_attempts = 0);
   /// StatsSnapshot::journal_failure.
   void set_journal_failure(const std::string &why);
   /// StatsSnapshot::journal_stalled_since = `since` (unix s; 0: over), and

@@ -187,10 +187,17 @@ TEST(StatusCli, ShowsEachPoolOnlyWhenOneIsDeclared) {
   json j = fixture();
   j["pools"] = {
       {"vni", {{"size", 4}, {"free", 1}, {"taken", 2}, {"quarantined", 1}, {"refusals", 3}}}};
+  j["pool_quarantine"] = {
+      {"attempts", 1},
+      {"oldest", {{{"job_id", 7}, {"ids", {{"vni", {1}}}}, {"since", 1700000000}}}}};
   {
     std::ofstream(d / "pools") << j.dump();
   }
   r = run("status --file " + (d / "pools").string());
+  EXPECT_NE(r.out.find("Quarantined:          JobId=7: vni 1 since 2023-11-14T22:13:20 "
+                       "(switch-lua pool release --job 7)\n"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("Pool vni:             1 of 4 IDs free, 2 taken, 1 quarantined; 3 setups "
                        "refused for want of IDs\n"),
             std::string::npos)

@@ -8,6 +8,7 @@
 // hook; a pool removed from the settings is dropped.
 #include "core_testing.hpp"
 #include "ctld/core.hpp"
+#include "ctld/journal.hpp"
 #include "ctld/persist.hpp"
 #include "fake_slurm.hpp"
 #include "harness.hpp"
@@ -15,10 +16,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 using namespace switchlua;
 using switchlua::test::FakeSlurm;
@@ -81,6 +88,31 @@ std::string journal_bytes(const TempDir &d) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+/// Runs `switch-lua pool release ARGS` (after `env`, NAME=VALUE ...); its
+/// exit status and output.
+std::pair<int, std::string> pool_release(const std::string &args, const std::string &env = "") {
+  const std::string cmd = fmt::format("env SLURM_CONF=/nonexistent {} {} pool release {} 2>&1", env,
+                                      SWITCHLUA_CLI, args);
+  std::string out;
+  FILE *p = ::popen(cmd.c_str(), "r");
+  if (!p)
+    return {-1, ""};
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;)
+    out.append(buf, n);
+  const int st = ::pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+/// Quarantines job 7's ID 1 of pool vni=1-2 (a failed teardown) in `d`.
+void quarantine_job_7(const TempDir &d, FakeSlurm &slurm) {
+  CtldCore a(options(d, "switch_pool_vni=1-2"), slurm);
+  set_up(a, slurm, 7, "fail_teardown");
+  a.job_complete(7);
+  ASSERT_TRUE(settle(a, [&] { return !a.state_of(7); })) << slurm.all_logs();
+  a.halt();
 }
 
 } // namespace
@@ -224,4 +256,87 @@ TEST(CorePools, AFailedTeardownQuarantinesItsIdsAcrossARestart) {
   ASSERT_TRUE(settle(b, [&] { return sb.did("requeue 10"); })) << sb.all_logs();
   EXPECT_NE(sb.reason_of("requeue 10").find("pool vni has 0 of 2 IDs free"), std::string::npos)
       << sb.reason_of("requeue 10");
+}
+
+// switch-lua pool release, answered by the controller in control: the
+// quarantine ends (one line, a 'pools released' record synced before the
+// answer), the ID is handed out again, and stays free after a restart.
+TEST(CorePools, PoolReleaseFreesAQuarantineDurablyAndAnswers) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  quarantine_job_7(d, sa);
+  {
+    CtldCore b(options(d, "switch_pool_vni=1-2"), sb);
+    set_up(b, sb, 9);
+    EXPECT_EQ(Ids{2}, ids_of(b, 9));
+    const std::string dir = d.dir.string();
+    auto [none, none_out] = pool_release("--pool vni --id 2 --dir " + dir);
+    EXPECT_EQ(none, 1) << none_out;
+    EXPECT_NE(none_out.find("pool vni ID 2: no quarantined IDs: nothing released"),
+              std::string::npos)
+        << none_out;
+    auto [st, out] = pool_release("--job 7 --dir " + dir);
+    EXPECT_EQ(st, 0) << out << sb.all_logs();
+    EXPECT_NE(out.find("switch-lua pool release: JobId=7: released vni 1 (quarantined since "),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(sb.count_logged("JobId=7 pool IDs released by an administrator (switch-lua pool "
+                              "release): vni 1, quarantined since "),
+              1)
+        << sb.all_logs();
+    EXPECT_EQ(b.stats().pools.at("vni").ids.quarantined, 0u);
+    set_up(b, sb, 11);
+    EXPECT_EQ(Ids{1}, ids_of(b, 11)) << "handed out again: " << sb.all_logs();
+    b.halt();
+  }
+  Journal j(d.journal(), [](bool, const std::string &) {});
+  EXPECT_TRUE(j.table().quarantined.empty()) << "the release is in the journal";
+  EXPECT_FALSE(std::filesystem::exists(d.dir / "switch_lua.pool_release"));
+  EXPECT_FALSE(std::filesystem::exists(d.dir / "switch_lua.pool_release.answer"));
+}
+
+// Without a controller in control the request is withdrawn after the
+// timeout and nothing changes; a second request waits for the first.
+TEST(CorePools, PoolReleaseWithoutAControllerIsWithdrawn) {
+  TempDir d;
+  auto [st, out] = pool_release("--job 7 --timeout 1 --dir " + d.dir.string());
+  EXPECT_EQ(st, 2) << out;
+  EXPECT_NE(out.find("no answer from slurmctld within 1 s"), std::string::npos) << out;
+  EXPECT_NE(out.find("the request is withdrawn, nothing was released"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(d.dir / "switch_lua.pool_release"));
+  std::ofstream(d.dir / "switch_lua.pool_release") << "{}";
+  auto [busy, busy_out] = pool_release("--job 7 --timeout 1 --dir " + d.dir.string());
+  EXPECT_EQ(busy, 1) << busy_out;
+  EXPECT_NE(busy_out.find("another request is pending"), std::string::npos) << busy_out;
+}
+
+// Run as root on a cluster, the command writes into SlurmUser's
+// StateSaveLocation and gives the request to SlurmUser, whom slurmctld
+// runs as; a folder of another user is refused.
+TEST(CorePools, PoolReleaseAsRootGivesTheRequestToSlurmUser) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "needs root (chown)";
+  TempDir d;
+  const std::string dir = d.dir.string();
+  ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+  auto [refused, refused_out] = pool_release("--job 7 --timeout 1 --dir " + dir);
+  EXPECT_EQ(refused, 1) << refused_out;
+  EXPECT_NE(refused_out.find("owned by uid 65534, mode 0700: refused"), std::string::npos)
+      << refused_out;
+  TempDir conf_dir;
+  const std::string conf = (conf_dir.dir / "slurm.conf").string();
+  std::ofstream(conf) << "SlurmUser=nobody\n";
+  ::chmod(conf.c_str(), 0644);
+  std::pair<int, std::string> r;
+  std::thread cli(
+      [&] { r = pool_release("--job 7 --timeout 3 --dir " + dir, "SLURM_CONF=" + conf); });
+  const std::string request = dir + "/switch_lua.pool_release";
+  struct stat st{};
+  const bool seen =
+      test::eventually([&] { return ::stat(request.c_str(), &st) == 0; }, std::chrono::seconds(5));
+  cli.join();
+  ASSERT_TRUE(seen) << r.second;
+  EXPECT_EQ(st.st_uid, 65534u) << "given to SlurmUser";
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(r.first, 2) << r.second; // no controller: withdrawn
 }
