@@ -32,21 +32,24 @@ vni_of() {
 e2e_test "switch/lua: pools: 4 jobs at once of a pool of 4 VNIs each get their own, all are free once they end" t_pools_distinct
 t_pools_distinct() {
 	local ids=() id vnis=()
+	# Long enough to be running together on a loaded machine; ended by
+	# scancel once the four are seen holding their IDs.
 	for _ in 1 2 3 4; do
-		ids+=("$(submit -N1 -n1 --network=fabric --wrap='sleep 4')")
+		ids+=("$(submit -N1 -n1 --network=fabric --wrap='sleep 120')")
 	done
 	for id in "${ids[@]}"; do
 		wait_log "$(ctld_log)" "pools: job $id got vni " 30 || fail "job $id: no job_start line"
 	done
-	wait_for 10 pool_shows taken 4 || fail "status: $(pool_field taken) VNIs taken, not 4"
+	wait_for 30 pool_shows taken 4 || fail "status: $(pool_field taken) VNIs taken, not 4"
 	for id in "${ids[@]}"; do
 		vnis+=("$(vni_of "$id")")
 	done
 	assert_eq "100 101 102 103" "$(printf '%s\n' "${vnis[@]}" | sort -n | tr '\n' ' ' | sed 's/ $//')" "the VNIs of the 4 jobs"
+	cancel "${ids[@]}"
 	for id in "${ids[@]}"; do
-		wait_job "$id" COMPLETED 60 || fail "job $id did not complete"
+		wait_job_done "$id" 60 || fail "job $id did not end"
 	done
-	wait_for 10 pool_shows free 4 || fail "status: the 4 VNIs not free again"
+	wait_for 30 pool_shows free 4 || fail "status: the 4 VNIs not free again"
 	assert_eq 0 "$(pool_field refusals)" "refusals"
 }
 
@@ -66,7 +69,7 @@ t_pools_empty() {
 		fail "job $late's job_start ran"
 	fi
 	# The status file is rewritten within a second of a change.
-	wait_for 10 pool_shows refusals 1 || fail "status: refusals $(pool_field refusals), not 1"
+	wait_for 30 pool_shows refusals 1 || fail "status: refusals $(pool_field refusals), not 1"
 	cancel "${ids[@]}"
 	for id in "${ids[@]}"; do
 		wait_job_done "$id" 60 || fail "job $id did not end"
@@ -86,7 +89,7 @@ t_pools_release() {
 	assert_match "^switch-lua pool release: JobId=$id: released vni $vni \(quarantined since " "$out" "pool release's output"
 	ctld_job "$id" " pool IDs released by an administrator \(switch-lua pool release\): vni $vni, quarantined since " >/dev/null ||
 		fail "no release line in slurmctld.log"
-	wait_for 10 pool_shows quarantined 0 || fail "status: still quarantined"
+	wait_for 30 pool_shows quarantined 0 || fail "status: still quarantined"
 	pool_shows free 4 || fail "status: not 4 VNIs free"
 	out=$(c_root "$(switch_lua_cli)" pool release --job "$id" 2>&1) && fail "a second release succeeded: $out"
 	assert_contains "no quarantined IDs: nothing released" "$out" "a second release"
