@@ -43,15 +43,6 @@ std::string random_token() {
   return t;
 }
 
-std::string utc_text(std::int64_t t) {
-  const std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  ::gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 /// "" when the folder `dir` may hold a request: owned by root, by the
 /// caller or by SlurmUser (`slurm_uid`), and not writable by group or others
 /// (unless sticky); else why not.

@@ -19,15 +19,6 @@ namespace switchlua {
 
 namespace {
 
-std::string utc_text(std::int64_t t) {
-  const std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  ::gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 /// Claims the request in `dir` by a rename (so that one the command
 /// withdraws, or a new one written meanwhile, is never removed unread),
 /// reads and parses it.  False when there is none; else `req`, or the

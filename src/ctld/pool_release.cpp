@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -145,6 +146,15 @@ std::optional<PoolReleaseAnswer> parse_pool_release_answer(std::string_view text
     a.released.push_back(std::move(p));
   }
   return a;
+}
+
+std::string utc_text(std::int64_t t) {
+  const std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  ::gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 std::string pool_ids_text(const PoolIds &ids) {

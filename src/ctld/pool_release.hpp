@@ -73,6 +73,10 @@ std::string encode_pool_release_answer(const PoolReleaseAnswer &a);
 std::optional<PoolReleaseAnswer> parse_pool_release_answer(std::string_view text,
                                                            std::string &error);
 
+/// Unix seconds `t` as "2026-12-07T18:00:00Z" (UTC), for the release line
+/// and the command's output.
+std::string utc_text(std::int64_t t);
+
 /// "vni 1024+1025, pkey 32769": the IDs of `ids` for logs and the command.
 std::string pool_ids_text(const PoolIds &ids);
 
