@@ -116,8 +116,7 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e, bool defer_effe
   annotate(e, it->second, r);
   const bool calls_only = deferrable(r.actions);
   const JournalStep js = journal_step(it->second, e, r, journal && (calls_only || defer_effects));
-  // Issue 40: found stale before its records, or while they were synced
-  // here (under Slurm's locks): nothing of this step happens.
+  // Issue 40: stale before its records or while they synced here: no effect.
   if (!in_control || (js.synced_here && !fence_ok()))
     return;
   if (auto rec = count_setup_failures(failures, cfg, e, r))
@@ -153,7 +152,8 @@ void CtldCore::Impl::apply(std::uint32_t job_id, const Event &e, bool defer_effe
   if (e.kind == EventKind::TeardownResult || e.kind == EventKind::LateTeardownResult)
     wake_orphan_waiters();
   stats.set_jobs(jobs.size());
-  pools.publish(stats);
+  if (pools.publish_woken(stats))
+    port.schedule(); // IDs came free for jobs the gate keeps PENDING
   port.save_state();
 }
 
@@ -275,6 +275,7 @@ bool CtldCore::job_start(JobArgs job, bool requeue_allowed) {
   }
   impl_->frozen = false;
   impl_->hints.erase(job.job_id);
+  impl_->pools.waiting.erase(job.job_id);
   JobSwitchState &s = impl_->jobs[job.job_id];
   if (!is_terminal(s.state))
     impl_->port.log(LogLevel::Error,

@@ -73,6 +73,10 @@ public:
   /// longer be called (Slurm 25.05 and later close the accounting storage
   /// before switch_p_save).  True freezes the core as stop_children() does.
   virtual bool stopping() { return false; }
+  /// Pool IDs came free while jobs wait PENDING for them (issue 38, the
+  /// admission gate): Slurm's scheduler should run again soon.  Never
+  /// blocks; may be called without slurmctld's locks.  Default: nothing.
+  virtual void schedule() {}
 };
 
 struct CoreOptions {
@@ -107,6 +111,10 @@ struct CoreOptions {
   /// as a stall (one error line, the status file, two metrics; issue 40;
   /// switch_lua.conf(5), STATESAVELOCATION).  Checked every 500 ms.
   std::chrono::milliseconds journal_stall_after{5000};
+  /// While the fabric breaker is open, the admission gate (admit(), Slurm
+  /// 25.11+) lets one job through this often: its job_start probes the
+  /// fabric.  Shorter in tests.
+  std::chrono::milliseconds breaker_probe{30000};
   /// How long one segment of the supervisor's results file lasts (issue
   /// 40; supervisor/results_log.hpp); shorter in tests.
   std::chrono::milliseconds results_segment{30000};
@@ -138,6 +146,20 @@ public:
   /// `job` is kept: a caller that moves it in spares a copy of the job
   /// table under Slurm's locks.
   bool job_start(JobArgs job, bool requeue_allowed);
+  /// Slurm 25.11+, switch_p_job_start(job, test_only=true), the admission
+  /// gate: select_nodes() asks it on every scheduling attempt of a job with
+  /// --network, after it picked the nodes and before it allocates them,
+  /// under Slurm's locks; a job_start() of the same job follows at once,
+  /// under the same locks, when it answers true.  False keeps the job
+  /// PENDING (the glue sets Reason=Resources) because a declared pool has
+  /// fewer IDs free than a new attempt takes; one Info line when the job
+  /// starts waiting, "JobId=42 job_start waits: the job stays PENDING
+  /// (Reason=Resources) until pool vni has IDs free: pool vni has 0 of 4
+  /// IDs free, 1 needed (switch_pool_vni)".  True when no pool is declared
+  /// (one atomic load), and when this slurmctld is not in control
+  /// (job_start() decides).  Never I/O, a child or a wait: the core's
+  /// mutex, O(pools).  switch.lua(5), POOLS.
+  bool admit(std::uint32_t job_id);
   /// switch_p_job_start of an interactive job (srun, salloc), right after
   /// job_start() returned true, with the locks Slurm holds there (conf R,
   /// job W, node W, part R, fed R: those the worker takes, and more).  Waits

@@ -56,7 +56,10 @@ bool CtldCore::Impl::breaker_counts(std::uint32_t job_id) {
 
 void CtldCore::Impl::open_breaker(const std::string &why) {
   breaker.open = true;
+  breaker.gate = true;
+  breaker.why = why;
   breaker.since = std::chrono::steady_clock::now();
+  breaker.probe_at = breaker.since; // the gate's first probe: breaker_probe from now
   breaker.failures.clear();
   stats.breaker(true, unix_now(), why);
   port.log(LogLevel::Error,
@@ -70,6 +73,7 @@ void CtldCore::Impl::open_breaker(const std::string &why) {
 
 void CtldCore::Impl::close_breaker(std::uint32_t job_id, std::string_view hook) {
   breaker.open = false;
+  breaker.gate = false;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> kept;
   for (const auto &[id, s] : jobs)
     if (s.kept > 0 && (s.state == JobState::TeardownRetryWait ||
@@ -85,6 +89,8 @@ void CtldCore::Impl::close_breaker(std::uint32_t job_id, std::string_view hook) 
                     open_for.count(), job_id, hook, kept.size(), kept.size() == 1 ? "" : "s"));
   for (const auto &[id, gen] : kept)
     arm_timer(std::chrono::milliseconds(1), {.job_id = id, .generation = gen});
+  if (!pools.waiting.empty())
+    port.schedule(); // the jobs the gate kept PENDING (Slurm 25.11+)
 }
 
 bool CtldCore::Impl::breaker_step(std::uint32_t job_id, const Event &e, JobSwitchState &s,

@@ -26,7 +26,8 @@ void CtldCore::Impl::drop_volatile_state() {
   host_fault_since.clear();
   if (breaker.open)
     stats.breaker(false, unix_now(), ""); // a controller taking over starts closed, as at a start
-  breaker = {};
+  breaker.open = breaker.gate = false;
+  breaker.failures.clear();
   orphans.clear();
   hints.clear();
   journal_waiting.clear(); // the journal as read now says what they were

@@ -4,8 +4,7 @@
 //
 // The engine's insides (CtldCore::Impl), shared by the files it is
 // written in, one per mechanism:
-//   core.cpp           events in (apply()), the state machine's actions out
-//                      (execute()), and CtldCore's public calls
+//   core.cpp           events in (apply()), actions out (execute()), the API
 //   core_worker.cpp    the worker thread: queued outcomes and the effects
 //                      that waited for the journal's fdatasync, applied
 //                      under slurmctld's locks in short holds; timers
@@ -14,10 +13,9 @@
 //   core_journal.cpp   the journal's writer: what each transition writes,
 //                      attempt ids, setups refused and teardowns waiting
 //                      while it cannot be written
-//   core_recovery.cpp  the reconcile after a restart or takeover, orphan
-//                      teardowns
-//   core_breaker.cpp   the fabric breaker (its step in apply()), the
-//                      host-fault lines' rate limit; core_pools.cpp: pools
+//   core_recovery.cpp  the reconcile after a restart or takeover, orphans
+//   core_breaker.cpp   the fabric breaker, the host-fault lines' rate limit
+//   core_pools.cpp     fabric-ID pools; core_admit.cpp: the admission gate
 // Internal to src/ctld (see core.hpp for the engine's contract).
 //
 // Threads: apply() runs with slurmctld's locks held and the core's
@@ -155,7 +153,9 @@ struct CtldCore::Impl {
   /// The fabric breaker (issue 20; switch.lua(5), Fabric outages), under mu.
   struct Breaker {
     bool open = false;
-    std::chrono::steady_clock::time_point since{};
+    std::atomic<bool> gate{false}; ///< `open`, read by admit() without mu
+    std::chrono::steady_clock::time_point since{}, probe_at{}; ///< opened; admit()'s last probe
+    std::string why;                                           ///< why it opened
     /// Failed teardowns (when, JobId) within switch_breaker_window.
     std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint32_t>> failures;
   } breaker;
@@ -343,8 +343,8 @@ struct CtldCore::Impl {
   bool breaker_counts(std::uint32_t job_id);
   /// Opens the breaker: one error line naming `why`, its state in the stats.
   void open_breaker(const std::string &why);
-  /// Closes it (JobId `job_id`'s `hook` succeeded): one error line, and
-  /// every kept teardown runs again now.
+  /// Closes it (JobId `job_id`'s `hook` succeeded): one error line, every
+  /// kept teardown runs again now, Slurm schedules the jobs it kept PENDING.
   void close_breaker(std::uint32_t job_id, std::string_view hook);
   /// apply()'s part of the breaker: opens it when this step is the
   /// switch_breaker_failures-th failed teardown of different jobs within

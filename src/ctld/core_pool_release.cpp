@@ -115,6 +115,8 @@ Journal::SyncTicket CtldCore::Impl::release_pools(const PoolReleaseRequest &req,
                               : "; its journal record could not be written: a restart "
                                 "quarantines them again"));
   pools.publish(stats);
+  if (!answer.released.empty() && !pools.waiting.empty())
+    port.schedule(); // jobs kept PENDING for these IDs (the gate) start now
   return !recs.empty() && written ? journal->sync_ticket() : Journal::SyncTicket{};
 }
 

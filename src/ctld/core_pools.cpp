@@ -12,12 +12,18 @@
 
 namespace switchlua {
 
+std::string pool_shortage_text(const PoolShortage &s) {
+  return fmt::format("pool {} has {} of {} IDs free, {} needed (switch_pool_{})", s.pool, s.free,
+                     s.size, s.needed, s.pool);
+}
+
 std::vector<std::string> CorePools::rebuild(const std::vector<PoolSpec> &specs, Journal *journal) {
   alloc = Pools(specs);
   declared = alloc.any();
   refused.clear();
   records.clear();
   quarantined_jobs.clear();
+  waiting.clear();
   std::vector<std::string> lines;
   if (!journal)
     return lines;
@@ -73,17 +79,27 @@ void CorePools::step(const JobSwitchState &old, const Event &e, StepResult &r, s
     r.next.job.pools = std::move(*t.ids);
     return;
   }
-  const PoolShortage &s = *t.shortage;
-  ++refusals[s.pool];
-  refused[n.job.attempt] = fmt::format("pool {} has {} of {} IDs free, {} needed (switch_pool_{})",
-                                       s.pool, s.free, s.size, s.needed, s.pool);
+  ++refusals[t.shortage->pool];
+  refused[n.job.attempt] = pool_shortage_text(*t.shortage);
+}
+
+bool CorePools::wait(std::uint32_t job_id, const std::string &pool,
+                     std::chrono::steady_clock::time_point now) {
+  if (now - waiting_pruned >= std::chrono::minutes(1)) {
+    waiting_pruned = now;
+    std::erase_if(waiting, [&](const auto &w) { return now - w.second.at >= kWaitingForgotten; });
+  }
+  auto [it, added] = waiting.try_emplace(job_id, Waiting{.pool = pool, .at = now});
+  const bool changed = added || it->second.pool != pool;
+  it->second = Waiting{.pool = pool, .at = now};
+  return changed;
 }
 
 void CorePools::end(std::int64_t attempt, std::uint32_t job_id, std::int64_t submit_time,
                     PoolsFate fate, std::int64_t now) {
   refused.erase(attempt);
   if (fate != PoolsFate::Quarantine) {
-    alloc.release(attempt);
+    wake = (alloc.release(attempt) && !waiting.empty()) || wake;
     return;
   }
   const PoolIds ids = alloc.held(attempt);
@@ -137,6 +153,10 @@ std::map<std::string, PoolStats> CorePools::stats() const {
     auto r = refusals.find(name);
     out[name] = PoolStats{.ids = c, .refusals = r == refusals.end() ? 0 : r->second};
   }
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto &[job_id, w] : waiting)
+    if (auto it = out.find(w.pool); it != out.end() && now - w.at < kWaitingForgotten)
+      ++it->second.waiting;
   return out;
 }
 

@@ -18,6 +18,9 @@
 //   rebuild  at each take of control, from the journal's live attempts and
 //            its quarantine; the IDs of a pool no longer declared are
 //            dropped, one line per pool.
+//   admit    Slurm 25.11+: select_nodes()'s test_only call, before the
+//            nodes are allocated: a job that would be refused waits
+//            PENDING instead (CtldCore::admit), counted per pool.
 #pragma once
 
 #include "ctld/journal.hpp"
@@ -26,9 +29,11 @@
 #include "ctld/stats.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace switchlua {
@@ -37,6 +42,10 @@ struct JobSwitchState;
 struct Event;
 struct StepResult;
 enum class PoolsFate : std::uint8_t;
+
+/// A pool's shortage as the refusal and the gate word it: "pool vni has 0
+/// of 1024 IDs free, 1 needed (switch_pool_vni)".
+std::string pool_shortage_text(const PoolShortage &s);
 
 struct CorePools {
   Pools alloc;
@@ -53,6 +62,31 @@ struct CorePools {
   /// The records of the current step to be written before its others
   /// (PoolsQuarantined), taken by journal_step().
   std::vector<JournalRecord> records;
+  /// A job the admission gate keeps PENDING: the pool it waits for ("":
+  /// the fabric breaker), and when the gate last kept it (steady clock).
+  struct Waiting {
+    std::string pool;
+    std::chrono::steady_clock::time_point at;
+  };
+  /// The jobs the gate keeps PENDING, by JobId.  A job leaves when it is
+  /// admitted or starts, or when the gate has not kept it for
+  /// kWaitingForgotten (a job cancelled while it waited never starts).
+  std::map<std::uint32_t, Waiting> waiting;
+  std::chrono::steady_clock::time_point waiting_pruned{};
+  /// IDs came free while jobs wait for them: the core asks Slurm to
+  /// schedule (SlurmPort::schedule) and clears it.
+  bool wake = false;
+  static constexpr std::chrono::minutes kWaitingForgotten{5};
+
+  /// The admission gate (Slurm 25.11+, CtldCore::admit) keeps job
+  /// `job_id` PENDING for `pool` ("": the fabric breaker) at `now`: true
+  /// when it was not waiting, or waited for something else (the caller
+  /// logs it once, and publishes the counts).  O(log jobs); once a minute
+  /// the waits not renewed for kWaitingForgotten are dropped.
+  bool wait(std::uint32_t job_id, const std::string &pool,
+            std::chrono::steady_clock::time_point now);
+  /// The gate lets job `job_id` through: true when it was waiting.
+  bool admitted(std::uint32_t job_id) { return waiting.erase(job_id) > 0; }
 
   /// Replaces the allocator with one of `specs`, rebuilt from the journal's
   /// table (nullptr: none); drops from it the pools not declared (the
@@ -89,6 +123,13 @@ struct CorePools {
   /// CtldStats::set_pools() of all the above.
   void publish(CtldStats &s) const {
     s.set_pools(stats(), quarantine_list(kQuarantineListed), alloc.quarantined().size());
+  }
+  /// publish(), then whether IDs came free while jobs waited for them
+  /// since the last call (`wake`, cleared): the caller asks Slurm to
+  /// schedule (SlurmPort::schedule).
+  bool publish_woken(CtldStats &s) {
+    publish(s);
+    return std::exchange(wake, false);
   }
 };
 

@@ -121,7 +121,7 @@ void pool_ids(const json &s, Sink &o) {
 }
 
 template <int Field> void pools(const json &s, Sink &o) {
-  static constexpr const char *kKey[] = {"size", "refusals"};
+  static constexpr const char *kKey[] = {"size", "refusals", "waiting"};
   for (const auto &[pool, p] : obj(s, "pools").items())
     o.sample("", label("pool", pool), num(p, kKey[Field]));
 }
@@ -182,6 +182,9 @@ const Metric kMetrics[] = {
   {{"switchlua_pool_refusals_total", "counter",
     "Setups whose job_start did not run because a pool had too few free IDs, by pool."},
    pools<1>},
+  {{"switchlua_pool_waiting_jobs", "gauge",
+    "Jobs kept PENDING because a pool had too few free IDs (Slurm 25.11 and later), by pool."},
+   pools<2>},
   {{"switchlua_control_epoch", "gauge",
     "The epoch of this slurmctld's last control period of the journal (0: never had control)."},
    SWITCHLUA_SCALAR(num(obj(s, "control"), "epoch"))},

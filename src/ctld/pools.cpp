@@ -76,11 +76,8 @@ void Pools::count_quarantined(const PoolIds &ids, int sign) {
 PoolTake Pools::take(std::int64_t attempt) {
   if (auto held_ids = held(attempt); !held_ids.empty())
     return PoolTake{.ids = std::move(held_ids)};
-  for (const auto &[name, p] : pools_) {
-    const std::size_t free = p.size - p.used_in_ranges;
-    if (free < p.spec.per_job)
-      return PoolTake{.shortage = PoolShortage{name, free, p.spec.per_job, p.size}};
-  }
+  if (auto s = shortage())
+    return PoolTake{.shortage = std::move(*s)};
   PoolIds ids;
   for (auto &[name, p] : pools_) {
     auto &list = ids[name];
@@ -168,6 +165,13 @@ std::vector<std::string> Pools::restore(std::int64_t attempt, const PoolIds &ids
 std::size_t Pools::free_count(const std::string &pool) const {
   auto it = pools_.find(pool);
   return it == pools_.end() ? 0 : it->second.size - it->second.used_in_ranges;
+}
+
+std::optional<PoolShortage> Pools::shortage() const {
+  for (const auto &[name, p] : pools_)
+    if (const std::size_t free = p.size - p.used_in_ranges; free < p.spec.per_job)
+      return PoolShortage{.pool = name, .free = free, .needed = p.spec.per_job, .size = p.size};
+  return std::nullopt;
 }
 
 std::map<std::string, PoolCounts> Pools::counts() const {

@@ -145,6 +145,11 @@ public:
 
   /// Free IDs of `pool` (0 for a pool not declared).
   std::size_t free_count(const std::string &pool) const;
+  /// What take() of a new attempt would find now: the first pool (in name
+  /// order) with fewer than per_job IDs free, or nullopt when every pool
+  /// has enough (or none is declared).  O(pools), no allocation unless a
+  /// pool is short.  The admission gate's question (CtldCore::admit).
+  std::optional<PoolShortage> shortage() const;
   /// Every declared pool's numbers, by name; O(pools).  An ID held outside
   /// a pool's ranges (restored after the ranges shrank) counts as taken or
   /// quarantined, not in `size`.

@@ -259,11 +259,9 @@ json lanes_json(const StatsSnapshot &s) {
 json pools_json(const StatsSnapshot &s) {
   json out = json::object();
   for (const auto &[name, p] : s.pools)
-    out[name] = {{"size", p.ids.size},
-                 {"free", p.ids.free},
-                 {"taken", p.ids.taken},
-                 {"quarantined", p.ids.quarantined},
-                 {"refusals", p.refusals}};
+    out[name] = {{"size", p.ids.size},     {"free", p.ids.free},
+                 {"taken", p.ids.taken},   {"quarantined", p.ids.quarantined},
+                 {"refusals", p.refusals}, {"waiting", p.waiting}};
   return out;
 }
 

@@ -85,6 +85,9 @@ struct LaneStats {
 struct PoolStats {
   PoolCounts ids;
   std::uint64_t refusals = 0;
+  /// Jobs the admission gate keeps PENDING for this pool now (Slurm
+  /// 25.11+; CorePools::admit).
+  std::uint64_t waiting = 0;
   bool operator==(const PoolStats &) const = default;
 };
 

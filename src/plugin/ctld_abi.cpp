@@ -56,9 +56,8 @@ public:
   void lock() override { ops_.lock(); }
   void unlock() override { ops_.unlock(); }
   void end_configuring(std::uint32_t id) override { ops_.end_configuring(id); }
-  // Every string handed to Slurm (reasons, log lines) is valid UTF-8 and
-  // one line, its control characters escaped (log_escape, issue 21): a
-  // script's bytes, and the user strings in them, are not trusted.
+  // Every string handed to Slurm (reasons, log lines) is valid UTF-8, one
+  // line, control characters escaped (log_escape, issue 21): untrusted.
   void requeue(std::uint32_t id, const std::string &r) override {
     ops_.requeue(id, log_escape(r).c_str());
   }
@@ -83,6 +82,7 @@ public:
     return ops_.job_may_run && ops_.job_may_run(id, nodes.c_str());
   }
   bool stopping() override { return ops_.stopping && ops_.stopping(); }
+  void schedule() override { ops_.schedule ? ops_.schedule() : void(); }
   void log(LogLevel l, const std::string &line) override {
     ops_.log(static_cast<int>(l), log_escape(line).c_str());
   }
@@ -106,10 +106,9 @@ struct Ctld {
 Ctld *g_ctld = nullptr;
 
 /// Every handle this core handed out and has not freed, in any process:
-/// Slurm 25.11+ frees job records with their switch_jobinfo, and
-/// job_array_split() copies the pointer into other records, so a pointer
-/// Slurm hands back is only dereferenced once it is found here.  Whoever
-/// takes a handle out of this set deletes it (retire(), slc_jobinfo_free).
+/// Slurm frees job records with their switch_jobinfo and job_array_split()
+/// copies the pointer, so a pointer Slurm hands back is dereferenced only
+/// once found here; who takes one out deletes it (retire(), slc_jobinfo_free).
 std::mutex g_live_mu;
 std::unordered_set<const Handle *> g_live;
 
@@ -156,8 +155,7 @@ void CPort::forget(std::uint32_t id) {
   if (!h)
     return;
   retire(h);
-  // One debug line per handle released, as jobinfo_free has (e2e t1303
-  // counts them: one release per accepted job_start, none twice).
+  // One debug line per handle released (e2e t1303 counts them).
   log(LogLevel::Debug, log_line({.job_id = id, .hook = "jobinfo_free"},
                                 ": jobinfo released (its teardown is over)"));
 }
@@ -165,8 +163,6 @@ void CPort::forget(std::uint32_t id) {
 /// p as a handle if it is a live one of ours, else nullptr (*p unread).
 Handle *handle_of(void *p) {
   auto *h = static_cast<Handle *>(p);
-  if (!h)
-    return nullptr;
   std::lock_guard g(g_live_mu);
   return (g_live.count(h) && h->magic == kHandleMagic) ? h : nullptr;
 }
@@ -198,10 +194,9 @@ void ctld_log(const std::string &line) {
 constexpr const char *kGoodParamsVar = "SWITCHLUA_GOOD_SLURMCTLD_PARAMETERS";
 
 /// The settings for init.  A bad value at a real start-up is an error (the
-/// plugin refuses to load: fatal, as Slurm does for its own settings).  At
-/// a reconfigure (SLURMCTLD_RECONF set by 24.11 in the re-exec'd process)
-/// the previous process's settings, left in kGoodParamsVar, are kept and
-/// the error is logged, so a typo never stops the controller.
+/// plugin refuses to load, as Slurm does for its own settings); at a
+/// reconfigure (SLURMCTLD_RECONF, 24.11's re-exec) the previous settings,
+/// in kGoodParamsVar, are kept and the error logged: a typo never stops it.
 std::optional<CtldConfig> settings_at_init(const slc_ctld_ops_t *ops, const char *params) {
   auto cfg = parse_slurmctld_parameters(params ? params : "");
   std::optional<CtldConfig> out;
@@ -242,10 +237,6 @@ void stepmgr_log(const std::string &line) {
     g_stepmgr.log(SLC_LOG_ERROR, log_escape(line).c_str());
 }
 
-/// The stepinfo of a step the stepmgr slurmstepd creates, from the jobinfo
-/// record slurmctld relayed (kept as bytes by slc_ctld_unpack): what
-/// slurmctld's slc_ctld_stepinfo builds from its state, with this process's
-/// switch_script_mismatch (slc_stepmgr_init).  RET as slc_ctld_stepinfo.
 /// The stepinfo of a step from the job's saved state `s` and what
 /// slurmctld recorded of the step (`facts`, NULL: a batch or extern
 /// credential), issue 21: the step's network and task count travel signed.
@@ -265,6 +256,10 @@ std::string step_record(const JobSwitchState &s, const slc_step_facts_t *facts,
   return encode_stepinfo(si);
 }
 
+/// The stepinfo of a step the stepmgr slurmstepd creates, from the jobinfo
+/// record slurmctld relayed (kept as bytes by slc_ctld_unpack): what
+/// slurmctld's slc_ctld_stepinfo builds from its state, with this process's
+/// switch_script_mismatch (slc_stepmgr_init).  RET as slc_ctld_stepinfo.
 int stepmgr_stepinfo(Handle &h, const slc_step_facts_t *facts, char **buf, std::size_t *len) {
   auto s = decode_job_state(h.raw);
   if (!s) {
@@ -280,14 +275,11 @@ int stepmgr_stepinfo(Handle &h, const slc_step_facts_t *facts, char **buf, std::
 
 /// The script's two start-up questions (block_job_complete,
 /// setup_special_steps), asked once in a supervised child (no Lua in
-/// slurmctld); sets o.block_job_complete and C's answers.  A question the
+/// slurmctld); sets o.block_job_complete and C's answers; a question the
 /// script cannot answer is false, with an error line (switch.lua contract:
-/// the boolean hooks).  Its supervisor gets the last good copy only in the
-/// process a reconfigure executed, where the copy carries over (as before
-/// issue 24): it records there the verdict on the same script the old
-/// process would record, and changes no decision.  A standby or a cold start
-/// gets none: nothing under StateSaveLocation is written before this
-/// slurmctld holds control.
+/// the boolean hooks).  Only in the process a reconfigure executed does its
+/// supervisor get the last good copy (issue 24): nothing under
+/// StateSaveLocation is written before this slurmctld holds control.
 void ask_start_up_questions(Ctld &c, const slc_ctld_ops_t &ops, const char *script_path,
                             CoreOptions &o) {
   ClientOptions probe_opts = o.client;
@@ -453,6 +445,13 @@ void *slc_ctld_job_start(const slc_job_t *job) {
                            return nullptr;
                          return new_handle(job->job_id);
                        });
+}
+
+bool slc_ctld_job_admit(uint32_t job_id) {
+  return !g_ctld || !g_ctld->core ||
+         cabi::guarded([&] { return log_subject({.job_id = job_id, .hook = "job_start"}); },
+                       "the job is not kept PENDING", true, ctld_log,
+                       [&] { return g_ctld->core->admit(job_id); });
 }
 
 bool slc_ctld_settle_setup(uint32_t job_id) {

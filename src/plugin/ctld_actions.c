@@ -198,6 +198,11 @@ extern void ctld_op_drain(const char *nodes, const char *reason)
 	xfree(r);
 }
 
+extern void ctld_op_schedule(void)
+{
+	queue_job_scheduler();
+}
+
 extern void ctld_op_forget(uint32_t job_id)
 {
 	job_record_t *job_ptr;

@@ -56,6 +56,7 @@ extern void ctld_op_cancel(uint32_t job_id, const char *reason);
 extern void ctld_op_drain(const char *nodes, const char *reason);
 extern void ctld_op_forget(uint32_t job_id);
 extern void ctld_op_save_state(void);
+extern void ctld_op_schedule(void);
 extern bool ctld_op_job_may_run(uint32_t job_id, const char *nodes);
 /* slurm_ctld.c: slurmctld has begun to stop or re-exec (shutdown_time
  * set): no job or node function of Slurm may be called any more. */

@@ -112,6 +112,7 @@ static const slc_ctld_ops_t ctld_ops = {
 	.log = switchlua_log_line,
 	.job_may_run = ctld_op_job_may_run,
 	.stopping = ctld_slurmctld_stopping,
+	.schedule = ctld_op_schedule,
 };
 
 time_t ctld_control_time = 0;
@@ -188,6 +189,18 @@ static void _settle_or_delay_launch(job_record_t *job_ptr)
 	ctld_delay_launch(job_ptr);
 	sl_job_debug(job_ptr->job_id,
 		     ": launch delayed until the switch setup is over");
+}
+
+extern int switchlua_job_admit(job_record_t *job_ptr)
+{
+	if (!ctld_active || !job_ptr->network || !job_ptr->network[0])
+		return SLURM_SUCCESS;
+	if (slc_ctld_job_admit(job_ptr->job_id))
+		return SLURM_SUCCESS;
+	/* select_nodes() frees state_desc after this call: the words are in
+	 * slurmctld.log (one line when the job starts waiting). */
+	job_ptr->state_reason = WAIT_RESOURCES;
+	return ESLURM_NODES_BUSY;
 }
 
 extern void switchlua_job_start(job_record_t *job_ptr)

@@ -144,6 +144,10 @@ typedef struct slc_ctld_ops {
 	 * (Slurm 25.05 and later); the core then applies nothing until
 	 * switch_p_restore.  NULL: never. */
 	bool (*stopping)(void);
+	/* queue_job_scheduler(): pool IDs came free while jobs wait PENDING
+	 * for them (issue 38), so Slurm schedules again now rather than at
+	 * its next sched_interval.  Lock-free in Slurm.  NULL: never. */
+	void (*schedule)(void);
 } slc_ctld_ops_t;
 
 /* SlurmUser's uid (slurm_conf.slurm_user_id), from init() in every process
@@ -208,6 +212,11 @@ bool slc_ctld_setup_special_steps(void);
 /* switch_p_job_start.  RET the handle for job_ptr->switch_jobinfo when the job
  * is ours (the glue then sets CONFIGURING, prolog_running++), else NULL. */
 void *slc_ctld_job_start(const slc_job_t *job);
+/* Slurm 25.11+, switch_p_job_start(job, test_only=true), under the sched
+ * locks, for a job with --network: RET true when the job may start now;
+ * false keeps it PENDING (a declared pool has too few IDs free; the glue
+ * sets Reason=Resources).  From memory, never I/O (CtldCore::admit). */
+bool slc_ctld_job_admit(uint32_t job_id);
 /* switch_p_job_start of an interactive job, after slc_ctld_job_start()
  * returned a handle, the sched locks still held: waits at most
  * SlurmctldParameters=switch_interactive_wait ms for the setup and applies

@@ -124,8 +124,13 @@ extern void switchlua_stepmgr_init(void);
 extern void switchlua_stepmgr_fini(uint32_t job_id);
 
 /* slurm_ctld.c: slurmctld.  job_start: once per allocation, under the
- * scheduler's locks (25.11+: the test_only call never gets here). */
+ * scheduler's locks (25.11+: the test_only call goes to
+ * switchlua_job_admit). */
 extern void switchlua_job_start(job_record_t *job_ptr);
+/* 25.11+: the test_only call, before the nodes are allocated:
+ * SLURM_SUCCESS, or ESLURM_NODES_BUSY with job_ptr->state_reason set to
+ * WAIT_RESOURCES (the job stays PENDING: a pool is short of IDs). */
+extern int switchlua_job_admit(job_record_t *job_ptr);
 extern void switchlua_job_complete(job_record_t *job_ptr);
 extern int switchlua_restore(bool recover);
 extern int switchlua_save(void);

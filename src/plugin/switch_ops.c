@@ -228,15 +228,17 @@ extern int switch_p_job_step_complete(switchlua_stepinfo_t *stepinfo,
 /*
  * select_nodes() calls this twice: with test_only true after it picked the
  * nodes and before it allocates them (non-SLURM_SUCCESS: the job stays
- * pending, ESLURM_NODES_BUSY), on every scheduling attempt; then with
- * test_only false once per allocation, under the scheduler's locks, after
- * JOB_RUNNING and allocate_nodes() (return value ignored).  The setup
- * starts on the second call only; the first succeeds and does nothing.
+ * pending, ESLURM_NODES_BUSY, with the state_reason set here), on every
+ * scheduling attempt; then with test_only false once per allocation, under
+ * the scheduler's locks, after JOB_RUNNING and allocate_nodes() (return
+ * value ignored).  The first is the admission gate (a job stays PENDING
+ * while a pool is short of IDs); the setup starts on the second.
  */
 extern int switch_p_job_start(job_record_t *job_ptr, bool test_only)
 {
-	if (!test_only)
-		switchlua_job_start(job_ptr);
+	if (test_only)
+		return switchlua_job_admit(job_ptr);
+	switchlua_job_start(job_ptr);
 	return SLURM_SUCCESS;
 }
 #else

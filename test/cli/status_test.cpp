@@ -185,8 +185,13 @@ TEST(StatusCli, ShowsEachPoolOnlyWhenOneIsDeclared) {
   EXPECT_EQ(r.out.find("Pool "), std::string::npos) << r.out;
   const fs::path d = scratch();
   json j = fixture();
-  j["pools"] = {
-      {"vni", {{"size", 4}, {"free", 1}, {"taken", 2}, {"quarantined", 1}, {"refusals", 3}}}};
+  j["pools"] = {{"vni",
+                 {{"size", 4},
+                  {"free", 1},
+                  {"taken", 2},
+                  {"quarantined", 1},
+                  {"refusals", 3},
+                  {"waiting", 2}}}};
   j["pool_quarantine"] = {
       {"attempts", 1},
       {"oldest", {{{"job_id", 7}, {"ids", {{"vni", {1}}}}, {"since", 1700000000}}}}};
@@ -199,7 +204,7 @@ TEST(StatusCli, ShowsEachPoolOnlyWhenOneIsDeclared) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("Pool vni:             1 of 4 IDs free, 2 taken, 1 quarantined; 3 setups "
-                       "refused for want of IDs\n"),
+                       "refused for want of IDs; 2 jobs PENDING for them\n"),
             std::string::npos)
       << r.out;
   r = run("status --format prometheus --file " + (d / "pools").string());
@@ -207,6 +212,7 @@ TEST(StatusCli, ShowsEachPoolOnlyWhenOneIsDeclared) {
                            "switchlua_pool_ids{pool=\"vni\",state=\"free\"} 1\n",
                            "switchlua_pool_ids{pool=\"vni\",state=\"taken\"} 2\n",
                            "switchlua_pool_ids{pool=\"vni\",state=\"quarantined\"} 1\n",
-                           "switchlua_pool_refusals_total{pool=\"vni\"} 3\n"})
+                           "switchlua_pool_refusals_total{pool=\"vni\"} 3\n",
+                           "switchlua_pool_waiting_jobs{pool=\"vni\"} 2\n"})
     EXPECT_NE(r.out.find(line), std::string::npos) << "no " << line << " in:\n" << r.out;
 }

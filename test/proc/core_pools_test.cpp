@@ -160,6 +160,54 @@ TEST(CorePools, AnEmptyPoolFailsTheStartWithoutRunningTheHook) {
   EXPECT_EQ(Ids{5}, ids_of(core, 7)) << "the live attempt keeps its ID";
 }
 
+// Slurm 25.11+ (its test_only call): a job that would be refused for want
+// of IDs stays PENDING instead, logged once, counted as waiting, and starts
+// once IDs are free: no setup failed, no requeue.
+TEST(CorePools, TheGateKeepsAJobPendingUntilItsPoolHasIds) {
+  TempDir d;
+  FakeSlurm slurm;
+  CtldCore core(options(d, "switch_pool_vni=5"), slurm);
+  slurm.lock();
+  EXPECT_TRUE(core.admit(7));
+  slurm.unlock();
+  set_up(core, slurm, 7);
+  slurm.lock();
+  EXPECT_FALSE(core.admit(8));
+  EXPECT_FALSE(core.admit(8)); // the scheduler asks again: no second line
+  slurm.unlock();
+  const std::string line = "JobId=8 job_start waits: the job stays PENDING (Reason=Resources) "
+                           "until its pools have IDs free: pool vni has 0 of 1 IDs free, 1 "
+                           "needed (switch_pool_vni)";
+  EXPECT_EQ(1, slurm.count_logged(line)) << slurm.all_logs();
+  EXPECT_EQ(1u, core.stats().pools.at("vni").waiting);
+  EXPECT_EQ(0, slurm.schedules.load());
+  core.job_complete(7);
+  ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();
+  EXPECT_EQ(1, slurm.schedules.load()) << "the ID came free while job 8 waited for it";
+  slurm.lock();
+  EXPECT_TRUE(core.admit(8));
+  slurm.unlock();
+  EXPECT_EQ(0u, core.stats().pools.at("vni").waiting);
+  set_up(core, slurm, 8);
+  EXPECT_EQ(Ids{5}, ids_of(core, 8)) << slurm.all_logs();
+  EXPECT_FALSE(slurm.did("requeue 8")) << slurm.all_logs();
+  EXPECT_EQ(0u, core.stats().pools.at("vni").refusals);
+}
+
+TEST(CorePools, WithoutAPoolTheGateAdmitsEveryJob) {
+  TempDir d;
+  FakeSlurm slurm;
+  CtldCore core(options(d, ""), slurm);
+  set_up(core, slurm, 7);
+  slurm.lock();
+  EXPECT_TRUE(core.admit(8));
+  slurm.unlock();
+  EXPECT_FALSE(slurm.logged("waits")) << slurm.all_logs();
+  core.job_complete(7);
+  ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();
+  EXPECT_EQ(0, slurm.schedules.load()) << "no job waited";
+}
+
 TEST(CorePools, TwoLiveAttemptsNeverShareAnIdAcrossARestart) {
   TempDir d;
   FakeSlurm sa, sb;

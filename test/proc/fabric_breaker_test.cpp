@@ -144,6 +144,51 @@ TEST(FabricBreaker, AScriptThatSaysFabricDownOpensItAtOnceAndNothingIsDrained) {
   EXPECT_TRUE(slurm.did("release 2"));
 }
 
+// Slurm 25.11+ (the test_only call): while the breaker is open a new job
+// waits PENDING (one line), one job every breaker_probe is let through to
+// probe the fabric, and its success closes the breaker and asks Slurm to
+// schedule the jobs that waited.
+TEST(FabricBreaker, WhileItIsOpenNewJobsWaitPendingAndOneProbesTheFabric) {
+  TempDir d;
+  FakeSlurm slurm;
+  CoreOptions o = options(0);
+  o.breaker_probe = std::chrono::milliseconds(300);
+  CtldCore core(o, slurm);
+  ASSERT_TRUE(core.job_start(job(1, d, "says"), true));
+  ASSERT_TRUE(settle(core, [&] { return in_state(core, 1, JobState::Running); }))
+      << slurm.all_logs();
+  slurm.lock();
+  EXPECT_TRUE(core.admit(2)) << "closed: every job is admitted";
+  slurm.unlock();
+  std::ofstream((d.dir / "fabric-down")) << "down";
+  core.job_complete(1);
+  ASSERT_TRUE(settle(core, [&] { return slurm.logged("fabric breaker OPEN"); }))
+      << slurm.all_logs();
+  auto admit = [&](std::uint32_t id) {
+    slurm.lock();
+    const bool ok = core.admit(id);
+    slurm.unlock();
+    return ok;
+  };
+  EXPECT_FALSE(admit(2));
+  EXPECT_FALSE(admit(2));
+  EXPECT_EQ(1, slurm.count_logged("JobId=2 job_start waits: the job stays PENDING "
+                                  "(Reason=Resources) until the fabric breaker closes: JobId=1 "
+                                  "job_complete returned slurm.FABRIC_DOWN"))
+      << slurm.all_logs();
+  ASSERT_TRUE(settle(core, [&] { return admit(2); })) << "the probe, after breaker_probe";
+  EXPECT_TRUE(slurm.logged("JobId=2 job_start runs to probe the fabric while the fabric breaker "
+                           "is open (one job every 0.3 s; its success closes the breaker)"))
+      << slurm.all_logs();
+  EXPECT_FALSE(admit(3)) << "one probe per breaker_probe";
+  fs::remove(d.dir / "fabric-down");
+  ASSERT_TRUE(core.job_start(job(2, d), true));
+  ASSERT_TRUE(settle(core, [&] { return slurm.logged("fabric breaker closed"); }))
+      << slurm.all_logs();
+  EXPECT_GE(slurm.schedules.load(), 1) << "job 3 waited for the breaker";
+  EXPECT_TRUE(admit(3));
+}
+
 // Issue 20, a node DOWN and back during a held teardown: Slurm's DOWN path
 // ends the node's COMPLETING state and ReturnToService gives it back, so
 // its scheduler can allocate it to another job while our teardown still

@@ -82,6 +82,10 @@ public:
   /// What stopping() answers: slurmctld has begun to stop (default false).
   std::atomic<bool> is_stopping{false};
   bool stopping() override { return is_stopping.load(); }
+  /// How many times the core asked Slurm to schedule (pool IDs came free
+  /// while jobs waited for them).
+  std::atomic<int> schedules{0};
+  void schedule() override { schedules.fetch_add(1); }
   void log(LogLevel l, const std::string &line) override {
     std::lock_guard g(mu);
     logs.push_back(line);
