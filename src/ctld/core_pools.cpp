@@ -95,6 +95,12 @@ bool CorePools::wait(std::uint32_t job_id, const std::string &pool,
   return changed;
 }
 
+void CorePools::adopt(const JobSwitchState &s, bool forgotten) {
+  if (alloc.any() && s.job.attempt != 0 && !s.job.pools.empty() && !forgotten && !over(s.state) &&
+      alloc.held(s.job.attempt).empty())
+    alloc.restore(s.job.attempt, s.job.pools);
+}
+
 void CorePools::end(std::int64_t attempt, std::uint32_t job_id, std::int64_t submit_time,
                     PoolsFate fate, std::int64_t now) {
   refused.erase(attempt);

@@ -100,6 +100,14 @@ struct CorePools {
   /// IDs of the attempts the step forgets, queuing their records.
   void step(const JobSwitchState &old, const Event &e, StepResult &r, std::int64_t now);
 
+  /// A job state Slurm saved, adopted after a restart or takeover
+  /// (CtldCore::adopt): its attempt's IDs are taken again unless the
+  /// allocator holds them already (the journal's rebuild), the attempt is
+  /// over, or the journal forgot it (`forgotten`: its IDs were released or
+  /// quarantined there).  So a journal lost or set aside never lets a new
+  /// attempt get IDs that a live one may still use.
+  void adopt(const JobSwitchState &s, bool forgotten);
+
   /// Ends `attempt` (of job `job_id`, `submit_time`) as `fate` says:
   /// Quarantine moves its IDs to the quarantine at `now` and queues its
   /// PoolsQuarantined record in `records`; else they are released.

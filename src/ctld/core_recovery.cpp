@@ -315,6 +315,7 @@ void CtldCore::Impl::adopt_locked(JobSwitchState s) {
       hints[id] = *d.hint;
     s = std::move(d.next);
   }
+  pools.adopt(s, j && j->table().forgotten.count(s.job.attempt) > 0); // a journal lost: its IDs
   jobs[id] = std::move(s);
 }
 

@@ -234,6 +234,27 @@ TEST(CorePools, TwoLiveAttemptsNeverShareAnIdAcrossARestart) {
   ASSERT_TRUE(settle(b, [&] { return sb.did("requeue 10"); })) << sb.all_logs();
 }
 
+// Issue 38: a journal lost (or set aside) across a restart does not free
+// the IDs of the attempts Slurm's saved job states still hold.
+TEST(CorePools, AJournalLostKeepsTheIdsOfSlurmsSavedJobs) {
+  TempDir d;
+  FakeSlurm sa, sb;
+  auto a = std::make_unique<CtldCore>(options(d, "switch_pool_vni=1-2"), sa);
+  set_up(*a, sa, 7);
+  ASSERT_EQ(Ids{1}, ids_of(*a, 7)) << sa.all_logs();
+  const JobSwitchState s7 = *a->state_of(7); // as Slurm saves it, running
+  a->halt();
+  a.reset();
+  ASSERT_TRUE(std::filesystem::remove(d.journal()));
+  CtldCore b(options(d, "switch_pool_vni=1-2"), sb);
+  b.adopt(s7);
+  b.recover_job(7, false);
+  b.reconcile_journal();
+  set_up(b, sb, 9);
+  EXPECT_EQ(Ids{1}, ids_of(b, 7)) << sb.all_logs();
+  EXPECT_EQ(Ids{2}, ids_of(b, 9)) << "ID 1 is job 7's, which Slurm saved: " << sb.all_logs();
+}
+
 TEST(CorePools, ACrashWhileJobStartRunsKeepsItsIdsTaken) {
   TempDir d;
   FakeSlurm sa, sb;
