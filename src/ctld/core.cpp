@@ -275,7 +275,7 @@ bool CtldCore::job_start(JobArgs job, bool requeue_allowed) {
   }
   impl_->frozen = false;
   impl_->hints.erase(job.job_id);
-  impl_->pools.waiting.erase(job.job_id);
+  impl_->pools.admitted(job.job_id);
   JobSwitchState &s = impl_->jobs[job.job_id];
   if (!is_terminal(s.state))
     impl_->port.log(LogLevel::Error,

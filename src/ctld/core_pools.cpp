@@ -24,6 +24,7 @@ std::vector<std::string> CorePools::rebuild(const std::vector<PoolSpec> &specs, 
   records.clear();
   quarantined_jobs.clear();
   waiting.clear();
+  waiting_for.clear();
   std::vector<std::string> lines;
   if (!journal)
     return lines;
@@ -87,12 +88,29 @@ bool CorePools::wait(std::uint32_t job_id, const std::string &pool,
                      std::chrono::steady_clock::time_point now) {
   if (now - waiting_pruned >= std::chrono::minutes(1)) {
     waiting_pruned = now;
-    std::erase_if(waiting, [&](const auto &w) { return now - w.second.at >= kWaitingForgotten; });
+    std::erase_if(waiting, [&](const auto &w) {
+      const bool stale = now - w.second.at >= kWaitingForgotten;
+      waiting_for[w.second.pool] -= stale ? 1 : 0;
+      return stale;
+    });
   }
   auto [it, added] = waiting.try_emplace(job_id, Waiting{.pool = pool, .at = now});
   const bool changed = added || it->second.pool != pool;
+  if (changed && !added)
+    --waiting_for[it->second.pool];
+  if (changed)
+    ++waiting_for[pool];
   it->second = Waiting{.pool = pool, .at = now};
   return changed;
+}
+
+bool CorePools::admitted(std::uint32_t job_id) {
+  auto it = waiting.find(job_id);
+  if (it == waiting.end())
+    return false;
+  --waiting_for[it->second.pool];
+  waiting.erase(it);
+  return true;
 }
 
 void CorePools::adopt(const JobSwitchState &s, bool forgotten) {
@@ -159,10 +177,9 @@ std::map<std::string, PoolStats> CorePools::stats() const {
     auto r = refusals.find(name);
     out[name] = PoolStats{.ids = c, .refusals = r == refusals.end() ? 0 : r->second};
   }
-  const auto now = std::chrono::steady_clock::now();
-  for (const auto &[job_id, w] : waiting)
-    if (auto it = out.find(w.pool); it != out.end() && now - w.at < kWaitingForgotten)
-      ++it->second.waiting;
+  for (const auto &[pool, n] : waiting_for)
+    if (auto it = out.find(pool); it != out.end())
+      it->second.waiting = n;
   return out;
 }
 

@@ -69,9 +69,13 @@ struct CorePools {
     std::chrono::steady_clock::time_point at;
   };
   /// The jobs the gate keeps PENDING, by JobId.  A job leaves when it is
-  /// admitted or starts, or when the gate has not kept it for
-  /// kWaitingForgotten (a job cancelled while it waited never starts).
+  /// admitted or starts, or at the first prune (once a minute) after the
+  /// gate has not kept it for kWaitingForgotten (a job cancelled while it
+  /// waited never starts).
   std::map<std::uint32_t, Waiting> waiting;
+  /// How many of `waiting` wait for each pool ("": the breaker), kept with
+  /// it, so that stats() is O(pools) with 10,000 jobs waiting.
+  std::map<std::string, std::uint64_t> waiting_for;
   std::chrono::steady_clock::time_point waiting_pruned{};
   /// IDs came free while jobs wait for them: the core asks Slurm to
   /// schedule (SlurmPort::schedule) and clears it.
@@ -85,8 +89,9 @@ struct CorePools {
   /// the waits not renewed for kWaitingForgotten are dropped.
   bool wait(std::uint32_t job_id, const std::string &pool,
             std::chrono::steady_clock::time_point now);
-  /// The gate lets job `job_id` through: true when it was waiting.
-  bool admitted(std::uint32_t job_id) { return waiting.erase(job_id) > 0; }
+  /// The gate lets job `job_id` through (or it starts): true when it was
+  /// waiting.
+  bool admitted(std::uint32_t job_id);
 
   /// Replaces the allocator with one of `specs`, rebuilt from the journal's
   /// table (nullptr: none); drops from it the pools not declared (the

@@ -383,3 +383,75 @@ TEST(LockedTime, EveryEntryPointUnderSlurmsLocksFor3To10000Nodes) {
         journal);
   print("without a journal (no StateSaveLocation: what is not I/O)", none);
 }
+
+namespace {
+
+/// The admission gate's cost per call (issue 38): slc_ctld_job_admit, as
+/// Slurm 25.11+'s test_only call, for `queued` JobIds each asked twice (the
+/// scheduler asks again on every pass), with `params`; job `holder` (one
+/// node) first takes the pool's IDs when `holder` is not 0.  Every answer
+/// must be `want`.  Returns the median, the 99th percentile and the
+/// longest call (us; the longest is the machine's: a preemption).
+std::array<double, 3> admit_cost(const char *state_dir, const char *params, std::uint32_t holder,
+                                 std::uint32_t queued, bool want) {
+  const std::string script = std::string(SWITCHLUA_FIXTURES) + "/large_job.lua";
+  EXPECT_EQ(slc_ctld_init(&kOps, script.c_str(), params, SWITCHLUA_LIBEXEC, state_dir), 0);
+  EXPECT_EQ(slc_ctld_take_control(false), 0);
+  void *h = nullptr;
+  double ignored = 0;
+  JobOf of(holder, 1);
+  if (holder != 0) {
+    h = entry(ignored, [&] { return slc_ctld_job_start(&of.job); });
+    EXPECT_TRUE(h && wait_in(g_fake.ended, holder, ignored)) << "the holder's setup never ended";
+  }
+  std::vector<double> us;
+  std::uint32_t wrong = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::uint32_t id = 1; id <= queued; ++id) {
+      double t = 0;
+      wrong += entry(t, [&] { return slc_ctld_job_admit(holder + id); }) != want;
+      us.push_back(t);
+    }
+  EXPECT_EQ(wrong, 0u) << "admit answered other than " << want;
+  if (h) {
+    entry(ignored, [&] {
+      slc_ctld_job_complete(holder, h, nullptr);
+      return 0;
+    });
+    EXPECT_TRUE(wait_in(g_fake.forgotten, holder, ignored)) << "the holder's teardown never ended";
+    EXPECT_EQ(slc_jobinfo_free(h, holder), 0);
+  }
+  t_stopping = true;
+  slc_ctld_stop_children();
+  t_stopping = false;
+  slc_ctld_fini();
+  std::sort(us.begin(), us.end());
+  return {us[us.size() / 2], us[us.size() * 99 / 100], us.back()};
+}
+
+} // namespace
+
+// Issue 38, the admission gate (switch.lua(5), POOLS): Slurm 25.11+ asks
+// switch_p_job_start(test_only) of every queued job on every scheduling
+// pass, under its locks.  10,000 queued jobs, each asked twice: with no
+// pool declared (one atomic load: the baseline), and with a pool declared
+// whose one ID a running job holds (every job kept PENDING; the map of
+// waiting jobs grows to 10,000).  A benchmark: prints the median, the 99th
+// percentile and the longest call, and their ratio to the baseline;
+// asserts only the answers.
+TEST(LockedTime, AdmissionGateFor10000QueuedJobs) {
+  TempDir state;
+  slc_set_slurm_user(::getuid());
+  constexpr std::uint32_t kQueued = 10000;
+  const auto base = admit_cost(state.dir.c_str(), "switch_timeout=60", 0, kQueued, true);
+  const auto gate =
+      admit_cost(state.dir.c_str(), "switch_timeout=60,switch_pool_vni=5", 500000, kQueued, false);
+  std::printf("admission gate (switch_p_job_start test_only), %u queued jobs asked twice, "
+              "microseconds per call (the longest includes any preemption of this process)\n"
+              "%-32s %9s %9s %9s\n%-32s %9.3f %9.3f %9.1f\n%-32s %9.3f %9.3f %9.1f\n"
+              "%-32s %9.1f %9.1f\n",
+              kQueued, "", "median", "p99", "longest", "no pool declared (baseline)", base[0],
+              base[1], base[2], "pool empty, all kept PENDING", gate[0], gate[1], gate[2],
+              "ratio to the baseline", base[0] > 0 ? gate[0] / base[0] : 0.0,
+              base[1] > 0 ? gate[1] / base[1] : 0.0);
+}
