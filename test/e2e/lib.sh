@@ -573,6 +573,19 @@ switch_lua_cli() {
 	fi
 }
 
+# pool_field FIELD: pool vni's FIELD (size, free, taken, quarantined,
+# refusals, waiting) in `switch-lua status --json`, or nothing (t1701,
+# t1702).
+pool_field() {
+	local j
+	j=$(c_root "$(switch_lua_cli)" status --json 2>/dev/null) || return 0
+	c_root python3 -c 'import json, sys
+print(json.loads(sys.argv[1]).get("pools", {}).get("vni", {}).get(sys.argv[2], ""))' "$j" "$1"
+}
+
+# pool_shows FIELD N: pool_field FIELD is N (for wait_for).
+pool_shows() { [ "$(pool_field "$1")" = "$2" ]; }
+
 # cluster_slurm: the Slurm the cluster runs, as scripts/cluster config
 # recorded it: X.Y.Z for a --slurm cluster, "debian" for Debian's package.
 # known_job_sequence: slurmctld restarted (its counters start from zero),

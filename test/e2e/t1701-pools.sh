@@ -12,18 +12,6 @@
 
 # e2e-config: --switch-type switch/lua --script test/e2e/lua/pools.lua --slurmctld-params switch_pool_vni=100-103
 
-# pool_field FIELD: pool vni's FIELD (size, free, taken, quarantined,
-# refusals) in `switch-lua status --json`, or nothing.
-pool_field() {
-	local j
-	j=$(c_root "$(switch_lua_cli)" status --json 2>/dev/null) || return 0
-	c_root python3 -c 'import json, sys
-print(json.loads(sys.argv[1]).get("pools", {}).get("vni", {}).get(sys.argv[2], ""))' "$j" "$1"
-}
-
-# pool_shows FIELD N: pool_field FIELD is N.
-pool_shows() { [ "$(pool_field "$1")" = "$2" ]; }
-
 # vni_of ID: the VNI job ID's job_start logged.
 vni_of() {
 	ctld_grep "pools: job $1 got vni " | sed -n 's/.* got vni \([0-9-]*\).*/\1/p' | tail -n1

@@ -14,16 +14,6 @@
 
 # e2e-config: --switch-type switch/lua --script test/e2e/lua/pools.lua --slurmctld-params switch_pool_vni=100-103
 
-# pool_field FIELD: pool vni's FIELD in `switch-lua status --json`, or
-# nothing.
-pool_field() {
-	local j
-	j=$(c_root "$(switch_lua_cli)" status --json 2>/dev/null) || return 0
-	c_root python3 -c 'import json, sys
-print(json.loads(sys.argv[1]).get("pools", {}).get("vni", {}).get(sys.argv[2], ""))' "$j" "$1"
-}
-pool_shows() { [ "$(pool_field "$1")" = "$2" ]; }
-
 # One sample of the 12 jobs (for wait_for): records the most seen running
 # at once (GATE_MAX) and the jobs seen PENDING with Reason=Resources
 # (GATE_WAITED); succeeds once none is left to run.

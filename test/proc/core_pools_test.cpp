@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 using namespace switchlua;
+using switchlua::test::admit_locked;
 using switchlua::test::FakeSlurm;
 using switchlua::test::settle;
 using switchlua::test::TempDir;
@@ -167,14 +168,10 @@ TEST(CorePools, TheGateKeepsAJobPendingUntilItsPoolHasIds) {
   TempDir d;
   FakeSlurm slurm;
   CtldCore core(options(d, "switch_pool_vni=5"), slurm);
-  slurm.lock();
-  EXPECT_TRUE(core.admit(7));
-  slurm.unlock();
+  EXPECT_TRUE(admit_locked(core, slurm, 7));
   set_up(core, slurm, 7);
-  slurm.lock();
-  EXPECT_FALSE(core.admit(8));
-  EXPECT_FALSE(core.admit(8)); // the scheduler asks again: no second line
-  slurm.unlock();
+  EXPECT_FALSE(admit_locked(core, slurm, 8));
+  EXPECT_FALSE(admit_locked(core, slurm, 8)); // the scheduler asks again: no second line
   const std::string line = "JobId=8 job_start waits: the job stays PENDING (Reason=Resources) "
                            "until its pools have IDs free: pool vni has 0 of 1 IDs free, 1 "
                            "needed (switch_pool_vni)";
@@ -184,9 +181,7 @@ TEST(CorePools, TheGateKeepsAJobPendingUntilItsPoolHasIds) {
   core.job_complete(7);
   ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();
   EXPECT_EQ(1, slurm.schedules.load()) << "the ID came free while job 8 waited for it";
-  slurm.lock();
-  EXPECT_TRUE(core.admit(8));
-  slurm.unlock();
+  EXPECT_TRUE(admit_locked(core, slurm, 8));
   EXPECT_EQ(0u, core.stats().pools.at("vni").waiting);
   set_up(core, slurm, 8);
   EXPECT_EQ(Ids{5}, ids_of(core, 8)) << slurm.all_logs();
@@ -199,9 +194,7 @@ TEST(CorePools, WithoutAPoolTheGateAdmitsEveryJob) {
   FakeSlurm slurm;
   CtldCore core(options(d, ""), slurm);
   set_up(core, slurm, 7);
-  slurm.lock();
-  EXPECT_TRUE(core.admit(8));
-  slurm.unlock();
+  EXPECT_TRUE(admit_locked(core, slurm, 8));
   EXPECT_FALSE(slurm.logged("waits")) << slurm.all_logs();
   core.job_complete(7);
   ASSERT_TRUE(settle(core, [&] { return !core.state_of(7); })) << slurm.all_logs();

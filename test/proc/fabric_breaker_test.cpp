@@ -19,6 +19,7 @@
 #include <thread>
 
 using namespace switchlua;
+using switchlua::test::admit_locked;
 using switchlua::test::FakeSlurm;
 using switchlua::test::settle;
 namespace fs = std::filesystem;
@@ -157,19 +158,12 @@ TEST(FabricBreaker, WhileItIsOpenNewJobsWaitPendingAndOneProbesTheFabric) {
   ASSERT_TRUE(core.job_start(job(1, d, "says"), true));
   ASSERT_TRUE(settle(core, [&] { return in_state(core, 1, JobState::Running); }))
       << slurm.all_logs();
-  slurm.lock();
-  EXPECT_TRUE(core.admit(2)) << "closed: every job is admitted";
-  slurm.unlock();
+  EXPECT_TRUE(admit_locked(core, slurm, 2)) << "closed: every job is admitted";
   std::ofstream((d.dir / "fabric-down")) << "down";
   core.job_complete(1);
   ASSERT_TRUE(settle(core, [&] { return slurm.logged("fabric breaker OPEN"); }))
       << slurm.all_logs();
-  auto admit = [&](std::uint32_t id) {
-    slurm.lock();
-    const bool ok = core.admit(id);
-    slurm.unlock();
-    return ok;
-  };
+  auto admit = [&](std::uint32_t id) { return admit_locked(core, slurm, id); };
   EXPECT_FALSE(admit(2));
   EXPECT_FALSE(admit(2));
   EXPECT_EQ(1, slurm.count_logged("JobId=2 job_start waits: the job stays PENDING "

@@ -195,4 +195,13 @@ template <class F> bool settle(CtldCore &core, F done) {
   return false;
 }
 
+/// The admission gate's question (Slurm 25.11+'s test_only call) as
+/// select_nodes() asks it: with Slurm's locks held.
+inline bool admit_locked(CtldCore &core, FakeSlurm &slurm, std::uint32_t id) {
+  slurm.lock();
+  const bool ok = core.admit(id);
+  slurm.unlock();
+  return ok;
+}
+
 } // namespace switchlua::test
