@@ -294,7 +294,8 @@ bool Journal::sync_now() {
     return false;
   }
   durable_seq_ = written_seq_;
-  tail_synced_ = tail_synced_ || compacting_; // the tail is durable in the old file only
+  // What was appended since the snapshot is durable in the old file only.
+  tail_synced_ = tail_synced_ || (compacting_ && !tail_.empty());
   return true;
 }
 

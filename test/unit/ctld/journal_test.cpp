@@ -674,6 +674,45 @@ TEST(Journal, AWriteNeverCompactsAndWhatIsWrittenDuringACompactionIsKept) {
   EXPECT_TRUE(leftovers(d).empty()) << testing::PrintToString(leftovers(d));
 }
 
+namespace {
+int g_datasyncs = 0;
+int counting_fdatasync(int fd) {
+  ++g_datasyncs;
+  return ::fdatasync(fd);
+}
+} // namespace
+
+// Issue 40: the new file needs a fdatasync before its rename only when
+// records appended during the compaction were synced in the old file (the
+// rename must not make them less durable); a sync during a compaction with
+// nothing appended yet costs the new file none.
+TEST(Journal, ACompactionSyncsTheNewFileOnlyForATailSyncedInTheOldOne) {
+  for (const bool appended : {false, true}) {
+    TempDir d;
+    Logged log;
+    Journal j(d.file(), log.fn(), {.fdatasync = counting_fdatasync});
+    const std::string big(4000, 'x');
+    std::uint64_t seq = 0;
+    for (std::int64_t a = 1; a <= 300; ++a)
+      j.write({started(static_cast<std::uint32_t>(a), a),
+               rec(JournalKind::SetupAccepted, static_cast<std::uint32_t>(a), a, big)},
+              &seq);
+    Journal::CompactionTicket t = j.compaction_ticket();
+    ASSERT_TRUE(t.due);
+    if (appended)
+      j.write({started(9003, 9003)}, &seq);
+    ASSERT_TRUE(j.sync_now()); // in the old file
+    Journal::stage_compaction(t);
+    g_datasyncs = 0;
+    ASSERT_TRUE(j.finish_compaction(t, true));
+    EXPECT_EQ(g_datasyncs, appended ? 1 : 0) << (appended ? "a synced tail" : "an empty tail");
+    Journal::sync_compaction_folder(t);
+    j.compaction_settled(t);
+    Journal again(d.file(), log.fn());
+    EXPECT_EQ(again.table().live.size(), appended ? 301u : 300u);
+  }
+}
+
 // A crash between the snapshot's stage and its rename leaves the old file,
 // whole; one that lost the fence, or whose file was compacted meanwhile,
 // gives the stage up (its temp file removed) and keeps appending.
