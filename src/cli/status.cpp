@@ -122,9 +122,10 @@ void print_breaker(const json &j) {
 void print_pools(const json &j) {
   const json pools = j.value("pools", json::object());
   for (const auto &[name, p] : pools.items())
-    fmt::print("Pool {:<16} {} of {} IDs free, {} taken, {} quarantined; {} setup{} refused "
+    fmt::print("Pool {:<16} {} of {} IDs free, {} taken, {} quarantined{}; {} setup{} refused "
                "for want of IDs; {} job{} PENDING for them\n",
                name + ":", u(p, "free"), u(p, "size"), u(p, "taken"), u(p, "quarantined"),
+               u(p, "cooling") ? fmt::format(", {} in their reuse delay", u(p, "cooling")) : "",
                u(p, "refusals"), u(p, "refusals") == 1 ? "" : "s", u(p, "waiting"),
                u(p, "waiting") == 1 ? "" : "s");
   // The oldest quarantines, what switch-lua pool release frees.

@@ -62,16 +62,21 @@ struct Key {
 constexpr std::string_view kNoPath = "none";
 /// The prefix of the pool settings (switch_pool_NAME).
 constexpr std::string_view kPoolPrefix = "switch_pool_";
+/// The longest reuse delay of a pool, seconds (a day).
+constexpr std::uint32_t kPoolMaxReuseDelay = 86400;
 
-/// A pool's value as written back: FIRST-LAST joined by +, then :PER_JOB
-/// ("1024-2047:1"; a one-ID range is written FIRST).
+/// A pool's value as written back: FIRST-LAST joined by +, then :PER_JOB,
+/// then :REUSE_DELAY when it is not 0 ("1024-2047:1", "1024-2047:1:60"; a
+/// one-ID range is written FIRST).
 std::string pool_text(const PoolSpec &p) {
   std::string out;
   for (const PoolRange &r : p.ranges)
     out += fmt::format("{}{}", out.empty() ? "" : "+",
                        r.first == r.last ? fmt::format("{}", r.first)
                                          : fmt::format("{}-{}", r.first, r.last));
-  return fmt::format("{}:{}", out, p.per_job);
+  if (p.reuse_delay == 0)
+    return fmt::format("{}:{}", out, p.per_job);
+  return fmt::format("{}:{}:{}", out, p.per_job, p.reuse_delay);
 }
 
 /// A decimal number in [0, 2^32 - 1], all of `v`.
@@ -107,8 +112,9 @@ std::optional<std::vector<PoolRange>> pool_ranges(std::string_view v) {
   return out;
 }
 
-/// One switch_pool_NAME=RANGES[:PER_JOB] token (NAME lower-cased: keys are
-/// case-insensitive), or the error naming key and value.
+/// One switch_pool_NAME=RANGES[:PER_JOB[:REUSE_DELAY]] token (NAME
+/// lower-cased: keys are case-insensitive), or the error naming key and
+/// value.
 Expected<PoolSpec> parse_pool(const Token &t) {
   PoolSpec p;
   for (char ch : t.key.substr(kPoolPrefix.size()))
@@ -122,20 +128,27 @@ Expected<PoolSpec> parse_pool(const Token &t) {
                             "at most 31 letters, digits or _",
                             t.key, v));
   const auto colon = v.find(':');
+  const auto colon2 = colon == std::string_view::npos ? colon : v.find(':', colon + 1);
   auto ranges = pool_ranges(v.substr(0, colon));
   std::size_t size = 0;
   for (const PoolRange &r : ranges ? *ranges : std::vector<PoolRange>{})
     size += static_cast<std::size_t>(r.last) - r.first + 1;
-  auto per_job = colon == std::string_view::npos ? std::optional<std::uint32_t>(1)
-                                                 : pool_number(v.substr(colon + 1));
-  if (!ranges || !per_job || *per_job < 1 || *per_job > size)
+  auto per_job = colon == std::string_view::npos
+                     ? std::optional<std::uint32_t>(1)
+                     : pool_number(v.substr(colon + 1, colon2 - colon - 1));
+  auto delay = colon2 == std::string_view::npos ? std::optional<std::uint32_t>(0)
+                                                : pool_number(v.substr(colon2 + 1));
+  if (!ranges || !per_job || *per_job < 1 || *per_job > size || !delay ||
+      *delay > kPoolMaxReuseDelay)
     return fail(fmt::format("SlurmctldParameters: {}={}: must be ranges FIRST-LAST of integers "
                             "from 0 to 4294967295 joined by + and not overlapping, then "
-                            "optionally :PER_JOB from 1 to the pool's size "
-                            "(e.g. 1024-2047 or 32769-32800+33000-33010:2)",
-                            t.key, v));
+                            "optionally :PER_JOB from 1 to the pool's size, then optionally "
+                            ":REUSE_DELAY in seconds from 0 to {} "
+                            "(e.g. 1024-2047, 32769-32800+33000-33010:2 or 1024-2047:1:60)",
+                            t.key, v, kPoolMaxReuseDelay));
   p.ranges = std::move(*ranges);
   p.per_job = *per_job;
+  p.reuse_delay = *delay;
   return p;
 }
 
@@ -202,7 +215,7 @@ const Key kKeys[] = {
    [](const CtldConfig &c) -> std::uint64_t { return c.journal_failure_waits; },
    [](CtldConfig &c, std::uint64_t v) { c.journal_failure_waits = v != 0; }, {"run", "wait"}},
   {"switch_metrics_file", 0, 0, "path", nullptr, nullptr, {}, &CtldConfig::metrics_file},
-  {kPoolPrefix, 0, 0, "RANGES[:PER_JOB]", nullptr, nullptr, {}, nullptr, true},
+  {kPoolPrefix, 0, 0, "RANGES[:PER_JOB[:REUSE_DELAY]]", nullptr, nullptr, {}, nullptr, true},
 };
 // clang-format on
 
@@ -368,10 +381,12 @@ std::vector<std::string> beyond_contract(const CtldConfig &c) {
                               "times in a row is requeued held",
                               c.max_setup_failures));
   for (const PoolSpec &p : c.pools)
-    out.push_back(fmt::format("switch_pool_{}={}: managed jobs get {} ID{} of pool {} each "
-                              "(job.pools.{}); a job's setup fails while too few are free",
-                              p.name, pool_text(p), p.per_job, p.per_job == 1 ? "" : "s", p.name,
-                              p.name));
+    out.push_back(fmt::format(
+        "switch_pool_{}={}: managed jobs get {} ID{} of pool {} each "
+        "(job.pools.{}); a job's setup fails while too few are free{}",
+        p.name, pool_text(p), p.per_job, p.per_job == 1 ? "" : "s", p.name, p.name,
+        p.reuse_delay == 0 ? std::string()
+                           : fmt::format("; an ID released stays out of use {} s", p.reuse_delay)));
   return out;
 }
 

@@ -99,7 +99,7 @@ struct CtldConfig {
   /// counters in the Prometheus text format (ctld/metrics.hpp) within a
   /// second of a change; empty (written "none"): no such file.
   std::string metrics_file;
-  /// switch_pool_NAME=RANGES[:PER_JOB] (issue 38; switch.lua(5), POOLS):
+  /// switch_pool_NAME=RANGES[:PER_JOB[:REUSE_DELAY]] (issue 38; switch.lua(5), POOLS):
   /// the declared fabric-ID pools, by name; none (the default): no job
   /// table gets pools and the journal holds nothing about them.
   std::vector<PoolSpec> pools;
@@ -152,7 +152,7 @@ struct SettingSpec {
   std::string default_value;
   bool is_path = false;
   /// The family switch_pool_NAME (issue 38): `name` is the prefix
-  /// "switch_pool_", `unit` "RANGES[:PER_JOB]", default "none" (no pool).
+  /// "switch_pool_", `unit` "RANGES[:PER_JOB[:REUSE_DELAY]]", default "none" (no pool).
   bool is_pool = false;
 };
 

@@ -359,7 +359,7 @@ void CtldCore::set_config(const CtldConfig &c) {
   const bool pools_changed = impl_->cfg.pools != c.pools;
   impl_->cfg = c;
   if (pools_changed && impl_->in_control) {
-    impl_->rebuild_pools();
+    impl_->rebuild_pools(false);
     impl_->pools.publish(impl_->stats);
   }
   if (impl_->journal)

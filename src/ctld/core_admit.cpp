@@ -26,7 +26,9 @@ bool CtldCore::admit(std::uint32_t job_id) {
   const auto now = std::chrono::steady_clock::now();
   const auto probe = im.opts.breaker_probe;
   std::string why, until, key;
-  if (const auto short_of = im.pools.alloc.shortage()) {
+  const auto mono = im.pools.mono();
+  im.pools.alloc.cool(mono); // the reuse delays over by now
+  if (const auto short_of = im.pools.alloc.shortage(mono)) {
     why = pool_shortage_text(*short_of);
     until = "its pools have IDs free";
     key = short_of->pool;

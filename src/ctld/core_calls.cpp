@@ -30,8 +30,8 @@ bool outcome_is_failure(Hook h, const Outcome &o) {
 
 } // namespace
 
-void CtldCore::Impl::rebuild_pools() {
-  const std::vector<std::string> dropped = pools.rebuild(cfg.pools, journal.get());
+void CtldCore::Impl::rebuild_pools(bool taking) {
+  const std::vector<std::string> dropped = pools.rebuild(cfg.pools, journal.get(), taking);
   for (const std::string &l : dropped)
     port.log(LogLevel::Info, log_line({}, l));
   if (!dropped.empty())

@@ -117,7 +117,7 @@ Expected<void> CtldCore::Impl::take_control(bool keep_jobs) {
       adopt_locked(std::move(st));
   }
   failures = journal ? journal->table().failures : SetupFailureCounts{};
-  rebuild_pools();
+  rebuild_pools(true);
   publisher = std::make_shared<StatusPublisher>(
       stats, opts.status_path, opts.script, opts.journal_path,
       [this](LogLevel l, const std::string &line) { port.log(l, line); });

@@ -573,8 +573,8 @@ struct CtldCore::Impl {
   /// journal record could not be made durable, issue 24) the call fails at
   /// once as SpawnFailed with that message, and R_START_FAIL's line says
   /// "JobId=N job_start could not be started: journal ...".
-  void rebuild_pools();      // issue 38: from cfg.pools and the journal (core_calls.cpp)
-  void serve_pool_release(); // issue 38: switch-lua pool release (core_pool_release.cpp)
+  void rebuild_pools(bool taking); // issue 38: cfg.pools, the journal (core_calls.cpp)
+  void serve_pool_release();       // issue 38: pool release, reuse delays (core_pool_release.cpp)
   Journal::SyncTicket release_pools(const PoolReleaseRequest &req, PoolReleaseAnswer &answer);
   void forget_orphan(std::int64_t attempt, const JobArgs &job, PoolsFate fate); // ... and here
   void start_setup(const JobSwitchState &s, const std::string &refuse,

@@ -45,6 +45,16 @@ bool take_request(const std::string &dir, std::optional<PoolReleaseRequest> &req
 } // namespace
 
 void CtldCore::Impl::serve_pool_release() {
+  {
+    // Every second too: the reuse delays over by now (Pools::cool); jobs
+    // the gate keeps PENDING for those IDs start at once.
+    std::lock_guard g(mu);
+    if (in_control && pools.alloc.cool(pools.mono())) {
+      pools.publish(stats);
+      if (!pools.waiting.empty())
+        port.schedule();
+    }
+  }
   if (opts.journal_path.empty())
     return;
   {

@@ -13,12 +13,14 @@
 namespace switchlua {
 
 std::string pool_shortage_text(const PoolShortage &s) {
-  return fmt::format("pool {} has {} of {} IDs free, {} needed (switch_pool_{})", s.pool, s.free,
-                     s.size, s.needed, s.pool);
+  return fmt::format(
+      "pool {} has {} of {} IDs free{}, {} needed (switch_pool_{})", s.pool, s.free, s.size,
+      s.cooling ? fmt::format(" ({} more in their reuse delay)", s.cooling) : "", s.needed, s.pool);
 }
 
-std::vector<std::string> CorePools::rebuild(const std::vector<PoolSpec> &specs, Journal *journal) {
-  alloc = Pools(specs);
+std::vector<std::string> CorePools::rebuild(const std::vector<PoolSpec> &specs, Journal *journal,
+                                            bool taking) {
+  Pools old = std::exchange(alloc, Pools(specs));
   declared = alloc.any();
   refused.clear();
   records.clear();
@@ -26,25 +28,35 @@ std::vector<std::string> CorePools::rebuild(const std::vector<PoolSpec> &specs, 
   waiting.clear();
   waiting_for.clear();
   std::vector<std::string> lines;
-  if (!journal)
-    return lines;
+  if (journal)
+    lines = restore_from(specs, *journal);
+  if (taking)
+    alloc.hold_free(mono());
+  else
+    alloc.carry_cooling(old);
+  return lines;
+}
+
+std::vector<std::string> CorePools::restore_from(const std::vector<PoolSpec> &specs,
+                                                 Journal &journal) {
+  std::vector<std::string> lines;
   std::set<std::string> declared;
   for (const PoolSpec &p : specs)
     declared.insert(p.name);
   std::map<std::string, std::size_t> held_by; // dropped pool -> attempts that held it
-  for (const auto &[attempt, e] : journal->table().live)
+  for (const auto &[attempt, e] : journal.table().live)
     for (const auto &[name, ids] : e.job.pools)
       held_by[name] += declared.contains(name) ? 0 : 1;
-  for (const auto &[attempt, q] : journal->table().quarantined)
+  for (const auto &[attempt, q] : journal.table().quarantined)
     for (const auto &[name, ids] : q.pools)
       held_by[name] += declared.contains(name) ? 0 : 1;
-  for (const std::string &name : journal->keep_pools(declared))
+  for (const std::string &name : journal.keep_pools(declared))
     lines.push_back(fmt::format("pool {} is no longer declared (switch_pool_{}): the IDs of it "
                                 "that {} attempt(s) held are dropped from the journal",
                                 name, name, held_by[name]));
-  for (const auto &[attempt, e] : journal->table().live)
+  for (const auto &[attempt, e] : journal.table().live)
     alloc.restore(attempt, e.job.pools);
-  for (const auto &[attempt, q] : journal->table().quarantined) {
+  for (const auto &[attempt, q] : journal.table().quarantined) {
     alloc.restore(attempt, q.pools, q.since);
     quarantined_jobs[attempt] = q.job_id;
   }
@@ -75,7 +87,7 @@ void CorePools::step(const JobSwitchState &old, const Event &e, StepResult &r, s
     end(n.job.attempt, n.job.job_id, n.job.submit_time, r.pools, now);
   if (!starts || n.job.attempt == 0)
     return;
-  PoolTake t = alloc.take(n.job.attempt);
+  PoolTake t = alloc.take(n.job.attempt, mono());
   if (t.ids) {
     r.next.job.pools = std::move(*t.ids);
     return;
@@ -123,7 +135,7 @@ void CorePools::end(std::int64_t attempt, std::uint32_t job_id, std::int64_t sub
                     PoolsFate fate, std::int64_t now) {
   refused.erase(attempt);
   if (fate != PoolsFate::Quarantine) {
-    wake = (alloc.release(attempt) && !waiting.empty()) || wake;
+    wake = (alloc.release(attempt, mono()) && !waiting.empty()) || wake;
     return;
   }
   const PoolIds ids = alloc.held(attempt);
@@ -150,7 +162,7 @@ std::vector<PoolReleased> CorePools::release(const PoolReleaseRequest &r) {
       out.push_back(PoolReleased{job_id, attempt, q.ids, q.since});
   }
   for (const PoolReleased &p : out) {
-    alloc.unquarantine(p.attempt);
+    alloc.unquarantine(p.attempt, mono());
     quarantined_jobs.erase(p.attempt);
     records.push_back(
         {.kind = JournalKind::PoolsReleased, .attempt = p.attempt, .job_id = p.job_id});
@@ -173,7 +185,7 @@ std::vector<PoolReleased> CorePools::quarantine_list(std::size_t limit) const {
 
 std::map<std::string, PoolStats> CorePools::stats() const {
   std::map<std::string, PoolStats> out;
-  for (const auto &[name, c] : alloc.counts()) {
+  for (const auto &[name, c] : alloc.counts(mono())) {
     auto r = refusals.find(name);
     out[name] = PoolStats{.ids = c, .refusals = r == refusals.end() ? 0 : r->second};
   }

@@ -93,12 +93,21 @@ struct CorePools {
   /// waiting.
   bool admitted(std::uint32_t job_id);
 
+  /// The clock of the reuse delays (a test seam).
+  PoolClock::time_point (*mono)() = &PoolClock::now;
+
   /// Replaces the allocator with one of `specs`, rebuilt from the journal's
   /// table (nullptr: none); drops from it the pools not declared (the
-  /// journal compacts without them).  Returns the log lines, e.g.
-  /// "pool pkey is no longer declared (switch_pool_pkey): the IDs 2 attempts
-  /// held are dropped".
-  std::vector<std::string> rebuild(const std::vector<PoolSpec> &specs, Journal *journal);
+  /// journal compacts without them).  At a take of control (`taking`) every
+  /// free ID of a pool with a reuse delay waits that delay once
+  /// (Pools::hold_free); at a reconfigure the delays under way go on.
+  /// Returns the log lines, e.g. "pool pkey is no longer declared
+  /// (switch_pool_pkey): the IDs 2 attempts held are dropped".
+  std::vector<std::string> rebuild(const std::vector<PoolSpec> &specs, Journal *journal,
+                                   bool taking);
+  /// rebuild()'s part from the journal: its live attempts and quarantine
+  /// restored, the pools not declared dropped (their lines returned).
+  std::vector<std::string> restore_from(const std::vector<PoolSpec> &specs, Journal &journal);
 
   /// annotate() of a step: takes the IDs of a new attempt (r.next.job.pools,
   /// or a refusal), and releases or quarantines (at `now`, Unix seconds) the

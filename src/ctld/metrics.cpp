@@ -113,10 +113,10 @@ template <int Field> void lanes(const json &s, Sink &o) {
 }
 
 /// Issue 38: the IDs of each declared pool by state (free, taken,
-/// quarantined); nothing without a pool.
+/// quarantined, cooling); nothing without a pool.
 void pool_ids(const json &s, Sink &o) {
   for (const auto &[pool, p] : obj(s, "pools").items())
-    for (std::string_view state : {"free", "taken", "quarantined"})
+    for (std::string_view state : {"free", "taken", "quarantined", "cooling"})
       o.sample("", label("pool", pool) + "," + label("state", state), num(p, state));
 }
 
@@ -177,7 +177,8 @@ const Metric kMetrics[] = {
    pools<0>},
   {{"switchlua_pool_ids", "gauge",
     "IDs of each fabric-ID pool by state: free, taken (by setups not over), quarantined "
-    "(kept out of use after a failed teardown)."},
+    "(kept out of use after a failed teardown), cooling (released, in the pool's reuse "
+    "delay)."},
    pool_ids},
   {{"switchlua_pool_refusals_total", "counter",
     "Setups whose job_start did not run because a pool had too few free IDs, by pool."},

@@ -73,10 +73,75 @@ void Pools::count_quarantined(const PoolIds &ids, int sign) {
           sign > 0 ? it->second.quarantined + list.size() : it->second.quarantined - list.size();
 }
 
-PoolTake Pools::take(std::int64_t attempt) {
+std::size_t Pools::held_ids(const Pool &p, PoolClock::time_point now) {
+  return now < p.held_until ? p.size - p.used_in_ranges : 0;
+}
+
+std::size_t Pools::free_ids(const Pool &p, PoolClock::time_point now) {
+  return p.size - p.used_in_ranges - held_ids(p, now);
+}
+
+void Pools::let_go(const PoolIds &ids, PoolClock::time_point now) {
+  for (const auto &[name, list] : ids) {
+    auto it = pools_.find(name);
+    if (it == pools_.end())
+      continue;
+    Pool &p = it->second;
+    if (p.spec.reuse_delay == 0) {
+      unhold({{name, list}});
+      continue;
+    }
+    const auto until = now + std::chrono::seconds(p.spec.reuse_delay);
+    for (std::uint32_t id : list)
+      if (p.used.contains(id))
+        p.cooling.emplace_back(until, id);
+  }
+}
+
+bool Pools::cool(PoolClock::time_point now) {
+  bool freed = false;
+  for (auto &[name, p] : pools_) {
+    while (!p.cooling.empty() && p.cooling.front().first <= now) {
+      const std::uint32_t id = p.cooling.front().second;
+      p.cooling.pop_front();
+      if (p.used.erase(id) && in_ranges(p, id))
+        --p.used_in_ranges;
+      freed = true;
+    }
+    if (p.held_until != PoolClock::time_point{} && p.held_until <= now) {
+      p.held_until = {};
+      freed = true;
+    }
+  }
+  return freed;
+}
+
+void Pools::hold_free(PoolClock::time_point now) {
+  for (auto &[name, p] : pools_)
+    if (p.spec.reuse_delay > 0)
+      p.held_until = now + std::chrono::seconds(p.spec.reuse_delay);
+}
+
+void Pools::carry_cooling(const Pools &old) {
+  for (const auto &[name, o] : old.pools_) {
+    auto it = pools_.find(name);
+    if (it == pools_.end())
+      continue;
+    Pool &p = it->second;
+    p.held_until = std::max(p.held_until, o.held_until);
+    for (const auto &[until, id] : o.cooling)
+      if (p.used.insert(id).second) {
+        p.used_in_ranges += in_ranges(p, id) ? 1 : 0;
+        p.cooling.emplace_back(until, id);
+      }
+  }
+}
+
+PoolTake Pools::take(std::int64_t attempt, PoolClock::time_point now) {
   if (auto held_ids = held(attempt); !held_ids.empty())
     return PoolTake{.ids = std::move(held_ids)};
-  if (auto s = shortage())
+  cool(now);
+  if (auto s = shortage(now))
     return PoolTake{.shortage = std::move(*s)};
   PoolIds ids;
   for (auto &[name, p] : pools_) {
@@ -105,11 +170,11 @@ PoolIds Pools::held(std::int64_t attempt) const {
   return {};
 }
 
-bool Pools::release(std::int64_t attempt) {
+bool Pools::release(std::int64_t attempt, PoolClock::time_point now) {
   auto it = taken_.find(attempt);
   if (it == taken_.end())
     return false;
-  unhold(it->second);
+  let_go(it->second, now);
   taken_.erase(it);
   return true;
 }
@@ -124,20 +189,29 @@ bool Pools::quarantine(std::int64_t attempt, std::int64_t now) {
   return true;
 }
 
-bool Pools::unquarantine(std::int64_t attempt) {
+bool Pools::unquarantine(std::int64_t attempt, PoolClock::time_point now) {
   auto it = quarantined_.find(attempt);
   if (it == quarantined_.end())
     return false;
-  unhold(it->second.ids);
   count_quarantined(it->second.ids, -1);
+  let_go(it->second.ids, now);
   quarantined_.erase(it);
   return true;
 }
 
 std::vector<std::string> Pools::restore(std::int64_t attempt, const PoolIds &ids,
                                         std::optional<std::int64_t> since) {
-  release(attempt);
-  unquarantine(attempt);
+  // What the attempt holds already is replaced, not released: no reuse
+  // delay for IDs it keeps holding.
+  if (auto it = taken_.find(attempt); it != taken_.end()) {
+    unhold(it->second);
+    taken_.erase(it);
+  }
+  if (auto it = quarantined_.find(attempt); it != quarantined_.end()) {
+    unhold(it->second.ids);
+    count_quarantined(it->second.ids, -1);
+    quarantined_.erase(it);
+  }
   std::vector<std::string> dropped;
   PoolIds kept;
   for (const auto &[name, list] : ids) {
@@ -167,20 +241,25 @@ std::size_t Pools::free_count(const std::string &pool) const {
   return it == pools_.end() ? 0 : it->second.size - it->second.used_in_ranges;
 }
 
-std::optional<PoolShortage> Pools::shortage() const {
+std::optional<PoolShortage> Pools::shortage(PoolClock::time_point now) const {
   for (const auto &[name, p] : pools_)
-    if (const std::size_t free = p.size - p.used_in_ranges; free < p.spec.per_job)
-      return PoolShortage{.pool = name, .free = free, .needed = p.spec.per_job, .size = p.size};
+    if (const std::size_t free = free_ids(p, now); free < p.spec.per_job)
+      return PoolShortage{.pool = name,
+                          .free = free,
+                          .needed = p.spec.per_job,
+                          .size = p.size,
+                          .cooling = p.cooling.size() + held_ids(p, now)};
   return std::nullopt;
 }
 
-std::map<std::string, PoolCounts> Pools::counts() const {
+std::map<std::string, PoolCounts> Pools::counts(PoolClock::time_point now) const {
   std::map<std::string, PoolCounts> out;
   for (const auto &[name, p] : pools_)
     out[name] = PoolCounts{.size = p.size,
-                           .free = p.size - p.used_in_ranges,
-                           .taken = p.used.size() - p.quarantined,
-                           .quarantined = p.quarantined};
+                           .free = free_ids(p, now),
+                           .taken = p.used.size() - p.quarantined - p.cooling.size(),
+                           .quarantined = p.quarantined,
+                           .cooling = p.cooling.size() + held_ids(p, now)};
   return out;
 }
 

@@ -5,7 +5,7 @@
 // Issue 38, durable fabric-ID pools (opt-in): integer IDs (Slingshot VNIs,
 // InfiniBand PKeys, ...) that the controller hands to the setup attempts of
 // managed jobs so that no two live attempts ever hold the same ID of a pool.
-// A pool is declared in SlurmctldParameters (switch_pool_NAME=RANGES[:PER_JOB],
+// A pool is declared in SlurmctldParameters (switch_pool_NAME=RANGES[:PER_JOB[:REUSE_DELAY]],
 // switch_lua.conf(5)); its rules are in switch.lua(5), POOLS.
 //
 // This file is the allocator only, pure: no I/O, no clock reads (times are
@@ -25,11 +25,18 @@
 // handed out, wrapping at the end of the ranges, so a released ID is reused
 // as late as possible (flux-coral2 hands out Slingshot VNIs the same way:
 // a VNI freed by one job is not at once the next job's, whose traffic
-// could then meet the late packets of the first).
+// could then meet the late packets of the first).  A pool may also have a
+// reuse delay (PoolSpec::reuse_delay): an ID released stays out of use
+// ("cooling") for that many seconds, on the steady clock; and after a
+// start or a takeover, when which IDs the previous controller released
+// lately is not known, every free ID of such a pool waits that delay once
+// (hold_free()).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -38,6 +45,10 @@
 #include <vector>
 
 namespace switchlua {
+
+/// The clock of the reuse delays: monotonic (a step of the wall clock
+/// neither ends nor lengthens a delay).
+using PoolClock = std::chrono::steady_clock;
 
 /// One inclusive range of IDs, first <= last.
 struct PoolRange {
@@ -54,6 +65,10 @@ struct PoolSpec {
   std::string name;
   std::vector<PoolRange> ranges;
   std::uint32_t per_job = 1;
+  /// Seconds an ID released stays out of use before it is handed out again
+  /// (0: none; at most 86400).  Source: switch_lua.conf(5),
+  /// switch_pool_NAME=RANGES:PER_JOB:REUSE_DELAY.
+  std::uint32_t reuse_delay = 0;
   bool operator==(const PoolSpec &) const = default;
 };
 
@@ -68,6 +83,9 @@ struct PoolShortage {
   std::size_t free = 0;
   std::size_t needed = 0;
   std::size_t size = 0;
+  /// Of the IDs not free, those only in their reuse delay (free once it
+  /// ends).
+  std::size_t cooling = 0;
   bool operator==(const PoolShortage &) const = default;
 };
 
@@ -91,6 +109,7 @@ struct PoolCounts {
   std::size_t free = 0;        ///< of those, held by no attempt
   std::size_t taken = 0;       ///< IDs held by attempts not over
   std::size_t quarantined = 0; ///< IDs kept out of use after a failed teardown
+  std::size_t cooling = 0;     ///< IDs released and still in their reuse delay
   bool operator==(const PoolCounts &) const = default;
 };
 
@@ -114,23 +133,39 @@ public:
   /// so a retried start of one attempt keeps its IDs.  When a pool has
   /// fewer than per_job IDs free, nothing at all is taken (no pool changes)
   /// and the shortage names that pool.  No pools declared: an empty map.
-  PoolTake take(std::int64_t attempt);
+  /// The reuse delays over at `now` end first (cool()).
+  PoolTake take(std::int64_t attempt, PoolClock::time_point now = {});
 
   /// The IDs `attempt` holds (taken or quarantined); empty when none.
   PoolIds held(std::int64_t attempt) const;
 
   /// Frees the IDs of `attempt` (after a clean teardown, or a setup that
-  /// failed or declined: switch.lua(5), POOLS).  True when it held any
-  /// taken IDs; a quarantined attempt stays quarantined (false).
-  bool release(std::int64_t attempt);
+  /// failed or declined: switch.lua(5), POOLS); those of a pool with a
+  /// reuse delay free only once it has passed from `now`.  True when it
+  /// held any taken IDs; a quarantined attempt stays quarantined (false).
+  bool release(std::int64_t attempt, PoolClock::time_point now = {});
 
   /// Moves the taken IDs of `attempt` to the quarantine, at `now` (Unix
   /// seconds): they stay out of use.  True when it held taken IDs.
   bool quarantine(std::int64_t attempt, std::int64_t now);
 
-  /// Frees a quarantined attempt's IDs (an administrator's decision).  True
-  /// when it was quarantined.
-  bool unquarantine(std::int64_t attempt);
+  /// Frees a quarantined attempt's IDs (an administrator's decision), after
+  /// their pool's reuse delay from `now` as release() does.  True when it
+  /// was quarantined.
+  bool unquarantine(std::int64_t attempt, PoolClock::time_point now = {});
+
+  /// Ends the reuse delays over at `now`: those IDs are free again.  True
+  /// when any came free.  O(IDs freed) amortized.
+  bool cool(PoolClock::time_point now);
+
+  /// At a start or takeover: every free ID of each pool with a reuse delay
+  /// stays out of use until `now` + that delay (the IDs the previous
+  /// controller released within it are not recorded).  O(pools).
+  void hold_free(PoolClock::time_point now);
+
+  /// Carries the reuse delays under way in `old` (a reconfigure that
+  /// changed the pools) into this allocator, for the pools both declare.
+  void carry_cooling(const Pools &old);
 
   /// Rebuilds one attempt from the journal: `ids` are taken by `attempt`
   /// (or quarantined since `since` when set).  IDs of a pool that is not
@@ -148,12 +183,13 @@ public:
   /// What take() of a new attempt would find now: the first pool (in name
   /// order) with fewer than per_job IDs free, or nullopt when every pool
   /// has enough (or none is declared).  O(pools), no allocation unless a
-  /// pool is short.  The admission gate's question (CtldCore::admit).
-  std::optional<PoolShortage> shortage() const;
-  /// Every declared pool's numbers, by name; O(pools).  An ID held outside
-  /// a pool's ranges (restored after the ranges shrank) counts as taken or
-  /// quarantined, not in `size`.
-  std::map<std::string, PoolCounts> counts() const;
+  /// pool is short.  The admission gate's question (CtldCore::admit), after
+  /// cool(now).
+  std::optional<PoolShortage> shortage(PoolClock::time_point now = {}) const;
+  /// Every declared pool's numbers at `now`, by name; O(pools).  An ID held
+  /// outside a pool's ranges (restored after the ranges shrank) counts as
+  /// taken or quarantined, not in `size`.
+  std::map<std::string, PoolCounts> counts(PoolClock::time_point now = {}) const;
   /// Live attempts holding IDs, by attempt.
   const std::map<std::int64_t, PoolIds> &taken() const { return taken_; }
   /// Quarantined attempts, by attempt.
@@ -167,7 +203,17 @@ private:
     std::size_t used_in_ranges = 0;      ///< of used, those inside the ranges
     std::size_t quarantined = 0;         ///< of used, those of quarantined attempts
     std::optional<std::uint32_t> cursor; ///< last ID handed out
+    /// Released IDs in their reuse delay (still in `used`): (until, ID),
+    /// oldest first (one delay per pool, a monotonic clock).
+    std::deque<std::pair<PoolClock::time_point, std::uint32_t>> cooling;
+    /// hold_free(): until then no ID not in `used` is free.
+    PoolClock::time_point held_until{};
   };
+  /// The free IDs of `p` at `now`, and those of them held by hold_free().
+  static std::size_t free_ids(const Pool &p, PoolClock::time_point now);
+  static std::size_t held_ids(const Pool &p, PoolClock::time_point now);
+  /// Frees `ids` at once, or puts them in their pools' reuse delay.
+  void let_go(const PoolIds &ids, PoolClock::time_point now);
   /// The ID after `id` in the pool's ranges, wrapping; the first ID when
   /// `id` is nullopt.
   static std::uint32_t next_id(const Pool &p, std::optional<std::uint32_t> id);

@@ -259,9 +259,10 @@ json lanes_json(const StatsSnapshot &s) {
 json pools_json(const StatsSnapshot &s) {
   json out = json::object();
   for (const auto &[name, p] : s.pools)
-    out[name] = {{"size", p.ids.size},     {"free", p.ids.free},
-                 {"taken", p.ids.taken},   {"quarantined", p.ids.quarantined},
-                 {"refusals", p.refusals}, {"waiting", p.waiting}};
+    out[name] = {{"size", p.ids.size},       {"free", p.ids.free},
+                 {"taken", p.ids.taken},     {"quarantined", p.ids.quarantined},
+                 {"cooling", p.ids.cooling}, {"refusals", p.refusals},
+                 {"waiting", p.waiting}};
   return out;
 }
 

@@ -191,7 +191,15 @@ TEST(StatusCli, ShowsEachPoolOnlyWhenOneIsDeclared) {
                   {"taken", 2},
                   {"quarantined", 1},
                   {"refusals", 3},
-                  {"waiting", 2}}}};
+                  {"waiting", 2}}},
+                {"pkey",
+                 {{"size", 4},
+                  {"free", 0},
+                  {"taken", 2},
+                  {"quarantined", 0},
+                  {"cooling", 2},
+                  {"refusals", 0},
+                  {"waiting", 1}}}};
   j["pool_quarantine"] = {
       {"attempts", 1},
       {"oldest", {{{"job_id", 7}, {"ids", {{"vni", {1}}}}, {"since", 1700000000}}}}};
@@ -207,11 +215,18 @@ TEST(StatusCli, ShowsEachPoolOnlyWhenOneIsDeclared) {
                        "refused for want of IDs; 2 jobs PENDING for them\n"),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("Pool pkey:            0 of 4 IDs free, 2 taken, 0 quarantined, 2 in "
+                       "their reuse delay; 0 setups refused for want of IDs; 1 job PENDING for "
+                       "them\n"),
+            std::string::npos)
+      << r.out;
   r = run("status --format prometheus --file " + (d / "pools").string());
   for (const char *line : {"switchlua_pool_size{pool=\"vni\"} 4\n",
                            "switchlua_pool_ids{pool=\"vni\",state=\"free\"} 1\n",
                            "switchlua_pool_ids{pool=\"vni\",state=\"taken\"} 2\n",
                            "switchlua_pool_ids{pool=\"vni\",state=\"quarantined\"} 1\n",
+                           "switchlua_pool_ids{pool=\"vni\",state=\"cooling\"} 0\n",
+                           "switchlua_pool_ids{pool=\"pkey\",state=\"cooling\"} 2\n",
                            "switchlua_pool_refusals_total{pool=\"vni\"} 3\n",
                            "switchlua_pool_waiting_jobs{pool=\"vni\"} 2\n"})
     EXPECT_NE(r.out.find(line), std::string::npos) << "no " << line << " in:\n" << r.out;

@@ -39,7 +39,7 @@ TEST(Config, BeyondContractIsEmptyWithTheDefaultsAndNamesWhatASiteSet) {
   EXPECT_TRUE(b[1].starts_with("switch_max_setup_failures=3: ")) << b[1];
 }
 
-// Issue 38: switch_pool_NAME=RANGES[:PER_JOB], opt-in fabric-ID pools.
+// Issue 38: switch_pool_NAME=RANGES[:PER_JOB[:REUSE_DELAY]], opt-in fabric-ID pools.
 TEST(Config, PoolsAreDeclaredByNameWithRangesAndPerJob) {
   auto c = parse_slurmctld_parameters("");
   ASSERT_TRUE(c);
@@ -62,19 +62,36 @@ TEST(Config, PoolsAreDeclaredByNameWithRangesAndPerJob) {
   EXPECT_TRUE(b[0].starts_with("switch_pool_pkey=32769-32800+33000-33010:2: ")) << b[0];
   EXPECT_NE(b[1].find("pool vni"), std::string::npos) << b[1];
   EXPECT_TRUE(parse_slurmctld_parameters("switch_pool_a=7,switch_pool_a=7:1")) << "same value";
+  // The reuse delay: written back only when set, and said at start-up.
+  c = parse_slurmctld_parameters("switch_pool_vni=1024-2047:1:60,switch_pool_b=1:1:0");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->pools[0], (PoolSpec{"b", {{1, 1}}, 1, 0}));
+  EXPECT_EQ(c->pools[1], (PoolSpec{"vni", {{1024, 2047}}, 1, 60}));
+  EXPECT_NE(describe(*c).find(" switch_pool_b=1:1 switch_pool_vni=1024-2047:1:60"),
+            std::string::npos)
+      << describe(*c);
+  back = parse_slurmctld_parameters(to_slurmctld_parameters(*c));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, *c);
+  b = beyond_contract(*c);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_TRUE(b[1].ends_with("; an ID released stays out of use 60 s")) << b[1];
+  EXPECT_EQ(b[0].find("out of use"), std::string::npos) << b[0];
   EXPECT_TRUE(slurmctld_parameters_warnings("switch_pool_vni=1-2").empty());
 }
 
 TEST(Config, BadPoolsNameKeyAndValue) {
   const std::string ranges_rule =
       ": must be ranges FIRST-LAST of integers from 0 to 4294967295 joined by + and not "
-      "overlapping, then optionally :PER_JOB from 1 to the pool's size (e.g. 1024-2047 or "
-      "32769-32800+33000-33010:2)";
+      "overlapping, then optionally :PER_JOB from 1 to the pool's size, then optionally "
+      ":REUSE_DELAY in seconds from 0 to 86400 (e.g. 1024-2047, 32769-32800+33000-33010:2 or "
+      "1024-2047:1:60)";
   for (const std::string bad :
        {"switch_pool_vni=", "switch_pool_vni=abc", "switch_pool_vni=5-3",
         "switch_pool_vni=1-10+5-12", "switch_pool_vni=1-4:5", "switch_pool_vni=1-4:0",
         "switch_pool_vni=1-4:", "switch_pool_vni=-4", "switch_pool_vni=1-4294967296",
-        "switch_pool_vni=1--4"}) {
+        "switch_pool_vni=1--4", "switch_pool_vni=1-4:1:", "switch_pool_vni=1-4:1:86401",
+        "switch_pool_vni=1-4:1:x", "switch_pool_vni=1-4::60", "switch_pool_vni=1-4:1:60:2"}) {
     auto c = parse_slurmctld_parameters(bad);
     ASSERT_FALSE(c) << bad;
     EXPECT_EQ(c.error().message, "SlurmctldParameters: " + bad + ranges_rule);

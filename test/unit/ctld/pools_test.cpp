@@ -153,4 +153,67 @@ TEST(Pools, CountsFollowEveryChange) {
   EXPECT_EQ(p.counts().at("vni"), (C{.size = 4, .free = 2, .taken = 3, .quarantined = 0}));
 }
 
+// The reuse delay (switch_pool_NAME=RANGES:PER_JOB:REUSE_DELAY): an ID
+// released, or freed from the quarantine, is handed out again only once
+// the delay has passed, on the steady clock; meanwhile it counts as
+// cooling, and a pool with nothing else free is short (the gate's answer).
+TEST(Pools, AReleasedIdWaitsItsReuseDelay) {
+  using namespace std::chrono_literals;
+  const PoolClock::time_point t0 = PoolClock::now();
+  Pools p({PoolSpec{"vni", {{1, 2}}, 1, 30}, pool("pkey", {{10, 19}})});
+  EXPECT_EQ(Ids{1}, ids_of(p.take(1, t0), "vni"));
+  EXPECT_EQ(Ids{2}, ids_of(p.take(2, t0), "vni"));
+  EXPECT_TRUE(p.release(1, t0 + 1s));
+  EXPECT_EQ(p.counts(t0 + 2s).at("vni"),
+            (PoolCounts{.size = 2, .free = 0, .taken = 1, .cooling = 1}));
+  const PoolTake early = p.take(3, t0 + 30s); // 29 s after the release
+  ASSERT_TRUE(early.shortage.has_value());
+  EXPECT_EQ(*early.shortage,
+            (PoolShortage{.pool = "vni", .free = 0, .needed = 1, .size = 2, .cooling = 1}));
+  EXPECT_FALSE(p.cool(t0 + 30s));
+  EXPECT_EQ(Ids{1}, ids_of(p.take(3, t0 + 31s), "vni")); // the delay is over
+  // A pool without a delay frees at once, beside one with it.
+  EXPECT_TRUE(p.release(3, t0 + 40s));
+  EXPECT_EQ(p.counts(t0 + 40s).at("pkey").free, 9u);
+  EXPECT_EQ(p.counts(t0 + 40s).at("vni").cooling, 1u);
+  // Freed from the quarantine by an administrator: the delay too.
+  EXPECT_TRUE(p.quarantine(2, 1700000000));
+  EXPECT_TRUE(p.unquarantine(2, t0 + 50s));
+  EXPECT_TRUE(p.cool(t0 + 71s)); // 1 (released at 40 s) is free again
+  EXPECT_EQ(p.counts(t0 + 71s).at("vni"),
+            (PoolCounts{.size = 2, .free = 1, .taken = 0, .cooling = 1}));
+  EXPECT_TRUE(p.cool(t0 + 80s));
+  EXPECT_EQ(p.counts(t0 + 80s).at("vni"), (PoolCounts{.size = 2, .free = 2}));
+}
+
+// At a start or takeover the IDs the previous controller released lately
+// are not known: every free ID of a pool with a delay waits it once;
+// IDs that live attempts hold stay theirs.  A reconfigure carries the
+// delays under way.
+TEST(Pools, AfterATakeoverEveryFreeIdWaitsTheDelayOnce) {
+  using namespace std::chrono_literals;
+  const PoolClock::time_point t0 = PoolClock::now();
+  Pools p({PoolSpec{"vni", {{1, 4}}, 1, 60}, pool("pkey", {{10, 11}})});
+  p.restore(7, {{"vni", {2}}});
+  p.hold_free(t0);
+  EXPECT_EQ(p.counts(t0).at("vni"), (PoolCounts{.size = 4, .free = 0, .taken = 1, .cooling = 3}));
+  EXPECT_EQ(p.counts(t0).at("pkey").free, 2u) << "a pool without a delay is not held";
+  EXPECT_TRUE(p.take(8, t0 + 59s).shortage.has_value());
+  EXPECT_EQ(Ids{3}, ids_of(p.take(8, t0 + 60s), "vni"));
+  EXPECT_TRUE(p.release(8, t0 + 61s));
+  Pools next({PoolSpec{"vni", {{1, 4}}, 2, 60}});
+  next.restore(7, {{"vni", {2}}});
+  next.carry_cooling(p);
+  EXPECT_EQ(next.counts(t0 + 62s).at("vni"),
+            (PoolCounts{.size = 4, .free = 2, .taken = 1, .cooling = 1}));
+  EXPECT_EQ((Ids{4, 1}), ids_of(next.take(9, t0 + 62s), "vni"));
+  const PoolTake during = next.take(10, t0 + 120s);
+  ASSERT_TRUE(during.shortage.has_value());
+  EXPECT_EQ(during.shortage->cooling, 1u);
+  const PoolTake after = next.take(10, t0 + 122s);
+  ASSERT_TRUE(after.shortage.has_value());
+  EXPECT_EQ(after.shortage->free, 1u) << "3, once its delay is over";
+  EXPECT_EQ(after.shortage->cooling, 0u);
+}
+
 } // namespace

@@ -190,21 +190,24 @@ TEST(Stats, PoolsAreInTheStatusJsonAndChangeTheVersion) {
   auto st = sequence();
   EXPECT_EQ(status_json(st->snapshot(), 1, "s", 0, 0)["pools"], json::object());
   const std::uint64_t v = st->version();
-  st->set_pools({{"vni", PoolStats{.ids = {.size = 4, .free = 1, .taken = 2, .quarantined = 1},
-                                   .refusals = 3,
-                                   .waiting = 5}}});
+  st->set_pools(
+      {{"vni", PoolStats{.ids = {.size = 4, .free = 1, .taken = 2, .quarantined = 1, .cooling = 6},
+                         .refusals = 3,
+                         .waiting = 5}}});
   EXPECT_GT(st->version(), v);
   const json j = status_json(st->snapshot(), 1, "s", 0, 0)["pools"]["vni"];
   EXPECT_EQ(j, (json{{"size", 4},
                      {"free", 1},
                      {"taken", 2},
+                     {"cooling", 6},
                      {"quarantined", 1},
                      {"refusals", 3},
                      {"waiting", 5}}));
   const std::uint64_t v2 = st->version();
-  st->set_pools({{"vni", PoolStats{.ids = {.size = 4, .free = 1, .taken = 2, .quarantined = 1},
-                                   .refusals = 3,
-                                   .waiting = 5}}});
+  st->set_pools(
+      {{"vni", PoolStats{.ids = {.size = 4, .free = 1, .taken = 2, .quarantined = 1, .cooling = 6},
+                         .refusals = 3,
+                         .waiting = 5}}});
   EXPECT_EQ(st->version(), v2) << "the same numbers: no rewrite";
 }
 
