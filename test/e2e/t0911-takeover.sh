@@ -56,9 +56,13 @@ _teardown_waited_or_ran() {
 
 # wait_all_done TIMEOUT ID...: until every job has ended (or its record is
 # gone: a finished job lives MinJobAge=30 s), failing at once on a job that
-# ended in another state than COMPLETED.
+# ended in another state than COMPLETED.  A job that Slurm requeued itself
+# after the takeover (on a loaded machine: "Batch JobId=N missing from
+# batch node ... Requeuing job") waits PENDING Reason=BeginTime for
+# Slurm's credential lifetime (120 s by default) before it runs again: the
+# deadline then grows once by 130 s.
 wait_all_done() {
-	local timeout=$1 deadline id st
+	local timeout=$1 deadline id st extended=0
 	local -a left
 	shift
 	deadline=$(($(date +%s) + timeout))
@@ -71,7 +75,14 @@ wait_all_done() {
 			FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE | PREEMPTED)
 				fail "job $id ended $st"
 				;;
-			*) left+=("$id=$st") ;;
+			*)
+				left+=("$id=$st")
+				if [ "$st" = PENDING ] && [ "$extended" = 0 ] && [ "$(job_reason "$id")" = BeginTime ]; then
+					extended=1
+					deadline=$((deadline + 130))
+					note "JobId=$id PENDING Reason=BeginTime (requeued by Slurm): the wait grows by 130 s"
+				fi
+				;;
 			esac
 		done
 		[ ${#left[@]} -eq 0 ] && return 0
